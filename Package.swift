@@ -1,0 +1,52 @@
+// swift-tools-version: 6.1
+import PackageDescription
+
+let package = Package(
+    name: "Replica",
+    platforms: [.macOS(.v15)],
+    products: [
+        .library(name: "ReplicaCore", targets: ["ReplicaCore"]),
+        .executable(name: "replica-node", targets: ["ReplicaNode"]),
+    ],
+    dependencies: [
+        .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
+        .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
+        .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
+        .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+    ],
+    targets: [
+        .systemLibrary(
+            name: "CZMQ",
+            pkgConfig: "libzmq",
+            providers: [.apt(["libzmq3-dev"]), .brew(["zeromq"])]
+        ),
+        .target(
+            name: "ReplicaCore",
+            dependencies: [
+                "CZMQ",
+                .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "ReplicaNode",
+            dependencies: [
+                "ReplicaCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .testTarget(
+            name: "ReplicaCoreTests",
+            dependencies: [
+                "ReplicaCore",
+                .product(name: "PropertyBased", package: "swift-property-based"),
+            ]
+        ),
+        .testTarget(
+            name: "ReplicaNodeTests",
+            dependencies: ["ReplicaNode", "ReplicaCore"]
+        ),
+    ],
+    swiftLanguageModes: [.v6]
+)

@@ -1,0 +1,86 @@
+import Foundation
+
+/// A hybrid logical clock (Kulkarni et al., 2014): timestamps close to wall-clock time that
+/// still respect causality. A node that has seen a timestamp stamps its later events above it,
+/// even when its own wall clock is behind, so clock skew cannot make a causally later write lose.
+///
+/// A value type: the replica actor owns one and mutates it in place.
+public struct HybridLogicalClock: Sendable {
+    /// Wall-clock milliseconds since the Unix epoch.
+    public typealias PhysicalClock = @Sendable () -> UInt64
+
+    public static let systemClock: PhysicalClock = {
+        UInt64(max(0, Date().timeIntervalSince1970 * 1000))
+    }
+
+    /// Why a remote timestamp was not accepted.
+    public enum RejectedTimestamp: Error, Equatable, Sendable {
+        /// The remote clock is more than `maxDrift` ahead of ours.
+        case tooFarInFuture(remote: HybridTimestamp, localWallMillis: UInt64)
+    }
+
+    public private(set) var last: HybridTimestamp
+    /// How far (in milliseconds) a remote timestamp may be ahead of our wall clock.
+    public let maxDriftMillis: UInt64
+    private let physical: PhysicalClock
+
+    public init(
+        maxDriftMillis: UInt64 = 60_000,
+        startingAfter floor: HybridTimestamp = .zero,
+        physical: @escaping PhysicalClock = HybridLogicalClock.systemClock
+    ) {
+        self.maxDriftMillis = maxDriftMillis
+        self.physical = physical
+        self.last = floor
+    }
+
+    /// A timestamp for a local event (a write or a send):
+    /// `l' = l; l = max(l', pt); c = (l == l') ? c + 1 : 0`.
+    public mutating func tick() -> HybridTimestamp {
+        let now = min(physical(), HybridTimestamp.maxWallMillis)
+        if now > last.wallMillis {
+            last = HybridTimestamp(wallMillis: now, logical: 0)
+        } else {
+            last = Self.increment(last)
+        }
+        return last
+    }
+
+    /// Merges a received timestamp: `l = max(l', m.l, pt)`, and `c` is
+    /// `max(c, m.c) + 1` if `l == l' == m.l`, `c + 1` if `l == l'`, `m.c + 1` if `l == m.l`, else 0.
+    /// A timestamp more than `maxDriftMillis` ahead of our wall clock is rejected and leaves the
+    /// clock untouched: one bad clock must not drag the whole cluster into the future.
+    @discardableResult
+    public mutating func receive(_ remote: HybridTimestamp) throws(RejectedTimestamp) -> HybridTimestamp {
+        let now = min(physical(), HybridTimestamp.maxWallMillis)
+        guard remote.wallMillis <= now &+ maxDriftMillis else {
+            throw .tooFarInFuture(remote: remote, localWallMillis: now)
+        }
+        let previous = last
+        let wall = max(previous.wallMillis, remote.wallMillis, now)
+        if wall == previous.wallMillis && wall == remote.wallMillis {
+            last = Self.increment(HybridTimestamp(wallMillis: wall, logical: max(previous.logical, remote.logical)))
+        } else if wall == previous.wallMillis {
+            last = Self.increment(previous)
+        } else if wall == remote.wallMillis {
+            last = Self.increment(remote)
+        } else {
+            last = HybridTimestamp(wallMillis: wall, logical: 0)
+        }
+        return last
+    }
+
+    /// Raises the clock to at least `timestamp` (used at start-up with the highest stored version),
+    /// so a restarted node never stamps below what it already wrote.
+    public mutating func advance(toAtLeast timestamp: HybridTimestamp) {
+        if timestamp > last { last = timestamp }
+    }
+
+    /// The next timestamp after `t`; a full logical counter carries into the millisecond field,
+    /// which keeps timestamps strictly increasing at any write rate.
+    private static func increment(_ t: HybridTimestamp) -> HybridTimestamp {
+        t.logical == HybridTimestamp.maxLogical
+            ? HybridTimestamp(wallMillis: t.wallMillis + 1, logical: 0)
+            : HybridTimestamp(rawValue: t.rawValue + 1)
+    }
+}

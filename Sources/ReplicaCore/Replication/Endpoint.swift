@@ -1,0 +1,52 @@
+import Foundation
+
+/// A `HOST:PORT` a node listens on or connects to.
+///
+/// A node uses two consecutive TCP ports: `PORT` for its PUB socket (updates and heartbeats)
+/// and `PORT + 1` for its ROUTER socket (anti-entropy sync). Peers are named by `PORT`.
+public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible, LosslessStringConvertible {
+    public var host: String
+    public var port: UInt16
+
+    public init(host: String, port: UInt16) {
+        self.host = host
+        self.port = port
+    }
+
+    /// Parses `HOST:PORT` (`[v6]:PORT` for IPv6). Fails on a missing host, a port outside
+    /// 1...65534 (PORT + 1 must exist too) or a stray colon.
+    public init?(_ description: String) {
+        let text = description.trimmingCharacters(in: .whitespaces)
+        guard let colon = text.lastIndex(of: ":") else { return nil }
+        var host = String(text[..<colon])
+        if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
+        guard !host.isEmpty, host.allSatisfy({ !$0.isWhitespace }),
+              let port = UInt16(text[text.index(after: colon)...]), port > 0, port < .max
+        else { return nil }
+        self.host = host
+        self.port = port
+    }
+
+    public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
+
+    /// The ZeroMQ endpoint of the PUB socket.
+    public var publishAddress: String { "tcp://\(description)" }
+    /// The ZeroMQ endpoint of the ROUTER (sync) socket.
+    public var syncAddress: String { "tcp://\(Endpoint(host: host, port: port + 1).description)" }
+}
+
+extension Endpoint {
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.singleValueContainer()
+        let text = try container.decode(String.self)
+        guard let endpoint = Endpoint(text) else {
+            throw DecodingError.dataCorruptedError(in: container, debugDescription: "not HOST:PORT: \(text)")
+        }
+        self = endpoint
+    }
+
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.singleValueContainer()
+        try container.encode(description)
+    }
+}

@@ -1,0 +1,49 @@
+import Foundation
+
+/// Liveness of a peer, from the time since it was last heard (any message counts).
+public enum PeerState: String, Sendable, Codable {
+    /// Never heard from since this node started.
+    case unknown
+    case alive
+    /// Silent longer than `suspectAfter`.
+    case suspect
+    /// Silent longer than `downAfter`.
+    case down
+}
+
+/// What one node knows about one configured peer, and the two sockets that reach it.
+/// Owned by the replica actor.
+struct PeerLink {
+    let endpoint: Endpoint
+    let subscriber: ZMQSocket
+    let dealer: ZMQSocket
+
+    var node: NodeID?
+    var incarnation: UUID?
+    var state: PeerState = .unknown
+    var lastHeard: ContinuousClock.Instant?
+    var lastHeardDate: Date?
+    /// The last update sequence received from this peer (nil: none yet since it (re)started).
+    var lastSequence: UInt64?
+    var lastDigestRoot: UInt64?
+    var lastEntryCount: UInt64 = 0
+    /// Consecutive heartbeats whose root differed from ours.
+    var digestMismatches = 0
+    var sequenceGaps = 0
+    var syncsCompleted = 0
+    var sync: SyncInFlight?
+    var syncWanted = false
+    var syncReason = "start-up"
+    var lastSyncCompleted: Date?
+
+    struct SyncInFlight {
+        var requestID: UInt64
+        var reason: String
+        var started: ContinuousClock.Instant
+        var lastProgress: ContinuousClock.Instant
+        var chunks = 0
+        var entries = 0
+        var bytes = 0
+        var applied = 0
+    }
+}

@@ -1,0 +1,187 @@
+import Foundation
+import Logging
+
+/// Anti-entropy: pull the entries of differing digest buckets from a peer, merge with LWW.
+///
+/// The requester sends its bucket hashes over its DEALER; the peer's ROUTER answers with the
+/// entries of every bucket whose hash differs, in chunks bounded by entry count and bytes.
+/// LWW makes repeats harmless, so a sync can be abandoned and retried at any point.
+extension Replica {
+    struct SyncResponse {
+        var identity: [UInt8]
+        var requester: NodeID
+        var requestID: UInt64
+        var remainingBuckets: ArraySlice<Int>
+        var nextChunk: UInt32 = 0
+        var entriesSent = 0
+    }
+
+    /// Buckets read from the store per loop turn for one reply.
+    static let bucketsPerTurn = 64
+
+    func startSync(with index: Int) {
+        let requestID = nextRequestID
+        nextRequestID += 1
+        let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets)
+        do {
+            guard try peers[index].dealer.send([codec.encode(.syncRequest(request))]) else { return }
+        } catch {
+            logger.warning("sync request to \(peers[index].endpoint) failed: \(error)")
+            return
+        }
+        let now = ContinuousClock.now
+        let reason = peers[index].syncReason
+        peers[index].sync = PeerLink.SyncInFlight(requestID: requestID, reason: reason, started: now, lastProgress: now)
+        peers[index].syncWanted = false
+        logger.debug("sync requested", metadata: ["peer": "\(peers[index].endpoint)", "reason": "\(reason)"])
+    }
+
+    // MARK: Serving
+
+    func receiveSyncRequests() {
+        guard let syncServer else { return }
+        for _ in 0..<64 {
+            let message: ReceivedMessage?
+            do {
+                message = try syncServer.receive(maxFrames: 2)
+            } catch {
+                logger.warning("sync receive failed: \(error)")
+                return
+            }
+            guard let message else { return }
+            do {
+                guard message.frames.count == 2, !message.truncated else {
+                    throw WireError.wrongFrameCount(message.frames.count)
+                }
+                guard case .syncRequest(let request) = try codec.decode(message.frames[1]) else {
+                    throw WireError.unknownKind(message.frames[1].count > 2 ? message.frames[1][2] : 0)
+                }
+                let differing = store.digest.differingBuckets(from: request.buckets)
+                // One reply per requester at a time: a repeated request replaces the old reply.
+                syncResponses.removeAll { $0.identity == message.frames[0] }
+                syncResponses.append(SyncResponse(
+                    identity: message.frames[0], requester: request.origin, requestID: request.requestID,
+                    remainingBuckets: differing[...]))
+                counters.syncRequestsServed += 1
+            } catch {
+                dropMalformed(error, from: "sync client")
+            }
+        }
+    }
+
+    /// Sends the next chunks of every reply in progress.
+    func continueSyncResponses() {
+        guard let syncServer, !syncResponses.isEmpty else { return }
+        var finished: [Int] = []
+        for index in syncResponses.indices {
+            var response = syncResponses[index]
+            let buckets = Array(response.remainingBuckets.prefix(Self.bucketsPerTurn))
+            response.remainingBuckets = response.remainingBuckets.dropFirst(buckets.count)
+            let entries: [Entry]
+            do {
+                entries = try store.entries(inBuckets: buckets)
+            } catch {
+                logger.error("sync read failed: \(error)")
+                finished.append(index)
+                continue
+            }
+            let isDone = response.remainingBuckets.isEmpty
+            var chunks = split(entries)
+            if chunks.isEmpty && isDone { chunks = [[]] }
+            do {
+                for (position, chunk) in chunks.enumerated() {
+                    let message = SyncChunk(
+                        origin: identity.node, requestID: response.requestID, index: response.nextChunk,
+                        isLast: isDone && position == chunks.count - 1, entries: chunk)
+                    guard try syncServer.send([response.identity, codec.encode(.syncChunk(message))]) else {
+                        throw ZMQError(code: EAGAIN, operation: "send sync chunk")
+                    }
+                    response.nextChunk += 1
+                    response.entriesSent += chunk.count
+                }
+            } catch {
+                // The requester is gone or not reading; it will time out and ask again.
+                logger.warning("sync reply to \(response.requester) abandoned: \(error)")
+                finished.append(index)
+                continue
+            }
+            syncResponses[index] = response
+            if isDone {
+                logger.debug("sync reply to \(response.requester) sent \(response.entriesSent) entries")
+                finished.append(index)
+            }
+        }
+        for index in finished.reversed() { syncResponses.remove(at: index) }
+    }
+
+    /// Cuts entries into chunks that respect the entry-count and byte limits.
+    private func split(_ entries: [Entry]) -> [[Entry]] {
+        var chunks: [[Entry]] = []
+        var current: [Entry] = []
+        var bytes = 0
+        for entry in entries {
+            let size = entry.key.utf8.count + (entry.payload?.count ?? 0) + 96
+            if !current.isEmpty && (current.count == configuration.limits.maxEntriesPerChunk || bytes + size > configuration.limits.maxChunkBytes) {
+                chunks.append(current)
+                current = []
+                bytes = 0
+            }
+            current.append(entry)
+            bytes += size
+        }
+        if !current.isEmpty { chunks.append(current) }
+        return chunks
+    }
+
+    // MARK: Requesting
+
+    func receiveSyncChunks(from index: Int) {
+        for _ in 0..<256 {
+            let message: ReceivedMessage?
+            do {
+                message = try peers[index].dealer.receive(maxFrames: 1)
+            } catch {
+                logger.warning("sync receive failed: \(error)")
+                return
+            }
+            guard let message else { return }
+            do {
+                guard message.frames.count == 1, !message.truncated else {
+                    throw WireError.wrongFrameCount(message.frames.count)
+                }
+                guard case .syncChunk(let chunk) = try codec.decode(message.frames[0]) else {
+                    throw WireError.unknownKind(message.frames[0].count > 2 ? message.frames[0][2] : 0)
+                }
+                apply(chunk, bytes: message.frames[0].count, from: index)
+            } catch {
+                dropMalformed(error, from: peers[index].endpoint.description)
+            }
+        }
+    }
+
+    private func apply(_ chunk: SyncChunk, bytes: Int, from index: Int) {
+        heard(from: index, node: chunk.origin)
+        guard var sync = peers[index].sync, sync.requestID == chunk.requestID else {
+            return  // a reply to a request we abandoned
+        }
+        for entry in chunk.entries { accept(entry, from: chunk.origin) }
+        counters.syncEntriesApplied += chunk.entries.count
+        sync.chunks += 1
+        sync.entries += chunk.entries.count
+        sync.bytes += bytes
+        sync.lastProgress = .now
+        if sync.chunks % 100 == 0 {
+            logger.info("sync from \(chunk.origin) in progress: \(sync.entries) entries, \(sync.bytes) bytes")
+        }
+        if chunk.isLast {
+            let elapsed = ContinuousClock.now - sync.started
+            let level: Logger.Level = sync.entries > 0 ? .info : .debug
+            logger.log(level: level, "sync from \(chunk.origin) done (\(sync.reason)): \(sync.entries) entries, \(sync.bytes) bytes in \(elapsed)")
+            peers[index].sync = nil
+            peers[index].syncsCompleted += 1
+            peers[index].lastSyncCompleted = Date()
+        } else {
+            peers[index].sync = sync
+        }
+    }
+}

@@ -1,0 +1,122 @@
+import Foundation
+
+/// Heartbeats, peer liveness, and the timers that start anti-entropy.
+extension Replica {
+    /// Any message from a peer proves it is alive.
+    func heard(from index: Int, node: NodeID) {
+        let now = ContinuousClock.now
+        peers[index].lastHeard = now
+        peers[index].lastHeardDate = Date()
+        if peers[index].node != node {
+            if let old = peers[index].node {
+                logger.warning("peer \(peers[index].endpoint) changed id from \(old) to \(node)")
+            }
+            peers[index].node = node
+        }
+        setState(.alive, of: index)
+    }
+
+    func receive(_ heartbeat: Heartbeat, from index: Int) {
+        heard(from: index, node: heartbeat.origin)
+        var peer = peers[index]
+        defer { peers[index] = peer }
+        if peer.incarnation != heartbeat.incarnation {
+            if peer.incarnation != nil {
+                logger.info("peer \(heartbeat.origin) has a new incarnation (data directory replaced)")
+                peer.syncWanted = true
+            }
+            peer.incarnation = heartbeat.incarnation
+        }
+        if let last = peer.lastSequence {
+            if heartbeat.sequence > last {
+                // Every update up to this sequence was sent before the heartbeat on one ordered
+                // stream, so these were dropped (high-water mark, reconnect).
+                peer.sequenceGaps += 1
+                peer.syncWanted = true
+                peer.syncReason = "missed updates \(last + 1)...\(heartbeat.sequence)"
+            } else if heartbeat.sequence < last {
+                peer.syncWanted = true  // the peer restarted: its sequence began again
+                peer.syncReason = "peer restarted"
+            }
+        }
+        peer.lastSequence = heartbeat.sequence
+        peer.lastEntryCount = heartbeat.entryCount
+        peer.lastDigestRoot = heartbeat.digestRoot
+        if heartbeat.digestRoot == store.digest.root {
+            peer.digestMismatches = 0
+        } else {
+            peer.digestMismatches += 1
+            // One mismatch is normal while writes are in flight; a second one is not.
+            if peer.digestMismatches >= 2 && peer.sync == nil {
+                peer.syncWanted = true
+                peer.syncReason = "digest differs for \(peer.digestMismatches) heartbeats"
+            }
+        }
+        do {
+            try clock.receive(heartbeat.timestamp)
+        } catch {
+            counters.futureTimestampsRejected += 1
+        }
+    }
+
+    func setState(_ state: PeerState, of index: Int) {
+        let old = peers[index].state
+        guard old != state else { return }
+        peers[index].state = state
+        let name = peers[index].node.map { "\($0) (\(peers[index].endpoint))" } ?? "\(peers[index].endpoint)"
+        logger.info("peer \(name) is \(state.rawValue) (was \(old.rawValue))")
+        if state == .alive && (old == .unknown || old == .down) {
+            peers[index].syncWanted = true
+            peers[index].syncReason = "peer connected"
+        }
+    }
+
+    func requestSync(with index: Int, reason: String) {
+        peers[index].syncWanted = true
+        peers[index].syncReason = reason
+    }
+
+    func runTimers() {
+        let now = ContinuousClock.now
+        if now >= nextHeartbeat {
+            publishHeartbeat()
+            nextHeartbeat = now + configuration.heartbeatInterval
+        }
+        if now >= nextPeriodicSync {
+            for index in peers.indices where peers[index].state != .down {
+                requestSync(with: index, reason: "periodic check")
+            }
+            nextPeriodicSync = now + configuration.periodicSyncInterval
+        }
+        for index in peers.indices {
+            if let heard = peers[index].lastHeard {
+                let silence = now - heard
+                if silence >= configuration.downAfter {
+                    setState(.down, of: index)
+                } else if silence >= configuration.suspectAfter {
+                    setState(.suspect, of: index)
+                }
+            }
+            if let sync = peers[index].sync, now - sync.lastProgress >= configuration.syncTimeout {
+                logger.warning("sync with \(peers[index].endpoint) timed out after \(sync.chunks) chunks; will retry")
+                peers[index].sync = nil
+                peers[index].syncWanted = true
+            }
+            if peers[index].syncWanted && peers[index].sync == nil && peers[index].state != .down {
+                startSync(with: index)
+            }
+        }
+    }
+
+    private func publishHeartbeat() {
+        guard let publisher else { return }
+        let heartbeat = Heartbeat(
+            origin: identity.node, incarnation: identity.incarnation, sequence: sequence,
+            timestamp: clock.tick(), digestRoot: store.digest.root, entryCount: UInt64(store.count))
+        do {
+            try publisher.send(codec.publishFrames(.heartbeat(heartbeat)))
+        } catch {
+            logger.error("heartbeat failed", metadata: ["error": "\(error)"])
+        }
+    }
+}

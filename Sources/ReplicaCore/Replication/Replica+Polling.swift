@@ -1,0 +1,147 @@
+import Foundation
+
+/// The loop body: read what arrived, commit it with the queued local writes, publish, notify.
+extension Replica {
+    public var pollSockets: [ZMQSocket] {
+        guard !isShutDown, let syncServer else { return [] }
+        var sockets = [syncServer]
+        for peer in peers {
+            sockets.append(peer.subscriber)
+            sockets.append(peer.dealer)
+        }
+        return sockets
+    }
+
+    public var pollTimeout: Duration? {
+        guard !isShutDown else { return nil }
+        if !pendingWrites.isEmpty || !inbound.isEmpty || !syncResponses.isEmpty { return .zero }
+        // Wake at least every 100 ms to age peer states and start syncs.
+        return min(max(.zero, nextHeartbeat - .now), .milliseconds(100))
+    }
+
+    public func pollDidReturn(readable: [Bool]) {
+        guard !isShutDown else { return }
+        if readable.first == true { receiveSyncRequests() }
+        for index in peers.indices {
+            if readable[1 + 2 * index] { receivePublished(from: index) }
+            if readable[2 + 2 * index] { receiveSyncChunks(from: index) }
+        }
+        continueSyncResponses()
+        flush()
+        runTimers()
+    }
+
+    /// Reads up to one batch of updates and heartbeats from a peer's SUB socket.
+    private func receivePublished(from index: Int) {
+        for _ in 0..<configuration.maxBatch {
+            let message: ReceivedMessage?
+            do {
+                message = try peers[index].subscriber.receive()
+            } catch {
+                logger.warning("receive failed", metadata: ["peer": "\(peers[index].endpoint)", "error": "\(error)"])
+                return
+            }
+            guard let message else { return }
+            do {
+                guard !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                switch try codec.decodePublished(message.frames) {
+                case .update(let update): receive(update, from: index)
+                case .heartbeat(let heartbeat): receive(heartbeat, from: index)
+                case .syncRequest, .syncChunk: throw WireError.unknownKind(0)
+                }
+            } catch {
+                dropMalformed(error, from: peers[index].endpoint.description)
+            }
+        }
+    }
+
+    func dropMalformed(_ error: any Error, from source: String) {
+        counters.malformedDropped += 1
+        logger.debug("dropped malformed message", metadata: ["from": "\(source)", "error": "\(error)"])
+    }
+
+    private func receive(_ update: Update, from index: Int) {
+        heard(from: index, node: update.origin)
+        if let last = peers[index].lastSequence, update.sequence != last &+ 1 {
+            peers[index].sequenceGaps += 1
+            requestSync(with: index, reason: "sequence gap (expected \(last &+ 1), got \(update.sequence))")
+        }
+        peers[index].lastSequence = update.sequence
+        accept(update.entry, from: update.origin)
+    }
+
+    /// Queues a remote entry for the next commit if its timestamp is acceptable.
+    func accept(_ entry: Entry, from node: NodeID) {
+        do {
+            try clock.receive(entry.version.timestamp)
+        } catch {
+            counters.futureTimestampsRejected += 1
+            logger.warning("rejected a timestamp from the future", metadata: ["from": "\(node)", "key": "\(entry.key)", "error": "\(error)"])
+            return
+        }
+        inbound.append((entry, node))
+    }
+
+    /// Commits queued remote entries and local writes in one transaction, then publishes the
+    /// local winners, resumes the writers and tells observers.
+    func flush() {
+        guard !pendingWrites.isEmpty || !inbound.isEmpty else { return }
+        let local = pendingWrites
+        let remote = inbound
+        pendingWrites.removeAll(keepingCapacity: true)
+        inbound.removeAll(keepingCapacity: true)
+
+        let winners: [Entry]
+        do {
+            winners = try store.merge(remote.map(\.entry) + local.map(\.entry))
+        } catch {
+            let reason = "\(error)"
+            logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+            for write in local {
+                saveErrors[write.entry.key] = Problem(kind: .save, subject: write.entry.key, message: reason)
+                write.continuation.resume(throwing: ReplicaError.saveFailed(key: write.entry.key, reason: reason))
+            }
+            // Remote entries are not lost: their senders still have them; fetch them again later.
+            if !remote.isEmpty { for index in peers.indices { peers[index].syncWanted = true } }
+            return
+        }
+        if !local.isEmpty && !saveErrors.isEmpty {
+            logger.info("saves succeed again; clearing \(saveErrors.count) save error(s)")
+            saveErrors.removeAll()
+        }
+
+        var remoteOrigin: [String: NodeID] = [:]
+        for item in remote { remoteOrigin[item.entry.key] = item.from }
+        // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
+        let localStamps = Set(local.map(\.entry.version.timestamp))
+        for entry in winners {
+            let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
+            if isLocal {
+                publish(entry)
+            } else {
+                counters.updatesApplied += 1
+            }
+            notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
+        }
+        for write in local { write.continuation.resume(returning: write.entry) }
+    }
+
+    private func publish(_ entry: Entry) {
+        guard let publisher else { return }
+        sequence &+= 1
+        let frames = codec.publishFrames(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))
+        do {
+            try publisher.send(frames)
+            counters.updatesPublished += 1
+        } catch {
+            // PUB never blocks; a failure here is a closed context. Anti-entropy repairs peers.
+            logger.error("publish failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+        }
+    }
+
+    private func notify(_ change: Change) {
+        for observer in observers.values where change.entry.key.hasPrefix(observer.prefix) {
+            observer.continuation.yield(change)
+        }
+    }
+}

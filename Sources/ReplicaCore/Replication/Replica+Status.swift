@@ -1,0 +1,33 @@
+import Foundation
+
+extension Replica {
+    /// A snapshot for `replica-node status`.
+    public func status() -> ReplicaStatus {
+        let now = ContinuousClock.now
+        let root = store.digest.root
+        return ReplicaStatus(
+            id: identity.node.rawValue,
+            incarnation: identity.incarnation.uuidString,
+            listen: configuration.listen.description,
+            hlc: clock.last.description,
+            uptimeSeconds: (now - started) / .seconds(1),
+            entryCount: store.count,
+            liveEntryCount: store.liveCount,
+            digest: String(root, radix: 16),
+            peers: peers.map { peer in
+                ReplicaStatus.Peer(
+                    address: peer.endpoint.description,
+                    id: peer.node?.rawValue,
+                    state: peer.state,
+                    lastSeenSecondsAgo: peer.lastHeard.map { (now - $0) / .seconds(1) },
+                    lastSequence: peer.lastSequence,
+                    inSync: peer.lastDigestRoot == root,
+                    sequenceGaps: peer.sequenceGaps,
+                    syncsCompleted: peer.syncsCompleted,
+                    syncInProgress: peer.sync != nil)
+            },
+            counters: counters,
+            loadErrors: loadErrors.values.sorted { $0.since < $1.since },
+            saveErrors: saveErrors.values.sorted { $0.since < $1.since })
+    }
+}

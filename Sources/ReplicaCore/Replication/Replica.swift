@@ -1,0 +1,199 @@
+import Foundation
+import Logging
+
+/// A running node: its store, clock, sockets and peers, owned by one actor.
+///
+/// The actor runs on its own `PollLoop` thread, which also waits on its ZeroMQ sockets. One
+/// wake-up reads everything that arrived, stamps it, merges it together with the local writes
+/// queued meanwhile in a single SQLite transaction (group commit), then publishes the local
+/// writes and tells observers. A local write resumes its caller only after that commit.
+public actor Replica: PollLoopOwner {
+    public nonisolated let configuration: ReplicaConfiguration
+    public nonisolated let identity: StoreIdentity
+    nonisolated let loop: PollLoop
+    public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
+
+    let logger: Logger
+    let codec: WireCodec
+    let store: any ReplicaStore
+    var clock: HybridLogicalClock
+    let started = ContinuousClock.now
+
+    // Sockets (nil once shut down).
+    let context: ZMQContext
+    var publisher: ZMQSocket?
+    var syncServer: ZMQSocket?
+    var peers: [PeerLink]
+    public private(set) var isShutDown = false
+
+    // Outgoing state.
+    var sequence: UInt64 = 0
+    var nextRequestID: UInt64 = 1
+    var pendingWrites: [PendingWrite] = []
+    var inbound: [(entry: Entry, from: NodeID)] = []
+    /// Sync replies being streamed, a few buckets per loop turn so they never stall writes.
+    var syncResponses: [SyncResponse] = []
+
+    // Timers.
+    var nextHeartbeat = ContinuousClock.now
+    var nextPeriodicSync: ContinuousClock.Instant
+
+    // Observation and problems.
+    var observers: [UUID: Observer] = [:]
+    var loadErrors: [String: Problem] = [:]
+    var saveErrors: [String: Problem] = [:]
+    var counters = ReplicaStatus.Counters()
+
+    struct PendingWrite {
+        var entry: Entry
+        var continuation: CheckedContinuation<Entry, any Error>
+    }
+
+    struct Observer {
+        var prefix: String
+        var continuation: AsyncStream<Change>.Continuation
+    }
+
+    /// Opens the store, binds and connects the sockets, and starts the loop.
+    /// The first anti-entropy sync with every peer is requested at once.
+    public init(_ configuration: ReplicaConfiguration, logger: Logger? = nil) throws {
+        self.configuration = configuration
+        self.logger = logger ?? Logger(label: "replica.\(configuration.node)")
+        codec = WireCodec(limits: configuration.limits)
+        var corruption: SQLiteStore.CorruptFileMovedAside?
+        switch configuration.storage {
+        case .memory:
+            store = MemoryStore(node: configuration.node)
+        case .directory(let url):
+            let sqlite = try SQLiteStore(directory: url, node: configuration.node, synchronous: configuration.synchronous)
+            corruption = sqlite.recoveredFromCorruption
+            store = sqlite
+        }
+        identity = store.identity
+        clock = HybridLogicalClock(
+            maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
+            startingAfter: store.highestTimestamp)
+        nextPeriodicSync = .now + configuration.periodicSyncInterval
+
+        context = try ZMQContext()
+        let maxMessage = configuration.limits.maxFrameBytes
+        let publisher = try context.socket(.pub)
+        try publisher.setHighWaterMarks(send: 100_000, receive: 1000)
+        try publisher.bind(configuration.listen.publishAddress)
+        let syncServer = try context.socket(.router)
+        try syncServer.setRouterMandatory()
+        try syncServer.setMaxMessageSize(maxMessage)
+        try syncServer.setHighWaterMarks(send: 10_000, receive: 1000)
+        try syncServer.bind(configuration.listen.syncAddress)
+        self.publisher = publisher
+        self.syncServer = syncServer
+
+        var links: [PeerLink] = []
+        for endpoint in configuration.peers {
+            let subscriber = try context.socket(.sub)
+            try subscriber.setMaxMessageSize(maxMessage)
+            try subscriber.setReconnectInterval(.milliseconds(100))
+            try subscriber.setHighWaterMarks(send: 1000, receive: 100_000)
+            try subscriber.subscribe()
+            try subscriber.connect(endpoint.publishAddress)
+            let dealer = try context.socket(.dealer)
+            try dealer.setMaxMessageSize(maxMessage)
+            try dealer.setReconnectInterval(.milliseconds(100))
+            try dealer.setHighWaterMarks(send: 10, receive: 10_000)
+            try dealer.connect(endpoint.syncAddress)
+            links.append(PeerLink(endpoint: endpoint, subscriber: subscriber, dealer: dealer, syncWanted: true))
+        }
+        peers = links
+        if let corruption {
+            loadErrors[corruption.originalPath] = Problem(kind: .load, subject: corruption.originalPath, message: corruption.description)
+        }
+        loop = PollLoop(name: "replica-\(configuration.node)")
+        loop.start(for: self)
+    }
+
+    deinit { loop.ownerReleased() }
+
+    // MARK: Public API
+
+    /// The current entry for `key` (a tombstone if it was removed), or nil if never written.
+    public func entry(for key: String) throws -> Entry? {
+        try store.entry(for: key)
+    }
+
+    /// Keys holding a value, in byte order.
+    public func keys(prefix: String = "") throws -> [String] {
+        try store.keys(prefix: prefix)
+    }
+
+    /// Writes `payload` (nil removes the key) and returns the entry once it is durably committed
+    /// locally; it is published to peers right after. Throws `ReplicaError.saveFailed` if the
+    /// store cannot commit (the write is then neither kept nor published).
+    @discardableResult
+    public func write(_ key: String, payload: [UInt8]?, schema: UInt16 = 0) async throws -> Entry {
+        guard !isShutDown else { throw ReplicaError.shutDown }
+        do {
+            try configuration.limits.validate(key: key)
+        } catch {
+            throw ReplicaError.invalidKey(error.description)
+        }
+        if let payload, payload.count > configuration.limits.maxPayloadBytes {
+            throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
+        }
+        let entry = Entry(key: key, version: Version(timestamp: clock.tick(), node: identity.node), schema: schema, payload: payload)
+        return try await withCheckedThrowingContinuation { continuation in
+            pendingWrites.append(PendingWrite(entry: entry, continuation: continuation))
+        }
+    }
+
+    /// Changes applied from now on whose key starts with `prefix`, local and remote.
+    /// The stream keeps the newest 65,536 undelivered changes if its reader falls behind.
+    public nonisolated func changes(prefix: String = "") -> AsyncStream<Change> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(65_536))
+        let id = UUID()
+        Task { await self.addObserver(id, prefix: prefix, continuation: continuation) }
+        return stream
+    }
+
+    private func addObserver(_ id: UUID, prefix: String, continuation: AsyncStream<Change>.Continuation) {
+        guard !isShutDown else { continuation.finish(); return }
+        observers[id] = Observer(prefix: prefix, continuation: continuation)
+        continuation.onTermination = { [weak self] _ in
+            Task { await self?.removeObserver(id) }
+        }
+    }
+
+    private func removeObserver(_ id: UUID) { observers[id] = nil }
+
+    /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
+    public func reportLoadError(_ subject: String, message: String) {
+        if loadErrors[subject]?.message != message {
+            logger.error("load error", metadata: ["subject": "\(subject)", "error": "\(message)"])
+            loadErrors[subject] = Problem(kind: .load, subject: subject, message: message)
+        }
+    }
+
+    public func clearLoadError(_ subject: String) {
+        if loadErrors.removeValue(forKey: subject) != nil {
+            logger.info("load error cleared", metadata: ["subject": "\(subject)"])
+        }
+    }
+
+    /// Stops replicating: fails queued writes, closes sockets, ends observer streams.
+    /// The store stays readable. Idempotent.
+    public func shutdown() {
+        guard !isShutDown else { return }
+        flush()
+        isShutDown = true
+        publisher?.close()
+        syncServer?.close()
+        publisher = nil
+        syncServer = nil
+        for peer in peers {
+            peer.subscriber.close()
+            peer.dealer.close()
+        }
+        for observer in observers.values { observer.continuation.finish() }
+        observers.removeAll()
+        logger.info("replica stopped")
+    }
+}

@@ -1,0 +1,38 @@
+import Foundation
+
+/// Everything a `Replica` needs to start.
+public struct ReplicaConfiguration: Sendable {
+    public enum Storage: Sendable {
+        /// A SQLite file in this directory (durable).
+        case directory(URL)
+        /// Nothing durable: for tests, previews and benchmarks.
+        case memory
+    }
+
+    public var node: NodeID
+    public var listen: Endpoint
+    public var peers: [Endpoint]
+    public var storage: Storage
+    /// SQLite `PRAGMA synchronous`: NORMAL survives a process crash, FULL also a power cut.
+    public var synchronous: String = "NORMAL"
+    public var limits: WireLimits = .standard
+    /// How far ahead of our clock a remote timestamp may be before it is rejected.
+    public var maxClockDrift: Duration = .seconds(60)
+    public var heartbeatInterval: Duration = .seconds(1)
+    /// Silence after which a peer is suspect, then down.
+    public var suspectAfter: Duration = .milliseconds(1500)
+    public var downAfter: Duration = .seconds(5)
+    /// A full digest comparison with every peer at this interval, whatever else happened.
+    public var periodicSyncInterval: Duration = .seconds(30)
+    /// A sync that has received nothing for this long is abandoned (and retried by a trigger).
+    public var syncTimeout: Duration = .seconds(10)
+    /// Messages read from the network before a batch is committed (group commit size).
+    public var maxBatch: Int = 8192
+
+    public init(node: NodeID, listen: Endpoint, peers: [Endpoint] = [], storage: Storage) {
+        self.node = node
+        self.listen = listen
+        self.peers = peers
+        self.storage = storage
+    }
+}

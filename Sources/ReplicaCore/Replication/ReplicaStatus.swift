@@ -1,0 +1,41 @@
+import Foundation
+
+/// A snapshot of a replica for `replica-node status` (and its `--json`).
+public struct ReplicaStatus: Sendable, Codable, Equatable {
+    public struct Peer: Sendable, Codable, Equatable {
+        public var address: String
+        public var id: String?
+        public var state: PeerState
+        /// Seconds since the peer was last heard (nil: never).
+        public var lastSeenSecondsAgo: Double?
+        public var lastSequence: UInt64?
+        /// The peer's last advertised digest equals ours.
+        public var inSync: Bool
+        public var sequenceGaps: Int
+        public var syncsCompleted: Int
+        public var syncInProgress: Bool
+    }
+
+    public struct Counters: Sendable, Codable, Equatable {
+        public var malformedDropped = 0
+        public var futureTimestampsRejected = 0
+        public var updatesPublished = 0
+        public var updatesApplied = 0
+        public var syncEntriesApplied = 0
+        public var syncRequestsServed = 0
+    }
+
+    public var id: String
+    public var incarnation: String
+    public var listen: String
+    public var hlc: String
+    public var uptimeSeconds: Double
+    public var entryCount: Int
+    public var liveEntryCount: Int
+    /// The root of the store digest, hex. Equal digests mean equal replicated state.
+    public var digest: String
+    public var peers: [Peer]
+    public var counters: Counters
+    public var loadErrors: [Problem]
+    public var saveErrors: [Problem]
+}

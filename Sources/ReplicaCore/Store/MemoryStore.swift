@@ -1,0 +1,40 @@
+import Foundation
+
+/// A store that keeps everything in memory: for unit tests, previews, and the benchmark row
+/// that separates the cost of SQLite from the cost of the protocol. Never durable.
+public final class MemoryStore: ReplicaStore {
+    public let identity: StoreIdentity
+    private var index = StoreIndex()
+    private var entries: [String: Entry] = [:]
+
+    public init(node: NodeID, incarnation: UUID = UUID()) {
+        identity = StoreIdentity(node: node, incarnation: incarnation)
+    }
+
+    public var count: Int { index.count }
+    public var liveCount: Int { index.liveCount }
+    public var digest: StoreDigest { index.digest }
+    public var highestTimestamp: HybridTimestamp { index.highestTimestamp }
+
+    public func entry(for key: String) -> Entry? { entries[key] }
+
+    public func keys(prefix: String) -> [String] {
+        entries.values.filter { !$0.isTombstone && $0.key.hasPrefix(prefix) }.map(\.key)
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+    }
+
+    public func entries(inBuckets buckets: [Int]) -> [Entry] {
+        let wanted = Set(buckets)
+        return entries.values.filter { wanted.contains(StoreDigest.bucket(of: $0.key)) }
+            .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+
+    public func merge(_ batch: [Entry]) -> [Entry] {
+        let winners = index.winners(of: batch) { entries[$0] }
+        for entry in winners {
+            entries[entry.key] = entry
+            index.record(entry)
+        }
+        return winners
+    }
+}

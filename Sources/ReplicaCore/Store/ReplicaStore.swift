@@ -1,0 +1,32 @@
+import Foundation
+
+/// Who a store belongs to: the node's id and the incarnation made when the store was created.
+/// A wiped data directory gets a new incarnation (counters use it to keep old increments).
+public struct StoreIdentity: Hashable, Sendable, Codable {
+    public var node: NodeID
+    public var incarnation: UUID
+}
+
+/// The durable map `key -> Entry` under one replica, with last-writer-wins merge.
+///
+/// Stores are used from one actor (the replica's), so they are synchronous and not `Sendable`.
+/// `merge` is all-or-nothing: if it throws, nothing was written and the in-memory index is
+/// unchanged, so a failed save can be retried with the same entries.
+public protocol ReplicaStore: AnyObject {
+    var identity: StoreIdentity { get }
+    /// Number of keys, tombstones included.
+    var count: Int { get }
+    /// Number of keys holding a value (not tombstones).
+    var liveCount: Int { get }
+    var digest: StoreDigest { get }
+    /// The highest timestamp of any stored version (the clock starts above it).
+    var highestTimestamp: HybridTimestamp { get }
+
+    func entry(for key: String) throws -> Entry?
+    /// Keys in byte order, optionally only those starting with `prefix`; tombstones are skipped.
+    func keys(prefix: String) throws -> [String]
+    /// All entries (tombstones included) whose key falls in one of `buckets`, in key order.
+    func entries(inBuckets buckets: [Int]) throws -> [Entry]
+    /// Applies a batch in one transaction; returns the entries that won and were written.
+    func merge(_ batch: [Entry]) throws -> [Entry]
+}

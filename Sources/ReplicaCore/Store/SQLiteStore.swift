@@ -1,0 +1,195 @@
+import Foundation
+import GRDB
+
+/// The durable store: one SQLite file in WAL mode, written through GRDB.
+///
+/// The LWW comparison runs against an in-memory index (see `StoreIndex`); the winners of a batch
+/// are written in one transaction (group commit) and the index is updated only after the commit,
+/// so a failed write (read-only or full disk) changes nothing and can be retried.
+public final class SQLiteStore: ReplicaStore {
+    public static let fileName = "replica.sqlite"
+
+    public let identity: StoreIdentity
+    public let url: URL
+    /// Set when the file found at start-up could not be opened and was moved aside.
+    public let recoveredFromCorruption: CorruptFileMovedAside?
+    private let database: DatabaseQueue
+    private var index = StoreIndex()
+
+    /// A database file that could not be opened, kept under a new name instead of deleted.
+    public struct CorruptFileMovedAside: Error, CustomStringConvertible, Sendable {
+        public var originalPath: String
+        public var movedTo: String
+        public var reason: String
+        public var description: String {
+            "database \(originalPath) could not be opened (\(reason)); moved aside to \(movedTo), started a fresh one"
+        }
+    }
+
+    /// The data directory belongs to another node.
+    public struct ForeignDataDirectory: Error, CustomStringConvertible, Sendable {
+        public var expected: NodeID
+        public var found: NodeID
+        public var description: String {
+            "the data directory belongs to node \(found), not \(expected); use --id \(found) or another --data directory"
+        }
+    }
+
+    /// Opens (or creates) the store in `directory` for `node`.
+    /// `synchronous` is SQLite's `PRAGMA synchronous`: NORMAL survives a process crash (kill -9);
+    /// FULL also survives power loss, at the cost of an fsync per commit.
+    public init(directory: URL, node: NodeID, synchronous: String = "NORMAL") throws {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        url = directory.appendingPathComponent(Self.fileName)
+        var moved: CorruptFileMovedAside?
+        let database: DatabaseQueue
+        do {
+            database = try Self.open(url, synchronous: synchronous)
+        } catch let error as DatabaseError where Self.isCorruption(error) {
+            moved = try Self.moveAside(url, reason: error.message ?? "\(error.resultCode)")
+            database = try Self.open(url, synchronous: synchronous)
+        }
+        self.database = database
+        recoveredFromCorruption = moved
+        identity = try database.write { db in try Self.identity(in: db, node: node) }
+        guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
+        try database.read { db in
+            let rows = try Row.fetchCursor(db, sql: "SELECT key, hlc, node, schema, payload FROM entries")
+            while let row = try rows.next() { index.record(try Self.entry(from: row)) }
+        }
+    }
+
+    private static func open(_ url: URL, synchronous: String) throws -> DatabaseQueue {
+        var configuration = Configuration()
+        configuration.prepareDatabase { db in
+            try db.execute(sql: "PRAGMA journal_mode = WAL")
+            try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
+        }
+        let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+        try migrator.migrate(queue)
+        // Reading every page of the entries table finds corruption now, not on a later write.
+        _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") }
+        return queue
+    }
+
+    static var migrator: DatabaseMigrator {
+        var migrator = DatabaseMigrator()
+        migrator.registerMigration("v1: entries and meta") { db in
+            try db.execute(sql: """
+                CREATE TABLE meta (name TEXT PRIMARY KEY NOT NULL, value TEXT NOT NULL);
+                CREATE TABLE entries (
+                    key TEXT PRIMARY KEY NOT NULL,
+                    hlc INTEGER NOT NULL,
+                    node TEXT NOT NULL,
+                    schema INTEGER NOT NULL DEFAULT 0,
+                    bucket INTEGER NOT NULL,
+                    payload BLOB
+                );
+                CREATE INDEX entries_by_bucket ON entries(bucket);
+                """)
+        }
+        return migrator
+    }
+
+    private static func isCorruption(_ error: DatabaseError) -> Bool {
+        [ResultCode.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode)
+    }
+
+    /// Renames the file and its WAL/SHM companions to `<name>.corrupt-<UTC timestamp>`.
+    private static func moveAside(_ url: URL, reason: String) throws -> CorruptFileMovedAside {
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let target = url.path + ".corrupt-" + stamp
+        let fileManager = FileManager.default
+        try fileManager.moveItem(atPath: url.path, toPath: target)
+        for suffix in ["-wal", "-shm"] where fileManager.fileExists(atPath: url.path + suffix) {
+            try fileManager.moveItem(atPath: url.path + suffix, toPath: target + suffix)
+        }
+        return CorruptFileMovedAside(originalPath: url.path, movedTo: target, reason: reason)
+    }
+
+    private static func identity(in db: Database, node: NodeID) throws -> StoreIdentity {
+        let stored = try Dictionary(
+            uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, value FROM meta").map {
+                (($0["name"] as String), ($0["value"] as String))
+            })
+        if let name = stored["node_id"], let id = NodeID(rawValue: name),
+           let text = stored["incarnation"], let incarnation = UUID(uuidString: text) {
+            return StoreIdentity(node: id, incarnation: incarnation)
+        }
+        let identity = StoreIdentity(node: node, incarnation: UUID())
+        try db.execute(
+            sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('node_id', ?), ('incarnation', ?), ('created_at', ?)",
+            arguments: [node.rawValue, identity.incarnation.uuidString, ISO8601DateFormatter().string(from: Date())])
+        return identity
+    }
+
+    private static func entry(from row: Row) throws -> Entry {
+        let nodeName: String = row["node"]
+        guard let node = NodeID(rawValue: nodeName) else {
+            throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "invalid node id \(nodeName) in entries")
+        }
+        let payload: Data? = row["payload"]
+        return Entry(
+            key: row["key"],
+            version: Version(timestamp: HybridTimestamp(rawValue: UInt64(bitPattern: row["hlc"])), node: node),
+            schema: UInt16(truncatingIfNeeded: row["schema"] as Int64),
+            payload: payload.map { [UInt8]($0) })
+    }
+
+    // MARK: ReplicaStore
+
+    public var count: Int { index.count }
+    public var liveCount: Int { index.liveCount }
+    public var digest: StoreDigest { index.digest }
+    public var highestTimestamp: HybridTimestamp { index.highestTimestamp }
+
+    public func entry(for key: String) throws -> Entry? {
+        guard index[key] != nil else { return nil }
+        return try database.read { db in
+            try Row.fetchOne(db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key = ?", arguments: [key])
+                .map(Self.entry(from:))
+        }
+    }
+
+    public func keys(prefix: String) throws -> [String] {
+        try database.read { db in
+            // substr() rather than LIKE: keys may contain % and _, and LIKE is case-insensitive.
+            try String.fetchAll(
+                db,
+                sql: "SELECT key FROM entries WHERE payload IS NOT NULL AND substr(key, 1, length(?1)) = ?1 ORDER BY key",
+                arguments: [prefix])
+        }
+    }
+
+    public func entries(inBuckets buckets: [Int]) throws -> [Entry] {
+        guard !buckets.isEmpty else { return [] }
+        return try database.read { db in
+            let list = buckets.map(String.init).joined(separator: ",")
+            return try Row.fetchAll(
+                db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE bucket IN (\(list)) ORDER BY key"
+            ).map(Self.entry(from:))
+        }
+    }
+
+    public func merge(_ batch: [Entry]) throws -> [Entry] {
+        let winners = try index.winners(of: batch) { try entry(for: $0) }
+        guard !winners.isEmpty else { return [] }
+        try database.write { db in
+            let statement = try db.cachedStatement(sql: """
+                INSERT OR REPLACE INTO entries(key, hlc, node, schema, bucket, payload) VALUES (?, ?, ?, ?, ?, ?)
+                """)
+            for entry in winners {
+                try statement.execute(arguments: [
+                    entry.key,
+                    Int64(bitPattern: entry.version.timestamp.rawValue),
+                    entry.version.node.rawValue,
+                    Int64(entry.schema),
+                    Int64(StoreDigest.bucket(of: entry.key)),
+                    entry.payload.map { Data($0) },
+                ])
+            }
+        }
+        for entry in winners { index.record(entry) }
+        return winners
+    }
+}

@@ -1,0 +1,57 @@
+/// What a store keeps in memory about every key: its version and digest hash, plus the digest.
+///
+/// The LWW comparison runs against this index, so a merge costs one write per winning entry and
+/// no read; only when two entries carry the same version is the stored one read to break the tie.
+struct StoreIndex {
+    struct Slot {
+        var version: Version
+        var hash: UInt64
+        var isTombstone: Bool
+    }
+
+    private(set) var slots: [String: Slot] = [:]
+    private(set) var digest = StoreDigest()
+    private(set) var highestTimestamp = HybridTimestamp.zero
+    private(set) var liveCount = 0
+
+    var count: Int { slots.count }
+
+    subscript(key: String) -> Slot? { slots[key] }
+
+    mutating func record(_ entry: Entry) {
+        let hash = StoreDigest.hash(of: entry)
+        let old = slots.updateValue(Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone), forKey: entry.key)
+        digest.replace(oldHash: old?.hash, newHash: hash, bucket: StoreDigest.bucket(of: entry.key))
+        highestTimestamp = max(highestTimestamp, entry.version.timestamp)
+        liveCount += (entry.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
+    }
+
+    mutating func remove(_ key: String) {
+        guard let old = slots.removeValue(forKey: key) else { return }
+        digest.replace(oldHash: old.hash, newHash: 0, bucket: StoreDigest.bucket(of: key))
+        if !old.isTombstone { liveCount -= 1 }
+    }
+
+    /// Reduces a batch to the entries that win against the index and against each other,
+    /// one per key, in first-seen order. `stored` reads the current entry for a version tie.
+    func winners(of batch: [Entry], stored: (String) throws -> Entry?) rethrows -> [Entry] {
+        var best: [String: Int] = [:]
+        var result: [Entry] = []
+        result.reserveCapacity(batch.count)
+        for entry in batch {
+            if let index = best[entry.key] {
+                if entry.supersedes(result[index]) { result[index] = entry }
+                continue
+            }
+            if let slot = slots[entry.key] {
+                if entry.version < slot.version { continue }
+                if entry.version == slot.version {
+                    guard let current = try stored(entry.key), entry.supersedes(current) else { continue }
+                }
+            }
+            best[entry.key] = result.count
+            result.append(entry)
+        }
+        return result
+    }
+}

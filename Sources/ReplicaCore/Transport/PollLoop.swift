@@ -1,0 +1,149 @@
+import CZMQ
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// An actor whose executor is a ``PollLoop``: it owns ZeroMQ sockets and is woken when they
+/// become readable, like a swift-nio `EventLoop` owns its channels.
+public protocol PollLoopOwner: Actor {
+    /// The sockets to wait on, in a stable order (rebuilt only when ``pollSocketsChanged`` is set).
+    var pollSockets: [ZMQSocket] { get }
+    /// How long the loop may sleep when nothing is readable (nil: until woken).
+    var pollTimeout: Duration? { get }
+    /// Called on the loop thread, isolated to the owner, after every wait.
+    /// `readable[i]` says whether `pollSockets[i]` has input.
+    func pollDidReturn(readable: [Bool])
+}
+
+/// A dedicated thread that is both a serial executor for one actor and a `zmq_poll` loop over
+/// that actor's sockets.
+///
+/// Why: libzmq sockets must stay on one thread, and waiting in `zmq_poll` must not block Swift's
+/// cooperative pool. Running the actor's jobs on the polling thread gives the actor exclusive,
+/// compiler-checked ownership of its sockets, and lets it batch everything that arrived in one
+/// wake-up (group commit) before it sleeps again.
+public final class PollLoop: SerialExecutor, @unchecked Sendable {
+    private struct Mailbox: ~Copyable {
+        var jobs: [UnownedJob] = []
+        var signalled = false
+    }
+
+    private let mailbox = Mutex(Mailbox())
+    private let wakeRead: Int32
+    private let wakeWrite: Int32
+    private let name: String
+    private let threadID = Mutex<pthread_t?>(nil)
+
+    public init(name: String) {
+        var fds: [Int32] = [0, 0]
+        precondition(pipe(&fds) == 0, "pipe() failed: \(errno)")
+        for fd in fds {
+            _ = fcntl(fd, F_SETFL, fcntl(fd, F_GETFL) | O_NONBLOCK)
+            _ = fcntl(fd, F_SETFD, FD_CLOEXEC)
+        }
+        wakeRead = fds[0]
+        wakeWrite = fds[1]
+        self.name = name
+    }
+
+    deinit {
+        close(wakeRead)
+        close(wakeWrite)
+    }
+
+    // MARK: SerialExecutor
+
+    public func enqueue(_ job: consuming ExecutorJob) {
+        let job = UnownedJob(job)
+        let mustSignal = mailbox.withLock { box in
+            box.jobs.append(job)
+            defer { box.signalled = true }
+            return !box.signalled
+        }
+        if mustSignal { signal() }
+    }
+
+    public func asUnownedSerialExecutor() -> UnownedSerialExecutor {
+        UnownedSerialExecutor(ordinary: self)
+    }
+
+    public func checkIsolated() {
+        precondition(isLoopThread, "not on the \(name) poll loop thread")
+    }
+
+    public var isLoopThread: Bool {
+        guard let loop = threadID.withLock({ $0 }) else { return false }
+        return pthread_equal(loop, pthread_self()) != 0
+    }
+
+    private func signal() {
+        var byte: UInt8 = 1
+        _ = write(wakeWrite, &byte, 1)
+    }
+
+    private func drainWakeups() {
+        var buffer = [UInt8](repeating: 0, count: 64)
+        while read(wakeRead, &buffer, buffer.count) > 0 {}
+    }
+
+    // MARK: Running
+
+    /// Starts the loop thread for `owner`. The loop holds the owner only weakly between waits.
+    public func start<Owner: PollLoopOwner>(for owner: Owner) {
+        let thread = Thread { [self, weak owner] in
+            self.threadID.withLock { $0 = pthread_self() }
+            self.run(owner: owner)
+        }
+        thread.name = name
+        thread.stackSize = 1 << 20
+        thread.start()
+    }
+
+    /// Wakes the loop so it notices that its owner is gone; the owner calls this from `deinit`.
+    public func ownerReleased() {
+        signal()
+    }
+
+    private func run<Owner: PollLoopOwner>(owner: Owner?) {
+        weak var weakOwner = owner
+        var items: [zmq_pollitem_t] = []
+        while true {
+            let jobs = mailbox.withLock { box in
+                defer { box.jobs.removeAll(keepingCapacity: true); box.signalled = false }
+                return box.jobs
+            }
+            for job in jobs { job.runSynchronously(on: asUnownedSerialExecutor()) }
+            // The thread ends once its owner is gone; until then it serves the owner's jobs even
+            // after the owner has closed its sockets, so no caller is left waiting.
+            // Held strongly only while it runs, never across the wait, so the owner can be released.
+            guard let (sockets, timeout) = weakOwner?.assumeIsolated({ ($0.pollSockets, $0.pollTimeout) }) else { break }
+            items.removeAll(keepingCapacity: true)
+            items.append(zmq_pollitem_t(socket: nil, fd: wakeRead, events: Int16(ZMQ_POLLIN), revents: 0))
+            for socket in sockets where socket.handle != nil {
+                items.append(zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+            }
+            let hasJobs = mailbox.withLock { !$0.jobs.isEmpty }
+            let milliseconds: Int = hasJobs ? 0 : timeout.map { max(0, Int(($0 / .milliseconds(1)).rounded(.up))) } ?? -1
+            if zmq_poll(&items, Int32(items.count), milliseconds) < 0 {
+                let error = ZMQError.last("zmq_poll")
+                // A broken poll set is a programming error; fail loudly rather than spin.
+                precondition(error.isInterrupted, "zmq_poll failed in \(name): \(error)")
+            }
+            if items[0].revents != 0 { drainWakeups() }
+            guard items.count > 1 || timeout != nil else { continue }
+            var readable = [Bool](repeating: false, count: sockets.count)
+            var slot = 1
+            for (index, socket) in sockets.enumerated() where socket.handle != nil {
+                readable[index] = items[slot].revents & Int16(ZMQ_POLLIN) != 0
+                slot += 1
+            }
+            weakOwner?.assumeIsolated { $0.pollDidReturn(readable: readable) }
+        }
+        threadID.withLock { $0 = nil }
+    }
+}

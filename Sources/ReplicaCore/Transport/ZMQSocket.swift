@@ -1,0 +1,197 @@
+import CZMQ
+
+/// A libzmq socket with a safe Swift surface.
+///
+/// libzmq sockets are not thread-safe: a socket belongs to one thread at a time. In Replica each
+/// socket is owned by one actor whose executor is a ``PollLoop`` thread, which is why the type can
+/// be `@unchecked Sendable` (it is handed to its owner once, then used only there).
+/// `close()` is idempotent and also runs on deinit; LINGER is 0 so closing never blocks.
+public final class ZMQSocket: @unchecked Sendable {
+    public enum Kind: Sendable {
+        case pub, sub, router, dealer
+
+        var rawValue: Int32 {
+            switch self {
+            case .pub: ZMQ_PUB
+            case .sub: ZMQ_SUB
+            case .router: ZMQ_ROUTER
+            case .dealer: ZMQ_DEALER
+            }
+        }
+    }
+
+    public let kind: Kind
+    private let context: ZMQContext  // keeps the context alive while this socket is open
+    private(set) var handle: UnsafeMutableRawPointer?
+
+    init(context: ZMQContext, kind: Kind) throws(ZMQError) {
+        guard let handle = zmq_socket(context.handle, kind.rawValue) else { throw .last("zmq_socket") }
+        self.context = context
+        self.kind = kind
+        self.handle = handle
+        try setOption(ZMQ_LINGER, 0)
+    }
+
+    deinit { close() }
+
+    /// Closes the socket; later calls do nothing.
+    public func close() {
+        guard let handle else { return }
+        self.handle = nil
+        zmq_close(handle)
+    }
+
+    private func open(_ operation: String) throws(ZMQError) -> UnsafeMutableRawPointer {
+        guard let handle else { throw ZMQError(code: ENOTSOCK, operation: operation) }
+        return handle
+    }
+
+    // MARK: Endpoints
+
+    public func bind(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("bind")
+        guard zmq_bind(handle, endpoint) == 0 else { throw .last("bind \(endpoint)") }
+    }
+
+    public func connect(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("connect")
+        guard zmq_connect(handle, endpoint) == 0 else { throw .last("connect \(endpoint)") }
+    }
+
+    public func disconnect(_ endpoint: String) throws(ZMQError) {
+        let handle = try open("disconnect")
+        guard zmq_disconnect(handle, endpoint) == 0 else { throw .last("disconnect \(endpoint)") }
+    }
+
+    /// The endpoint actually bound (resolves `tcp://host:*` to the chosen port).
+    public func lastEndpoint() throws(ZMQError) -> String {
+        let handle = try open("getsockopt")
+        var buffer = [CChar](repeating: 0, count: 256)
+        var size = buffer.count
+        guard zmq_getsockopt(handle, ZMQ_LAST_ENDPOINT, &buffer, &size) == 0 else {
+            throw .last("getsockopt ZMQ_LAST_ENDPOINT")
+        }
+        return String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
+    }
+
+    // MARK: Options
+
+    public func setOption(_ option: Int32, _ value: Int32) throws(ZMQError) {
+        let handle = try open("setsockopt")
+        var value = value
+        guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int32>.size) == 0 else {
+            throw .last("setsockopt \(option)")
+        }
+    }
+
+    public func setOption(_ option: Int32, int64 value: Int64) throws(ZMQError) {
+        let handle = try open("setsockopt")
+        var value = value
+        guard zmq_setsockopt(handle, option, &value, MemoryLayout<Int64>.size) == 0 else {
+            throw .last("setsockopt \(option)")
+        }
+    }
+
+    public func setOption(_ option: Int32, bytes: [UInt8]) throws(ZMQError) {
+        let handle = try open("setsockopt")
+        let result = bytes.withUnsafeBytes { zmq_setsockopt(handle, option, $0.baseAddress, $0.count) }
+        guard result == 0 else { throw .last("setsockopt \(option)") }
+    }
+
+    /// ROUTER only: fail sends to unknown or gone peers (EHOSTUNREACH) instead of dropping them.
+    public func setRouterMandatory(_ on: Bool = true) throws(ZMQError) { try setOption(ZMQ_ROUTER_MANDATORY, on ? 1 : 0) }
+
+    /// Peers sending a larger message are disconnected by libzmq before it is read.
+    public func setMaxMessageSize(_ bytes: Int) throws(ZMQError) { try setOption(ZMQ_MAXMSGSIZE, int64: Int64(bytes)) }
+
+    /// How soon a connecting socket retries after a refused or lost connection.
+    public func setReconnectInterval(_ interval: Duration) throws(ZMQError) {
+        try setOption(ZMQ_RECONNECT_IVL, Int32(interval / .milliseconds(1)))
+    }
+
+    /// SUB only: receive messages whose first frame starts with `prefix` (empty: everything).
+    public func subscribe(_ prefix: [UInt8] = []) throws(ZMQError) {
+        try setOption(ZMQ_SUBSCRIBE, bytes: prefix)
+    }
+
+    /// Sets send and receive high-water marks (messages queued per peer before drop/block).
+    public func setHighWaterMarks(send: Int32, receive: Int32) throws(ZMQError) {
+        try setOption(ZMQ_SNDHWM, send)
+        try setOption(ZMQ_RCVHWM, receive)
+    }
+
+    // MARK: Messages
+
+    /// Sends a multipart message. Returns false if it would block and `wait` is false.
+    @discardableResult
+    public func send(_ frames: [[UInt8]], wait: Bool = false) throws(ZMQError) -> Bool {
+        let handle = try open("send")
+        for (index, frame) in frames.enumerated() {
+            var flags: Int32 = wait ? 0 : ZMQ_DONTWAIT
+            if index < frames.count - 1 { flags |= ZMQ_SNDMORE }
+            while true {
+                let sent = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, flags) }
+                if sent >= 0 { break }
+                let error = ZMQError.last("send")
+                if error.isInterrupted { continue }
+                // Only the first frame can block: later frames of a message are queued with it.
+                if error.isWouldBlock && index == 0 { return false }
+                throw error
+            }
+        }
+        return true
+    }
+
+    /// Waits until a message can be read, or `timeout` passes (nil: forever). Returns readiness.
+    public func waitUntilReadable(timeout: Duration?) throws(ZMQError) -> Bool {
+        let handle = try open("poll")
+        var item = zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0)
+        let milliseconds = timeout.map { max(0, Int($0 / .milliseconds(1))) } ?? -1
+        while true {
+            let ready = zmq_poll(&item, 1, milliseconds)
+            if ready >= 0 { return ready > 0 }
+            let error = ZMQError.last("poll")
+            if !error.isInterrupted { throw error }
+        }
+    }
+
+    /// Receives one whole multipart message, or nil if none is waiting and `wait` is false.
+    /// At most `maxFrames` frames are kept; the rest of an over-long message is read and dropped
+    /// and reported by `truncated`.
+    public func receive(wait: Bool = false, maxFrames: Int = 8) throws(ZMQError) -> ReceivedMessage? {
+        let handle = try open("receive")
+        var frames: [[UInt8]] = []
+        var truncated = false
+        var message = zmq_msg_t()
+        zmq_msg_init(&message)
+        defer { zmq_msg_close(&message) }
+        while true {
+            let flags: Int32 = (wait || !frames.isEmpty || truncated) ? 0 : ZMQ_DONTWAIT
+            if zmq_msg_recv(&message, handle, flags) < 0 {
+                let error = ZMQError.last("receive")
+                if error.isInterrupted { continue }
+                if error.isWouldBlock && frames.isEmpty && !truncated { return nil }
+                throw error
+            }
+            if frames.count < maxFrames {
+                let size = zmq_msg_size(&message)
+                if let data = zmq_msg_data(&message), size > 0 {
+                    frames.append(Array(UnsafeRawBufferPointer(start: data, count: size)))
+                } else {
+                    frames.append([])
+                }
+            } else {
+                truncated = true
+            }
+            if zmq_msg_more(&message) == 0 { break }
+        }
+        return ReceivedMessage(frames: frames, truncated: truncated)
+    }
+}
+
+/// A multipart message as received.
+public struct ReceivedMessage: Sendable {
+    public var frames: [[UInt8]]
+    /// True when the sender sent more frames than the receiver keeps.
+    public var truncated: Bool
+}

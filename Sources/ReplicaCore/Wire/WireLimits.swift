@@ -1,0 +1,35 @@
+/// Size limits enforced by the codec on both encode and decode.
+public struct WireLimits: Sendable, Equatable {
+    /// Longest key, in UTF-8 bytes.
+    public var maxKeyBytes: Int
+    /// Largest value payload, in bytes.
+    public var maxPayloadBytes: Int
+    /// Most entries in one sync chunk.
+    public var maxEntriesPerChunk: Int
+
+    public init(maxKeyBytes: Int = 1024, maxPayloadBytes: Int = 1 << 20, maxEntriesPerChunk: Int = 1024) {
+        self.maxKeyBytes = maxKeyBytes
+        self.maxPayloadBytes = maxPayloadBytes
+        self.maxEntriesPerChunk = maxEntriesPerChunk
+    }
+
+    public static let standard = WireLimits()
+
+    /// The largest frame a node accepts (also set as ZMQ_MAXMSGSIZE on its sockets): one full
+    /// chunk of maximum entries is not allowed; chunks are cut by bytes too (see `maxChunkBytes`).
+    public var maxFrameBytes: Int { maxPayloadBytes + maxKeyBytes + 4096 }
+    /// Sync chunks are cut when they reach this many bytes, so a chunk always fits a frame.
+    public var maxChunkBytes: Int { max(256 * 1024, maxPayloadBytes + maxKeyBytes + 512) }
+
+    /// Validates a key as the codec would, for callers that want the error before sending.
+    public func validate(key: String) throws(WireError) {
+        let size = key.utf8.count
+        guard size > 0 else { throw .invalidField("key (empty)") }
+        guard size <= maxKeyBytes else { throw .tooLarge(field: "key", size: size, limit: maxKeyBytes) }
+    }
+
+    public func validate(payload: [UInt8]?) throws(WireError) {
+        guard let payload, payload.count > maxPayloadBytes else { return }
+        throw .tooLarge(field: "value", size: payload.count, limit: maxPayloadBytes)
+    }
+}

@@ -1,0 +1,92 @@
+import ArgumentParser
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+struct Cluster: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Start N local nodes on loopback, each peered with all others; Ctrl-C stops them all.",
+        discussion: """
+            Node K listens on 127.0.0.1:(base-port + 2K) (and the port after it for sync), keeps \
+            its data in DIR/nodeK and logs to DIR/nodeK.log. Data survives a restart of the cluster.
+
+            Example: replica-node cluster --nodes 3 --data ./cluster-data
+            """)
+
+    @Option(help: "How many nodes to start (1...64).") var nodes = 3
+    @Option(help: "First port; node K uses base-port + 2K and the port after it.") var basePort: UInt16 = 7100
+    @Option(help: ArgumentHelp("Directory holding each node's data directory and log.", valueName: "dir"))
+    var data = "cluster-data"
+
+    func validate() throws {
+        guard (1...64).contains(nodes) else { throw ValidationError("--nodes must be between 1 and 64.") }
+        guard Int(basePort) + 2 * nodes + 1 < 65_535 else { throw ValidationError("--base-port too high for \(nodes) nodes.") }
+    }
+
+    func run() async throws {
+        let root = URL(fileURLWithPath: data).standardizedFileURL
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
+        let addresses = (1...nodes).map { "127.0.0.1:\(Int(basePort) + 2 * $0)" }
+        var children: [(id: String, process: Process)] = []
+        for index in 0..<nodes {
+            let id = "node\(index + 1)"
+            let directory = root.appendingPathComponent(id)
+            var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
+            for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", address] }
+            let logURL = root.appendingPathComponent("\(id).log")
+            FileManager.default.createFile(atPath: logURL.path, contents: nil)
+            let log = try FileHandle(forWritingTo: logURL)
+            let process = Process()
+            process.executableURL = executable
+            process.arguments = arguments
+            process.standardOutput = log
+            process.standardError = log
+            try process.run()
+            children.append((id, process))
+        }
+        print("Starting \(nodes) node(s) in \(root.path) ...")
+        let ready = await waitUntilServing(root: root, ids: children.map(\.id))
+        if !ready {
+            printError("not every node answered within 15 s; see the logs in \(root.path)")
+        }
+        print("")
+        print("NODE    LISTEN            DATA")
+        for (index, child) in children.enumerated() {
+            print("\(child.id.padding(toLength: 8, withPad: " ", startingAt: 0))\(addresses[index].padding(toLength: 18, withPad: " ", startingAt: 0))\(root.appendingPathComponent(child.id).path)")
+        }
+        let first = root.appendingPathComponent("node1").path
+        let last = root.appendingPathComponent("node\(nodes)").path
+        print("""
+
+            Try, from another terminal:
+              replica-node set greeting '"hello"' --data \(first)
+              replica-node get greeting --data \(last)
+              replica-node status --data \(last)
+
+            Logs: \(root.path)/nodeK.log. Press Ctrl-C to stop all nodes.
+            """)
+        let signal = await SignalWaiter.waitForTermination()
+        print("Stopping \(nodes) node(s) (signal \(signal)) ...")
+        for child in children where child.process.isRunning { kill(child.process.processIdentifier, SIGTERM) }
+        for child in children { child.process.waitUntilExit() }
+        print("Stopped. Data kept in \(root.path).")
+    }
+
+    /// Waits until every node's control socket answers a status request.
+    private func waitUntilServing(root: URL, ids: [String]) async -> Bool {
+        let deadline = ContinuousClock.now + .seconds(15)
+        var pending = Swift.Set(ids)
+        while !pending.isEmpty && ContinuousClock.now < deadline {
+            for id in pending {
+                var client = try? ControlClient(dataDirectory: root.appendingPathComponent(id))
+                client?.timeout = .milliseconds(500)
+                if (try? client?.call(ControlRequest(command: .status))) != nil { pending.remove(id) }
+            }
+            if !pending.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
+        }
+        return pending.isEmpty
+    }
+}

@@ -1,0 +1,67 @@
+import ArgumentParser
+import Foundation
+import ReplicaCore
+
+struct Status: ParsableCommand {
+    static let configuration = CommandConfiguration(
+        abstract: "Show a node's identity, peers, digest, counters, and load and save errors.",
+        discussion: """
+            Equal digests on two nodes mean equal replicated state. Peers are alive, suspect \
+            (silent > 1.5 s), down (silent > 5 s) or unknown (never heard). Exits with 1 if the \
+            node is not running, so it also serves as a health check.
+
+            Example: replica-node status --data /tmp/n1 --json
+            """)
+
+    @OptionGroup var options: ClientOptions
+
+    func run() throws {
+        try reportingErrors {
+            guard let status = try options.client().call(ControlRequest(command: .status)).status else { return }
+            if options.json { try printJSON(status) } else { print(Self.render(status), terminator: "") }
+        }
+    }
+
+    static func render(_ status: ReplicaStatus) -> String {
+        var out = ""
+        func line(_ label: String, _ value: String) { out += label.padding(toLength: 14, withPad: " ", startingAt: 0) + value + "\n" }
+        line("id", status.id)
+        line("incarnation", status.incarnation)
+        line("listen", "\(status.listen) (sync on port + 1)")
+        line("hlc", status.hlc)
+        line("uptime", String(format: "%.1f s", status.uptimeSeconds))
+        line("entries", "\(status.liveEntryCount) live, \(status.entryCount) with tombstones")
+        line("digest", status.digest)
+        let counters = status.counters
+        line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
+            + "sync entries \(counters.syncEntriesApplied), syncs served \(counters.syncRequestsServed)")
+        line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps")
+        out += "\npeers\n"
+        if status.peers.isEmpty { out += "  (none)\n" }
+        let header = ["ADDRESS", "ID", "STATE", "LAST SEEN", "IN SYNC", "GAPS", "SYNCS"]
+        var rows = [header]
+        for peer in status.peers {
+            rows.append([
+                peer.address, peer.id ?? "-", peer.state.rawValue,
+                peer.lastSeenSecondsAgo.map { String(format: "%.1fs ago", $0) } ?? "never",
+                peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
+                "\(peer.sequenceGaps)", "\(peer.syncsCompleted)",
+            ])
+        }
+        if !status.peers.isEmpty {
+            let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+            for row in rows {
+                out += "  " + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }
+                    .joined().trimmingCharacters(in: .whitespaces) + "\n"
+            }
+        }
+        for (title, problems) in [("load errors", status.loadErrors), ("save errors", status.saveErrors)] {
+            out += "\n\(title)\n"
+            if problems.isEmpty { out += "  (none)\n" }
+            for problem in problems {
+                out += "  \(problem.subject): \(problem.message) (since \(ISO8601DateFormatter().string(from: problem.since)))\n"
+            }
+        }
+        return out
+    }
+}

@@ -1,0 +1,60 @@
+import Foundation
+import ReplicaCore
+
+/// A request from a client command to a serving node, sent as JSON over the control socket
+/// (`ipc://DATA/control.sock`). See docs/protocol.md, "Control socket".
+struct ControlRequest: Codable, Sendable {
+    enum Command: String, Codable, Sendable {
+        case get, set, delete, keys, status, watch
+    }
+
+    var command: Command
+    var key: String?
+    /// For `set`: the value as JSON text.
+    var value: String?
+    var prefix: String?
+}
+
+/// The reply to a request; `watch` gets one reply per change until the client goes away.
+struct ControlReply: Codable, Sendable {
+    var error: ControlFailure?
+    var entry: EntryView?
+    var keys: [String]?
+    var status: ReplicaStatus?
+    var change: ChangeView?
+}
+
+struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
+    enum Code: String, Codable, Sendable {
+        case unknownKey, invalidRequest, invalidValue, saveFailed, shutDown, internalError
+    }
+
+    var code: Code
+    var message: String
+    var description: String { message }
+}
+
+/// An entry as clients see it: the value is JSON text (nil for a tombstone).
+struct EntryView: Codable, Sendable {
+    var key: String
+    var value: String?
+    var version: String
+    var hlc: UInt64
+    var node: String
+    var schema: UInt16
+
+    init(_ entry: Entry) {
+        key = entry.key
+        value = entry.payload.map { String(decoding: $0, as: UTF8.self) }
+        version = entry.version.description
+        hlc = entry.version.timestamp.rawValue
+        node = entry.version.node.rawValue
+        schema = entry.schema
+    }
+}
+
+struct ChangeView: Codable, Sendable {
+    var entry: EntryView
+    /// "local", or the id of the peer it came from.
+    var from: String
+}

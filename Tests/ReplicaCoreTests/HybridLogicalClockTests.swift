@@ -1,0 +1,71 @@
+import Synchronization
+import Testing
+@testable import ReplicaCore
+
+/// A wall clock the test moves by hand.
+final class ManualClock: Sendable {
+    private let now: Mutex<UInt64>
+    init(_ start: UInt64) { now = Mutex(start) }
+    func set(_ value: UInt64) { now.withLock { $0 = value } }
+    var physical: HybridLogicalClock.PhysicalClock { { self.now.withLock { $0 } } }
+}
+
+@Suite struct HybridLogicalClockTests {
+    @Test func localEventsIncreaseStrictlyWhileTheWallClockStands() {
+        let wall = ManualClock(1_000)
+        var clock = HybridLogicalClock(physical: wall.physical)
+        let a = clock.tick(), b = clock.tick(), c = clock.tick()
+        #expect(a == HybridTimestamp(wallMillis: 1_000, logical: 0))
+        #expect(b == HybridTimestamp(wallMillis: 1_000, logical: 1))
+        #expect(c == HybridTimestamp(wallMillis: 1_000, logical: 2))
+        wall.set(1_005)
+        #expect(clock.tick() == HybridTimestamp(wallMillis: 1_005, logical: 0))
+    }
+
+    @Test func aNodeWhoseClockIsBehindStampsAboveWhatItHasSeen() throws {
+        let wall = ManualClock(1_000)
+        var behind = HybridLogicalClock(physical: wall.physical)
+        let remote = HybridTimestamp(wallMillis: 5_000, logical: 7)
+        #expect(try behind.receive(remote) == HybridTimestamp(wallMillis: 5_000, logical: 8))
+        let next = behind.tick()
+        #expect(next > remote)
+        #expect(next == HybridTimestamp(wallMillis: 5_000, logical: 9))
+    }
+
+    @Test func receiveFollowsEachBranchOfTheRule() throws {
+        let wall = ManualClock(2_000)
+        var clock = HybridLogicalClock(physical: wall.physical)
+        _ = clock.tick()  // 2000.0
+        // l == l' == m.l: max(c, m.c) + 1
+        #expect(try clock.receive(HybridTimestamp(wallMillis: 2_000, logical: 5)) == HybridTimestamp(wallMillis: 2_000, logical: 6))
+        // l == l' > m.l: c + 1
+        #expect(try clock.receive(HybridTimestamp(wallMillis: 1_000, logical: 99)) == HybridTimestamp(wallMillis: 2_000, logical: 7))
+        // physical time ahead of both: reset the counter
+        wall.set(3_000)
+        #expect(try clock.receive(HybridTimestamp(wallMillis: 2_500, logical: 3)) == HybridTimestamp(wallMillis: 3_000, logical: 0))
+    }
+
+    @Test func rejectsTimestampsTooFarAheadAndStaysPut() {
+        let wall = ManualClock(10_000)
+        var clock = HybridLogicalClock(maxDriftMillis: 1_000, physical: wall.physical)
+        let before = clock.tick()
+        #expect(throws: HybridLogicalClock.RejectedTimestamp.self) {
+            try clock.receive(HybridTimestamp(wallMillis: 11_001, logical: 0))
+        }
+        #expect(clock.last == before)
+        #expect((try? clock.receive(HybridTimestamp(wallMillis: 11_000, logical: 0))) != nil)
+    }
+
+    @Test func aFullLogicalCounterCarriesIntoTheMilliseconds() throws {
+        let wall = ManualClock(1)
+        var clock = HybridLogicalClock(physical: wall.physical)
+        try clock.receive(HybridTimestamp(wallMillis: 1, logical: .max - 1))
+        #expect(clock.tick() == HybridTimestamp(wallMillis: 2, logical: 0))
+    }
+
+    @Test func startsAboveTheHighestStoredTimestamp() {
+        let wall = ManualClock(1_000)
+        var clock = HybridLogicalClock(startingAfter: HybridTimestamp(wallMillis: 9_000, logical: 3), physical: wall.physical)
+        #expect(clock.tick() == HybridTimestamp(wallMillis: 9_000, logical: 4))
+    }
+}

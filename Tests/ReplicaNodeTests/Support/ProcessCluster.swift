@@ -1,0 +1,150 @@
+import Foundation
+import Synchronization
+
+/// The `replica-node` binary built beside the test bundle (or $REPLICA_NODE_BINARY).
+let replicaNodeBinary: URL = {
+    if let path = ProcessInfo.processInfo.environment["REPLICA_NODE_BINARY"] { return URL(fileURLWithPath: path) }
+    var directory = URL(fileURLWithPath: CommandLine.arguments[0]).deletingLastPathComponent()
+    for _ in 0..<4 {
+        let candidate = directory.appendingPathComponent("replica-node")
+        if FileManager.default.isExecutableFile(atPath: candidate.path) { return candidate }
+        directory.deleteLastPathComponent()
+    }
+    return URL(fileURLWithPath: ".build/debug/replica-node")
+}()
+
+/// Hands out loopback port pairs (PUB on even, ROUTER on the next) distinct across the tests of
+/// this process, in a range chosen by process id so concurrent test runs rarely collide.
+enum TestPorts {
+    private static let next = Mutex<UInt16>(UInt16(20_000 + (ProcessInfo.processInfo.processIdentifier % 300) * 100))
+    static func pair() -> UInt16 {
+        next.withLock { port in defer { port += 2 }; return port }
+    }
+}
+
+/// What a finished CLI invocation printed and returned.
+struct CommandResult: CustomStringConvertible {
+    var status: Int32
+    var stdout: String
+    var stderr: String
+    var description: String { "exit \(status)\nstdout: \(stdout)\nstderr: \(stderr)" }
+}
+
+/// Runs `replica-node ARGS` to completion.
+@discardableResult
+func replicaNode(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = replicaNodeBinary
+    process.arguments = arguments
+    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    let out = Pipe(), err = Pipe()
+    process.standardOutput = out
+    process.standardError = err
+    try process.run()
+    // Read before waiting so a large output cannot fill the pipe and block the child.
+    let stdout = out.fileHandleForReading.readDataToEndOfFile()
+    let stderr = err.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+}
+
+/// Polls `condition` until it holds or `timeout` passes; returns whether it held.
+/// This is awaiting a condition with a deadline, not sleeping for synchronisation.
+func eventually(timeout: Duration = .seconds(10), _ condition: () throws -> Bool) async rethrows -> Bool {
+    let deadline = ContinuousClock.now + timeout
+    while ContinuousClock.now < deadline {
+        if try condition() { return true }
+        try? await Task.sleep(for: .milliseconds(50))
+    }
+    return try condition()
+}
+
+/// N `replica-node serve` processes on loopback, each peered with all others, each with its own
+/// data directory. Stops every process (SIGKILL if needed) and removes the directories on `stop()`.
+final class ProcessCluster: @unchecked Sendable {
+    struct Node {
+        var id: String
+        var port: UInt16
+        var data: URL
+        var log: URL
+        var process: Process?
+    }
+
+    let root: URL
+    private(set) var nodes: [Node]
+
+    init(size: Int, name: String = "cluster") throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(name)-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        self.root = root
+        nodes = (1...size).map { index in
+            Node(id: "node\(index)", port: TestPorts.pair(),
+                 data: root.appendingPathComponent("node\(index)"), log: root.appendingPathComponent("node\(index).log"))
+        }
+        for index in nodes.indices { try start(index) }
+    }
+
+    func arguments(for index: Int) -> [String] {
+        let node = nodes[index]
+        var arguments = ["serve", "--id", node.id, "--listen", "127.0.0.1:\(node.port)", "--data", node.data.path]
+        for peer in nodes where peer.id != node.id { arguments += ["--peer", "127.0.0.1:\(peer.port)"] }
+        return arguments
+    }
+
+    func start(_ index: Int) throws {
+        let process = Process()
+        process.executableURL = replicaNodeBinary
+        process.arguments = arguments(for: index)
+        if !FileManager.default.fileExists(atPath: nodes[index].log.path) {
+            FileManager.default.createFile(atPath: nodes[index].log.path, contents: nil)
+        }
+        let log = try FileHandle(forWritingTo: nodes[index].log)
+        log.seekToEndOfFile()
+        process.standardOutput = log
+        process.standardError = log
+        try process.run()
+        nodes[index].process = process
+    }
+
+    /// Sends `signal` and waits for the process to exit; returns its exit status.
+    @discardableResult
+    func stop(_ index: Int, signal: Int32 = SIGTERM) -> Int32 {
+        guard let process = nodes[index].process else { return 0 }
+        kill(process.processIdentifier, signal)
+        process.waitUntilExit()
+        nodes[index].process = nil
+        return process.terminationStatus
+    }
+
+    func stop() {
+        for index in nodes.indices where nodes[index].process != nil { stop(index, signal: SIGKILL) }
+        try? FileManager.default.removeItem(at: root)
+    }
+
+    /// Runs a client command against node `index`.
+    @discardableResult
+    func client(_ index: Int, _ arguments: [String]) throws -> CommandResult {
+        try replicaNode(arguments + ["--data", nodes[index].data.path])
+    }
+
+    /// The node's `status --json`, or nil while it is not answering.
+    func status(_ index: Int) throws -> [String: Any]? {
+        let result = try client(index, ["status", "--json"])
+        guard result.status == 0 else { return nil }
+        return try JSONSerialization.jsonObject(with: Data(result.stdout.utf8)) as? [String: Any]
+    }
+
+    /// Waits until every node answers and sees every peer alive.
+    func waitUntilConnected(timeout: Duration = .seconds(15)) async throws -> Bool {
+        try await eventually(timeout: timeout) {
+            try nodes.indices.allSatisfy { index in
+                guard let status = try status(index), let peers = status["peers"] as? [[String: Any]] else { return false }
+                return peers.count == nodes.count - 1 && peers.allSatisfy { $0["state"] as? String == "alive" }
+            }
+        }
+    }
+
+    func log(_ index: Int) -> String {
+        (try? String(contentsOf: nodes[index].log, encoding: .utf8)) ?? ""
+    }
+}
