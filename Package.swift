@@ -7,6 +7,7 @@ let package = Package(
     products: [
         .library(name: "ReplicaCore", targets: ["ReplicaCore"]),
         .executable(name: "replica-node", targets: ["ReplicaNode"]),
+        .executable(name: "shared-counter-example", targets: ["SharedCounterExample"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -35,6 +36,11 @@ let package = Package(
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
             ]
+        ),
+        .executableTarget(
+            name: "SharedCounterExample",
+            dependencies: ["ReplicaCore"],
+            path: "Examples/SharedCounter"
         ),
         .testTarget(
             name: "ReplicaCoreTests",

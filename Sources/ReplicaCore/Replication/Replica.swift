@@ -10,6 +10,8 @@ import Logging
 public actor Replica: PollLoopOwner {
     public nonisolated let configuration: ReplicaConfiguration
     public nonisolated let identity: StoreIdentity
+    /// Reads committed entries from any thread (synchronous loads of shared keys).
+    public nonisolated let reader: any StoreReader
     nonisolated let loop: PollLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
@@ -70,6 +72,7 @@ public actor Replica: PollLoopOwner {
             store = sqlite
         }
         identity = store.identity
+        reader = try store.makeReader()
         clock = HybridLogicalClock(
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp)
@@ -145,24 +148,32 @@ public actor Replica: PollLoopOwner {
         }
     }
 
-    /// Changes applied from now on whose key starts with `prefix`, local and remote.
-    /// The stream keeps the newest 65,536 undelivered changes if its reader falls behind.
-    public nonisolated func changes(prefix: String = "") -> AsyncStream<Change> {
+    /// Changes applied after this call returns whose key starts with `prefix`, local and
+    /// remote. The stream keeps the newest 65,536 undelivered changes if its reader falls behind.
+    public func changes(prefix: String = "") -> AsyncStream<Change> {
         let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(65_536))
+        guard !isShutDown else {
+            continuation.finish()
+            return stream
+        }
         let id = UUID()
-        Task { await self.addObserver(id, prefix: prefix, continuation: continuation) }
-        return stream
-    }
-
-    private func addObserver(_ id: UUID, prefix: String, continuation: AsyncStream<Change>.Continuation) {
-        guard !isShutDown else { continuation.finish(); return }
         observers[id] = Observer(prefix: prefix, continuation: continuation)
         continuation.onTermination = { [weak self] _ in
             Task { await self?.removeObserver(id) }
         }
+        return stream
     }
 
     private func removeObserver(_ id: UUID) { observers[id] = nil }
+
+    /// Keeps a copy of an entry that could not be decoded (see `ReplicaStore.quarantine`).
+    public func quarantine(_ entry: Entry, reason: String) throws {
+        try store.quarantine(entry, reason: reason)
+    }
+
+    public func quarantined(key: String) throws -> [QuarantinedEntry] {
+        try store.quarantined(key: key)
+    }
 
     /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
     public func reportLoadError(_ subject: String, message: String) {

@@ -1,11 +1,21 @@
 import Foundation
+import Synchronization
 
 /// A store that keeps everything in memory: for unit tests, previews, and the benchmark row
 /// that separates the cost of SQLite from the cost of the protocol. Never durable.
 public final class MemoryStore: ReplicaStore {
     public let identity: StoreIdentity
     private var index = StoreIndex()
-    private var entries: [String: Entry] = [:]
+    /// Shared with readers on other threads; written only by the owner.
+    private let table = MemoryTable()
+    private var quarantine: [QuarantinedEntry] = []
+
+    final class MemoryTable: StoreReader {
+        let entries = Mutex<[String: Entry]>([:])
+        func entry(for key: String) -> Entry? { entries.withLock { $0[key] } }
+    }
+
+    private var entries: [String: Entry] { table.entries.withLock { $0 } }
 
     public init(node: NodeID, incarnation: UUID = UUID()) {
         identity = StoreIdentity(node: node, incarnation: incarnation)
@@ -16,7 +26,7 @@ public final class MemoryStore: ReplicaStore {
     public var digest: StoreDigest { index.digest }
     public var highestTimestamp: HybridTimestamp { index.highestTimestamp }
 
-    public func entry(for key: String) -> Entry? { entries[key] }
+    public func entry(for key: String) -> Entry? { table.entry(for: key) }
 
     public func keys(prefix: String) -> [String] {
         entries.values.filter { !$0.isTombstone && $0.key.hasPrefix(prefix) }.map(\.key)
@@ -30,11 +40,21 @@ public final class MemoryStore: ReplicaStore {
     }
 
     public func merge(_ batch: [Entry]) -> [Entry] {
-        let winners = index.winners(of: batch) { entries[$0] }
-        for entry in winners {
-            entries[entry.key] = entry
-            index.record(entry)
+        let winners = index.winners(of: batch) { table.entry(for: $0) }
+        table.entries.withLock { entries in
+            for entry in winners { entries[entry.key] = entry }
         }
+        for entry in winners { index.record(entry) }
         return winners
+    }
+
+    public func makeReader() -> any StoreReader { table }
+
+    public func quarantine(_ entry: Entry, reason: String) {
+        quarantine.append(QuarantinedEntry(entry: entry, reason: reason, at: Date()))
+    }
+
+    public func quarantined(key: String) -> [QuarantinedEntry] {
+        quarantine.filter { $0.entry.key == key }
     }
 }

@@ -29,4 +29,25 @@ public protocol ReplicaStore: AnyObject {
     func entries(inBuckets buckets: [Int]) throws -> [Entry]
     /// Applies a batch in one transaction; returns the entries that won and were written.
     func merge(_ batch: [Entry]) throws -> [Entry]
+
+    /// A reader of committed entries that any thread may use, for synchronous loads.
+    func makeReader() throws -> any StoreReader
+
+    /// Keeps a copy of an entry that could not be decoded, so that a later write over its key
+    /// never destroys the only copy. Local to this node, never replicated.
+    func quarantine(_ entry: Entry, reason: String) throws
+    /// Every quarantined copy for `key`, oldest first.
+    func quarantined(key: String) throws -> [QuarantinedEntry]
+}
+
+/// Reads committed entries from any thread.
+public protocol StoreReader: Sendable {
+    func entry(for key: String) throws -> Entry?
+}
+
+/// A kept copy of a value that could not be decoded.
+public struct QuarantinedEntry: Sendable, Equatable {
+    public var entry: Entry
+    public var reason: String
+    public var at: Date
 }

@@ -88,6 +88,21 @@ public final class SQLiteStore: ReplicaStore {
                 CREATE INDEX entries_by_bucket ON entries(bucket);
                 """)
         }
+        migrator.registerMigration("v2: quarantine") { db in
+            try db.execute(sql: """
+                CREATE TABLE quarantine (
+                    id INTEGER PRIMARY KEY AUTOINCREMENT,
+                    key TEXT NOT NULL,
+                    hlc INTEGER NOT NULL,
+                    node TEXT NOT NULL,
+                    schema INTEGER NOT NULL,
+                    payload BLOB,
+                    reason TEXT NOT NULL,
+                    at TEXT NOT NULL
+                );
+                CREATE INDEX quarantine_by_key ON quarantine(key);
+                """)
+        }
         return migrator
     }
 
@@ -168,6 +183,47 @@ public final class SQLiteStore: ReplicaStore {
             return try Row.fetchAll(
                 db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE bucket IN (\(list)) ORDER BY key"
             ).map(Self.entry(from:))
+        }
+    }
+
+    public func makeReader() throws -> any StoreReader {
+        var configuration = Configuration()
+        configuration.readonly = true
+        return Reader(database: try DatabaseQueue(path: url.path, configuration: configuration))
+    }
+
+    /// A second, read-only connection: WAL lets it read committed data while the owner writes.
+    struct Reader: StoreReader {
+        let database: DatabaseQueue
+        func entry(for key: String) throws -> Entry? {
+            try database.read { db in
+                try Row.fetchOne(db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key = ?", arguments: [key])
+                    .map(SQLiteStore.entry(from:))
+            }
+        }
+    }
+
+    public func quarantine(_ entry: Entry, reason: String) throws {
+        try database.write { db in
+            let existing = try Int.fetchOne(
+                db, sql: "SELECT count(*) FROM quarantine WHERE key = ? AND hlc = ? AND node = ?",
+                arguments: [entry.key, Int64(bitPattern: entry.version.timestamp.rawValue), entry.version.node.rawValue]) ?? 0
+            guard existing == 0 else { return }  // already kept
+            try db.execute(
+                sql: "INSERT INTO quarantine(key, hlc, node, schema, payload, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
+                arguments: [entry.key, Int64(bitPattern: entry.version.timestamp.rawValue), entry.version.node.rawValue,
+                            Int64(entry.schema), entry.payload.map { Data($0) }, reason, ISO8601DateFormatter().string(from: Date())])
+        }
+    }
+
+    public func quarantined(key: String) throws -> [QuarantinedEntry] {
+        try database.read { db in
+            try Row.fetchAll(db, sql: "SELECT key, hlc, node, schema, payload, reason, at FROM quarantine WHERE key = ? ORDER BY id", arguments: [key])
+                .map { row in
+                    QuarantinedEntry(
+                        entry: try Self.entry(from: row), reason: row["reason"],
+                        at: ISO8601DateFormatter().date(from: row["at"]) ?? Date(timeIntervalSince1970: 0))
+                }
         }
     }
 

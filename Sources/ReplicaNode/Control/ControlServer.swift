@@ -76,9 +76,10 @@ actor ControlServer: PollLoopOwner {
     }
 
     private func startWatching(prefix: String, for client: [UInt8]) {
-        let changes = replica.changes(prefix: prefix)
+        let replica = replica
         watchers[client]?.cancel()
         watchers[client] = Task {
+            let changes = await replica.changes(prefix: prefix)
             // An empty first reply tells the client the watch is in place.
             self.send(ControlReply(), to: client)
             for await change in changes {

@@ -1,0 +1,154 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+@Suite struct SharedTests {
+    @Test func anIncrementOnOneNodeIsObservedOnTheOther() async throws {
+        let replicas = try makeReplicas(2)
+        @Shared(.replicated("count", on: replicas[0])) var countOnA = 0
+        @Shared(.replicated("count", on: replicas[1])) var countOnB = 0
+        let valuesOnB = $countOnB.values
+        $countOnA.withLock { $0 += 1 }
+        try await $countOnA.save()
+        let seen = await first(valuesOnB) { $0 == 1 }
+        #expect(seen == 1)
+        #expect(countOnB == 1)
+        #expect($countOnB.saveError == nil)
+    }
+
+    @Test func theInitialValueIsUsedOnlyWhenStorageHasNone() async throws {
+        let replica = try makeReplicas(1)[0]
+        try await replica.write("stored", payload: Array("41".utf8))
+        @Shared(.replicated("stored", on: replica)) var stored = 7
+        @Shared(.replicated("fresh", on: replica)) var fresh = 7
+        #expect(stored == 41)
+        #expect(fresh == 7)
+        #expect(try await replica.entry(for: "fresh") == nil, "an unused initial value is not written")
+    }
+
+    @Test func theInitialValueIsNotEvaluatedWhenStorageHasOne() async throws {
+        let replica = try makeReplicas(1)[0]
+        try await replica.write("present", payload: Array("1".utf8))
+        // A second Shared of a live key reuses the reference: its initial value is never built.
+        @Shared(.replicated("present", on: replica)) var first = 0
+        var evaluated = false
+        func initial() -> Int { evaluated = true; return 0 }
+        let second = Shared(wrappedValue: initial(), .replicated("present", on: replica))
+        #expect(!evaluated)
+        #expect(second.wrappedValue == 1)
+        #expect(first == 1)
+    }
+
+    @Test func requireThrowsForAMissingKey() async throws {
+        let replica = try makeReplicas(1)[0]
+        await #expect(throws: SharingError.noValue(key: "\(ReplicatedKey<Int>.ID(name: "absent", replica: ObjectIdentifier(replica)))")) {
+            _ = try await Shared<Int>(require: .replicated("absent", on: replica))
+        }
+        try await replica.write("present", payload: Array("5".utf8))
+        let present = try await Shared<Int>(require: .replicated("present", on: replica))
+        #expect(present.wrappedValue == 5)
+    }
+
+    @Test func twoSharedOfOneKeyShareOneReference() async throws {
+        let replica = try makeReplicas(1)[0]
+        let a = Shared(wrappedValue: 0, .replicated("same", on: replica))
+        let b = Shared(wrappedValue: 0, .replicated("same", on: replica))
+        a.withLock { $0 = 3 }
+        #expect(b.wrappedValue == 3)
+        #expect(a.reference === b.reference)
+    }
+
+    @Test func remoteUpdatesDoNotEchoBackAsSaves() async throws {
+        let replicas = try makeReplicas(2)
+        @Shared(.replicated("echo", on: replicas[1])) var onB = ""
+        let valuesOnB = $onB.values
+        try await replicas[0].write("echo", payload: Array("\"from A\"".utf8))
+        #expect(await first(valuesOnB) { $0 == "from A" } != nil)
+        let published = await replicas[1].status().counters.updatesPublished
+        #expect(published == 0, "B applied A's update without writing it again")
+    }
+
+    @Test func aCorruptPayloadSetsLoadErrorKeepsTheLastGoodValueAndTheBytes() async throws {
+        let replicas = try makeReplicas(2)
+        @Shared(.replicated("settings", on: replicas[1])) var settings = ["theme": "light"]
+        let values = $settings.values
+        try await replicas[0].write("settings", payload: Array("{\"theme\":\"dark\"}".utf8))
+        #expect(await first(values) { $0["theme"] == "dark" } != nil)
+
+        let garbage = Array("{\"theme\": 42".utf8)
+        try await replicas[0].write("settings", payload: garbage)
+        #expect(await eventually { $settings.loadError != nil })
+        #expect(settings == ["theme": "dark"], "the last good value stays")
+        #expect(try await replicas[1].entry(for: "settings")?.payload == garbage, "the bytes are in the store")
+        #expect(try await eventually { try await replicas[1].quarantined(key: "settings").first?.entry.payload == garbage })
+        #expect(await eventually { await !replicas[1].status().loadErrors.isEmpty })
+
+        // Overwriting keeps the quarantined copy; the error clears on the next good value.
+        $settings.withLock { $0 = ["theme": "blue"] }
+        try await $settings.save()
+        try await replicas[0].write("settings", payload: Array("{\"theme\":\"green\"}".utf8))
+        #expect(await eventually { $settings.loadError == nil && settings["theme"] == "green" })
+        #expect(try await replicas[1].quarantined(key: "settings").map(\.entry.payload) == [garbage])
+        #expect(await eventually { await replicas[1].status().loadErrors.isEmpty })
+    }
+
+    @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))
+    func aFullDiskSetsSaveErrorKeepsTheValueAndRecovers() async throws {
+        let disk = try SmallDisk(size: "2m")
+        defer { disk.remove() }
+        let replica = try makeReplicas(1) { _ in .directory(disk.url.appendingPathComponent("data")) }[0]
+        @Shared(.replicated("notes", on: replica)) var notes = ""
+        $notes.withLock { $0 = "saved" }
+        try await $notes.save()
+        #expect($notes.saveError == nil)
+
+        try disk.fill()
+        $notes.withLock { $0 = String(repeating: "x", count: 512 * 1024) }
+        await #expect(throws: ReplicaError.self) { try await $notes.save() }
+        #expect($notes.saveError != nil)
+        #expect(notes.count == 512 * 1024, "the new value stays in memory")
+        #expect(await !replica.status().saveErrors.isEmpty)
+        #expect(try await replica.entry(for: "notes")?.payload == Array("\"saved\"".utf8), "reads keep working")
+
+        try disk.unfill()
+        try await $notes.save()
+        #expect($notes.saveError == nil)
+        #expect(await replica.status().saveErrors.isEmpty)
+        #expect(try await replica.entry(for: "notes")?.payload?.count == 512 * 1024 + 2)
+    }
+
+    @Test func inMemoryKeysShareStateWithinTheProcess() async throws {
+        @Shared(.inMemory("preview")) var a = 1
+        @Shared(.inMemory("preview")) var b = 1
+        $a.withLock { $0 = 2 }
+        #expect(b == 2)
+        try await $a.save()
+    }
+
+    @Test func unpersistedSharedValuesWork() async throws {
+        let shared = Shared(value: [1, 2])
+        shared.withLock { $0.append(3) }
+        #expect(shared.wrappedValue == [1, 2, 3])
+        try await shared.save()
+        try await shared.load()
+        #expect(shared.wrappedValue == [1, 2, 3])
+    }
+
+    @Test func aContinuationResumedTwiceIsReportedNotFatal() async throws {
+        struct TwiceKey: SharedKey {
+            var id: String { "twice" }
+            func load(context: LoadContext<Int>, continuation: LoadContinuation<Int>) {
+                continuation.resume(returning: 1)
+                continuation.resume(returning: 2)
+            }
+            func subscribe(context: LoadContext<Int>, subscriber: SharedSubscriber<Int>) -> SharedSubscription { SharedSubscription {} }
+            func save(_ value: Int, context: SaveContext, continuation: SaveContinuation) {}  // never resumes
+        }
+        let before = ContinuationMisuse.count
+        let shared = Shared(wrappedValue: 0, TwiceKey())
+        #expect(shared.wrappedValue == 1)
+        #expect(ContinuationMisuse.count == before + 1)
+        await #expect(throws: SharingError.continuationNeverResumed("save of twice")) { try await shared.save() }
+        #expect(ContinuationMisuse.count == before + 2)
+    }
+}
