@@ -29,10 +29,23 @@ public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible, Lo
 
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
+    /// Whether this is a wildcard listen address (any interface) rather than one address.
+    public var isWildcard: Bool { ["0.0.0.0", "*", "::", ""].contains(host) }
+
     /// The ZeroMQ endpoint of the PUB socket.
     public var publishAddress: String { "tcp://\(description)" }
     /// The ZeroMQ endpoint of the ROUTER (sync) socket.
     public var syncAddress: String { "tcp://\(Endpoint(host: host, port: port + 1).description)" }
+
+    /// `address` (a `tcp://` endpoint) connected from `source`'s host, libzmq's
+    /// `tcp://SOURCE:0;DEST` form. Outgoing connections then carry the node's own address, so
+    /// firewall rules (and the partition tests) can tell nodes apart by source address.
+    public static func connecting(to address: String, from source: Endpoint) -> String {
+        guard !source.isWildcard else { return address }
+        let bare = address.dropFirst("tcp://".count)
+        let sourceHost = source.host.contains(":") ? "[\(source.host)]" : source.host
+        return "tcp://\(sourceHost):0;\(bare)"
+    }
 }
 
 extension Endpoint {

@@ -82,11 +82,13 @@ public actor Replica: PollLoopOwner {
         let maxMessage = configuration.limits.maxFrameBytes
         let publisher = try context.socket(.pub)
         try publisher.setHighWaterMarks(send: 100_000, receive: 1000)
+        try publisher.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
         try publisher.bind(configuration.listen.publishAddress)
         let syncServer = try context.socket(.router)
         try syncServer.setRouterMandatory()
         try syncServer.setMaxMessageSize(maxMessage)
         try syncServer.setHighWaterMarks(send: 10_000, receive: 1000)
+        try syncServer.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
         try syncServer.bind(configuration.listen.syncAddress)
         self.publisher = publisher
         self.syncServer = syncServer
@@ -97,13 +99,15 @@ public actor Replica: PollLoopOwner {
             try subscriber.setMaxMessageSize(maxMessage)
             try subscriber.setReconnectInterval(.milliseconds(100))
             try subscriber.setHighWaterMarks(send: 1000, receive: 100_000)
+            try subscriber.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
             try subscriber.subscribe()
-            try subscriber.connect(endpoint.publishAddress)
+            try subscriber.connect(Endpoint.connecting(to: endpoint.publishAddress, from: configuration.listen))
             let dealer = try context.socket(.dealer)
             try dealer.setMaxMessageSize(maxMessage)
             try dealer.setReconnectInterval(.milliseconds(100))
             try dealer.setHighWaterMarks(send: 10, receive: 10_000)
-            try dealer.connect(endpoint.syncAddress)
+            try dealer.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
+            try dealer.connect(Endpoint.connecting(to: endpoint.syncAddress, from: configuration.listen))
             links.append(PeerLink(endpoint: endpoint, subscriber: subscriber, dealer: dealer, syncWanted: true))
         }
         peers = links

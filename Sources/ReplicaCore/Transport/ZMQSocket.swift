@@ -109,6 +109,17 @@ public final class ZMQSocket: @unchecked Sendable {
         try setOption(ZMQ_RECONNECT_IVL, Int32(interval / .milliseconds(1)))
     }
 
+    /// Detects a dead TCP connection (a partition, a paused peer) without waiting for TCP's own
+    /// timeouts: ZMTP pings every `interval`, the connection is dropped after `timeout` of
+    /// silence and re-established, and each connect attempt gives up after `connectTimeout`.
+    public func setLiveness(interval: Duration, timeout: Duration, connectTimeout: Duration) throws(ZMQError) {
+        try setOption(ZMQ_HEARTBEAT_IVL, Int32(interval / .milliseconds(1)))
+        try setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(timeout / .milliseconds(1)))
+        try setOption(ZMQ_HEARTBEAT_TTL, Int32(timeout / .milliseconds(1)))
+        try setOption(ZMQ_CONNECT_TIMEOUT, Int32(connectTimeout / .milliseconds(1)))
+        try setOption(ZMQ_RECONNECT_IVL_MAX, Int32(connectTimeout / .milliseconds(1)))
+    }
+
     /// SUB only: receive messages whose first frame starts with `prefix` (empty: everything).
     public func subscribe(_ prefix: [UInt8] = []) throws(ZMQError) {
         try setOption(ZMQ_SUBSCRIBE, bytes: prefix)

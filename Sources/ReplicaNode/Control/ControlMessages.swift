@@ -5,7 +5,7 @@ import ReplicaCore
 /// (`ipc://DATA/control.sock`). See docs/protocol.md, "Control socket".
 struct ControlRequest: Codable, Sendable {
     enum Command: String, Codable, Sendable {
-        case get, set, delete, keys, status, watch
+        case get, set, delete, keys, status, watch, setMany
     }
 
     var command: Command
@@ -13,6 +13,13 @@ struct ControlRequest: Codable, Sendable {
     /// For `set`: the value as JSON text.
     var value: String?
     var prefix: String?
+    /// For `setMany`: keys and JSON values, written in one group commit.
+    var items: [Item]?
+
+    struct Item: Codable, Sendable {
+        var key: String
+        var value: String
+    }
 }
 
 /// The reply to a request; `watch` gets one reply per change until the client goes away.
@@ -22,6 +29,8 @@ struct ControlReply: Codable, Sendable {
     var keys: [String]?
     var status: ReplicaStatus?
     var change: ChangeView?
+    /// For `setMany`: how many were written.
+    var written: Int?
 }
 
 struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {

@@ -105,17 +105,27 @@ actor ControlServer: PollLoopOwner {
             case .set:
                 let key = try required(request.key, "key")
                 let text = try required(request.value, "value")
-                let payload = Array(text.utf8)
-                guard (try? JSONSerialization.jsonObject(with: Data(payload), options: .fragmentsAllowed)) != nil else {
-                    throw ControlFailure(code: .invalidValue, message: "invalid JSON value: \(text)")
-                }
-                return ControlReply(entry: EntryView(try await replica.write(key, payload: payload)))
+                guard isJSON(text) else { throw ControlFailure(code: .invalidValue, message: "invalid JSON value: \(text)") }
+                return ControlReply(entry: EntryView(try await replica.write(key, payload: Array(text.utf8))))
             case .delete:
                 let key = try required(request.key, "key")
                 guard let entry = try await replica.entry(for: key), !entry.isTombstone else {
                     throw ControlFailure(code: .unknownKey, message: "unknown key: \(key)")
                 }
                 return ControlReply(entry: EntryView(try await replica.write(key, payload: nil)))
+            case .setMany:
+                let items = request.items ?? []
+                for item in items where !isJSON(item.value) {
+                    throw ControlFailure(code: .invalidValue, message: "invalid JSON value for \(item.key): \(item.value)")
+                }
+                // Issued together, the writes land in one loop turn and one transaction.
+                try await withThrowingTaskGroup(of: Void.self) { group in
+                    for item in items {
+                        group.addTask { try await replica.write(item.key, payload: Array(item.value.utf8)) }
+                    }
+                    try await group.waitForAll()
+                }
+                return ControlReply(written: items.count)
             case .keys:
                 return ControlReply(keys: try await replica.keys(prefix: request.prefix ?? ""))
             case .status:
@@ -135,6 +145,10 @@ actor ControlServer: PollLoopOwner {
         } catch {
             return ControlReply(error: ControlFailure(code: .internalError, message: "\(error)"))
         }
+    }
+
+    private static func isJSON(_ text: String) -> Bool {
+        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil
     }
 
     private static func required(_ value: String?, _ name: String) throws -> String {
