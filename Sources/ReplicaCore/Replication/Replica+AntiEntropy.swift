@@ -16,6 +16,8 @@ extension Replica {
         var entriesSent = 0
     }
 
+    static let periodicReason = "periodic check"
+
     /// Buckets read from the store per loop turn for one reply.
     static let bucketsPerTurn = 64
 
@@ -33,7 +35,9 @@ extension Replica {
         let reason = peers[index].syncReason
         peers[index].sync = PeerLink.SyncInFlight(requestID: requestID, reason: reason, started: now, lastProgress: now)
         peers[index].syncWanted = false
-        logger.debug("sync requested", metadata: ["peer": "\(peers[index].endpoint)", "reason": "\(reason)"])
+        // Routine periodic checks log at debug; every other sync is worth a line.
+        logger.log(level: reason == Self.periodicReason ? .debug : .info,
+                   "sync with \(peers[index].node.map(\.rawValue) ?? peers[index].endpoint.description) started (\(reason))")
     }
 
     // MARK: Serving
@@ -175,7 +179,7 @@ extension Replica {
         }
         if chunk.isLast {
             let elapsed = ContinuousClock.now - sync.started
-            let level: Logger.Level = sync.entries > 0 ? .info : .debug
+            let level: Logger.Level = sync.entries > 0 || sync.reason != Self.periodicReason ? .info : .debug
             logger.log(level: level, "sync from \(chunk.origin) done (\(sync.reason)): \(sync.entries) entries, \(sync.bytes) bytes in \(elapsed)")
             peers[index].sync = nil
             peers[index].syncsCompleted += 1

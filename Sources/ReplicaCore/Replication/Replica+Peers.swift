@@ -84,7 +84,7 @@ extension Replica {
         }
         if now >= nextPeriodicSync {
             for index in peers.indices where peers[index].state != .down {
-                requestSync(with: index, reason: "periodic check")
+                requestSync(with: index, reason: Self.periodicReason)
             }
             nextPeriodicSync = now + configuration.periodicSyncInterval
         }

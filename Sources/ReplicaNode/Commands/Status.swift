@@ -36,25 +36,7 @@ struct Status: ParsableCommand {
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
             + "sync entries \(counters.syncEntriesApplied), syncs served \(counters.syncRequestsServed)")
         line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps")
-        out += "\npeers\n"
-        if status.peers.isEmpty { out += "  (none)\n" }
-        let header = ["ADDRESS", "ID", "STATE", "LAST SEEN", "IN SYNC", "GAPS", "SYNCS"]
-        var rows = [header]
-        for peer in status.peers {
-            rows.append([
-                peer.address, peer.id ?? "-", peer.state.rawValue,
-                peer.lastSeenSecondsAgo.map { String(format: "%.1fs ago", $0) } ?? "never",
-                peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
-                "\(peer.sequenceGaps)", "\(peer.syncsCompleted)",
-            ])
-        }
-        if !status.peers.isEmpty {
-            let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
-            for row in rows {
-                out += "  " + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }
-                    .joined().trimmingCharacters(in: .whitespaces) + "\n"
-            }
-        }
+        out += "\npeers\n" + renderPeers(status.peers)
         for (title, problems) in [("load errors", status.loadErrors), ("save errors", status.saveErrors)] {
             out += "\n\(title)\n"
             if problems.isEmpty { out += "  (none)\n" }
@@ -63,5 +45,24 @@ struct Status: ParsableCommand {
             }
         }
         return out
+    }
+
+    static func renderPeers(_ peers: [ReplicaStatus.Peer]) -> String {
+        guard !peers.isEmpty else { return "  (none)\n" }
+        let header = ["ADDRESS", "ID", "STATE", "LAST SEEN", "IN SYNC", "GAPS", "SYNCS"]
+        var rows = [header]
+        for peer in peers {
+            rows.append([
+                peer.address, peer.id ?? "-", peer.state.rawValue,
+                peer.lastSeenSecondsAgo.map { String(format: "%.1fs ago", $0) } ?? "never",
+                peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
+                "\(peer.sequenceGaps)", "\(peer.syncsCompleted)",
+            ])
+        }
+        let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
+        return rows.map { row in
+            "  " + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }
+                .joined().trimmingCharacters(in: .whitespaces) + "\n"
+        }.joined()
     }
 }

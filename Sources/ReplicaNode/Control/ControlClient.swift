@@ -34,6 +34,9 @@ struct ControlClient {
         try socket.connect(ControlEndpoint.address(in: dataDirectory))
     }
 
+    /// Whether the node still listens on its control socket.
+    var nodeIsListening: Bool { Self.isListening(ControlEndpoint.socketPath(in: dataDirectory)) }
+
     /// A plain `connect()` to the Unix socket: refused means nobody is listening.
     private static func isListening(_ path: String) -> Bool {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)

@@ -73,8 +73,8 @@ final class ProcessCluster: @unchecked Sendable {
     let root: URL
     private(set) var nodes: [Node]
 
-    init(size: Int, name: String = "cluster") throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(name)-\(UUID().uuidString.prefix(6))")
+    init(size: Int, name: String = "cluster", dataRoot: URL? = nil) throws {
+        let root = (dataRoot ?? FileManager.default.temporaryDirectory).appendingPathComponent("replica-\(name)-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         self.root = root
         nodes = (1...size).map { index in
