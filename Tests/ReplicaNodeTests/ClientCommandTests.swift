@@ -53,9 +53,9 @@ import Testing
         let missing = try replicaNode(["serve"], environment: ["REPLICA_ID": "", "REPLICA_LISTEN": "", "REPLICA_DATA": ""])
         #expect(missing.status == 64)
         #expect(missing.stderr.contains("Missing --id"))
-        let badListen = try replicaNode(["serve", "--id", "n1", "--listen", "localhost", "--data", "/tmp/x"])
+        let badListen = try replicaNode(["serve", "--id", "n1", "--listen", "localhost", "--data", "/tmp/x", "--insecure"])
         #expect(badListen.stderr.contains("Invalid --listen"))
-        let badID = try replicaNode(["serve", "--id", "no spaces", "--listen", "127.0.0.1:1", "--data", "/tmp/x"])
+        let badID = try replicaNode(["serve", "--id", "no spaces", "--listen", "127.0.0.1:1", "--data", "/tmp/x", "--insecure"])
         #expect(badID.stderr.contains("Invalid --id"))
     }
 
@@ -63,7 +63,7 @@ import Testing
         let cluster = try ProcessCluster(size: 1, name: "lock")
         defer { cluster.stop() }
         #expect(try await eventually { try cluster.status(0) != nil })
-        let second = try replicaNode(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--data", cluster.nodes[0].data.path])
+        let second = try replicaNode(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--data", cluster.nodes[0].data.path, "--insecure"])
         #expect(second.status == 1)
         #expect(second.stderr.contains("another replica-node is already serving"))
     }

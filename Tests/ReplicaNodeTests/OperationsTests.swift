@@ -50,6 +50,7 @@ import Testing
         process.environment = ProcessInfo.processInfo.environment.merging([
             "REPLICA_ID": "envnode", "REPLICA_LISTEN": "127.0.0.1:\(TestPorts.pair())",
             "REPLICA_PEERS": "127.0.0.1:\(TestPorts.pair()),127.0.0.1:\(TestPorts.pair())", "REPLICA_DATA": root.path,
+            "REPLICA_INSECURE": "1",
         ]) { $1 }
         process.standardError = Pipe()
         try process.run()

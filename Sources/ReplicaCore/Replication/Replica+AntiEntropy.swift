@@ -18,6 +18,8 @@ extension Replica {
 
     static let periodicReason = "periodic check"
 
+    static let maxConcurrentReplies = 16
+
     /// Buckets read from the store per loop turn for one reply.
     static let bucketsPerTurn = 64
 
@@ -63,6 +65,12 @@ extension Replica {
                 let differing = store.digest.differingBuckets(from: request.buckets)
                 // One reply per requester at a time: a repeated request replaces the old reply.
                 syncResponses.removeAll { $0.identity == message.frames[0] }
+                // A bounded number of replies at once, so requests cannot grow memory; a refused
+                // requester times out and asks again.
+                guard syncResponses.count < Self.maxConcurrentReplies else {
+                    counters.syncRequestsRefused += 1
+                    continue
+                }
                 syncResponses.append(SyncResponse(
                     identity: message.frames[0], requester: request.origin, requestID: request.requestID,
                     remainingBuckets: differing[...]))

@@ -4,7 +4,7 @@ import Foundation
 extension Replica {
     public var pollSockets: [ZMQSocket] {
         guard !isShutDown, let syncServer else { return [] }
-        var sockets = [syncServer]
+        var sockets = [syncServer] + authenticationSockets
         for peer in peers {
             sockets.append(peer.subscriber)
             sockets.append(peer.dealer)
@@ -22,9 +22,11 @@ extension Replica {
     public func pollDidReturn(readable: [Bool]) {
         guard !isShutDown else { return }
         if readable.first == true { receiveSyncRequests() }
+        let base = 1 + authenticationSockets.count
+        if readable[1..<base].contains(true) { serviceAuthentication() }
         for index in peers.indices {
-            if readable[1 + 2 * index] { receivePublished(from: index) }
-            if readable[2 + 2 * index] { receiveSyncChunks(from: index) }
+            if readable[base + 2 * index] { receivePublished(from: index) }
+            if readable[base + 1 + 2 * index] { receiveSyncChunks(from: index) }
         }
         continueSyncResponses()
         flush()

@@ -14,6 +14,7 @@ extension Replica {
             entryCount: store.count,
             liveEntryCount: store.liveCount,
             digest: String(root, radix: 16),
+            security: isCurve ? "curve" : "insecure",
             peers: peers.map { peer in
                 ReplicaStatus.Peer(
                     address: peer.endpoint.description,
@@ -26,6 +27,7 @@ extension Replica {
                     syncsCompleted: peer.syncsCompleted,
                     syncInProgress: peer.sync != nil)
             },
+            refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: counters,
             loadErrors: loadErrors.values.sorted { $0.since < $1.since },
             saveErrors: saveErrors.values.sorted { $0.since < $1.since })

@@ -45,6 +45,13 @@ public actor Replica: PollLoopOwner {
     var loadErrors: [String: Problem] = [:]
     var saveErrors: [String: Problem] = [:]
     var counters = ReplicaStatus.Counters()
+    var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
+
+    // Authentication (CURVE only).
+    let isCurve: Bool
+    let trustedKeys: Set<[UInt8]>
+    var authenticator: ZMQSocket?
+    var handshakeMonitors: [HandshakeMonitor] = []
 
     struct PendingWrite {
         var entry: Entry
@@ -80,16 +87,34 @@ public actor Replica: PollLoopOwner {
 
         context = try ZMQContext()
         let maxMessage = configuration.limits.maxFrameBytes
+        var curve: CurveSecurity?
+        if case .curve(let settings) = configuration.security { curve = settings }
+        isCurve = curve != nil
+        trustedKeys = Set((curve?.trusted ?? []).compactMap(CurveKeyPair.rawBytes(ofZ85:)))
+        if curve != nil {
+            // The ZAP handler must exist before any CURVE server socket accepts a connection.
+            let authenticator = try context.socket(.rep)
+            try authenticator.bind(Self.zapEndpoint)
+            self.authenticator = authenticator
+        }
         let publisher = try context.socket(.pub)
         try publisher.setHighWaterMarks(send: 100_000, receive: 1000)
         try publisher.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
+        if let curve { try publisher.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try publisher.bind(configuration.listen.publishAddress)
         let syncServer = try context.socket(.router)
         try syncServer.setRouterMandatory()
         try syncServer.setMaxMessageSize(maxMessage)
         try syncServer.setHighWaterMarks(send: 10_000, receive: 1000)
         try syncServer.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
+        if let curve { try syncServer.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try syncServer.bind(configuration.listen.syncAddress)
+        if curve != nil {
+            handshakeMonitors = [
+                try HandshakeMonitor(watching: publisher, in: context, name: "pub"),
+                try HandshakeMonitor(watching: syncServer, in: context, name: "router"),
+            ]
+        }
         self.publisher = publisher
         self.syncServer = syncServer
 
@@ -98,15 +123,18 @@ public actor Replica: PollLoopOwner {
             let subscriber = try context.socket(.sub)
             try subscriber.setMaxMessageSize(maxMessage)
             try subscriber.setReconnectInterval(.milliseconds(100))
-            try subscriber.setHighWaterMarks(send: 1000, receive: 100_000)
+            // Bounds what a flooding peer can queue here: 10,000 messages of at most maxFrameBytes.
+            try subscriber.setHighWaterMarks(send: 1000, receive: 10_000)
             try subscriber.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
             try subscriber.subscribe()
+            try Self.secureClient(subscriber, to: endpoint, curve: curve)
             try subscriber.connect(Endpoint.connecting(to: endpoint.publishAddress, from: configuration.listen))
             let dealer = try context.socket(.dealer)
             try dealer.setMaxMessageSize(maxMessage)
             try dealer.setReconnectInterval(.milliseconds(100))
             try dealer.setHighWaterMarks(send: 10, receive: 10_000)
             try dealer.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: .seconds(1))
+            try Self.secureClient(dealer, to: endpoint, curve: curve)
             try dealer.connect(Endpoint.connecting(to: endpoint.syncAddress, from: configuration.listen))
             links.append(PeerLink(endpoint: endpoint, subscriber: subscriber, dealer: dealer, syncWanted: true))
         }
@@ -119,6 +147,21 @@ public actor Replica: PollLoopOwner {
     }
 
     deinit { loop.ownerReleased() }
+
+    static let zapEndpoint = "inproc://zeromq.zap.01"
+    static let zapDomain = "replica"
+
+    /// A peer with no known public key cannot be connected to under CURVE.
+    public struct MissingPeerKey: Error, CustomStringConvertible {
+        public var peer: Endpoint
+        public var description: String { "no public key is trusted for peer \(peer)" }
+    }
+
+    private static func secureClient(_ socket: ZMQSocket, to endpoint: Endpoint, curve: CurveSecurity?) throws {
+        guard let curve else { return }
+        guard let serverKey = curve.peerKeys[endpoint] else { throw MissingPeerKey(peer: endpoint) }
+        try socket.setCurveClient(curve.keys, serverKey: serverKey)
+    }
 
     // MARK: Public API
 
@@ -201,8 +244,12 @@ public actor Replica: PollLoopOwner {
         isShutDown = true
         publisher?.close()
         syncServer?.close()
+        authenticator?.close()
+        for monitor in handshakeMonitors { monitor.socket.close() }
         publisher = nil
         syncServer = nil
+        authenticator = nil
+        handshakeMonitors = []
         for peer in peers {
             peer.subscriber.close()
             peer.dealer.close()

@@ -9,12 +9,22 @@ public struct ReplicaConfiguration: Sendable {
         case memory
     }
 
+    /// How cluster sockets are protected.
+    public enum Security: Sendable {
+        /// No encryption or authentication: anyone who reaches the ports can read and serve data.
+        case insecure
+        /// CURVE encryption and authentication on every cluster socket (see docs/security.md).
+        case curve(CurveSecurity)
+    }
+
     public var node: NodeID
     public var listen: Endpoint
     public var peers: [Endpoint]
     public var storage: Storage
     /// SQLite `PRAGMA synchronous`: NORMAL survives a process crash, FULL also a power cut.
     public var synchronous: String = "NORMAL"
+    /// `.insecure` by default in the library; `replica-node serve` demands an explicit choice.
+    public var security: Security = .insecure
     public var limits: WireLimits = .standard
     /// How far ahead of our clock a remote timestamp may be before it is rejected.
     public var maxClockDrift: Duration = .seconds(60)
@@ -34,5 +44,20 @@ public struct ReplicaConfiguration: Sendable {
         self.listen = listen
         self.peers = peers
         self.storage = storage
+    }
+}
+
+/// CURVE settings: this node's key pair, who may connect, and who each peer must be.
+public struct CurveSecurity: Sendable {
+    public var keys: CurveKeyPair
+    /// Public keys (Z85) of the nodes allowed to connect to this node's sockets.
+    public var trusted: Set<String>
+    /// The public key each peer must prove when this node connects to it.
+    public var peerKeys: [Endpoint: String]
+
+    public init(keys: CurveKeyPair, trusted: Set<String>, peerKeys: [Endpoint: String]) {
+        self.keys = keys
+        self.trusted = trusted
+        self.peerKeys = peerKeys
     }
 }

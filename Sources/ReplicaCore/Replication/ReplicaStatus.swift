@@ -23,6 +23,18 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var updatesApplied = 0
         public var syncEntriesApplied = 0
         public var syncRequestsServed = 0
+        /// Sync requests refused because too many replies were already being streamed.
+        public var syncRequestsRefused = 0
+        /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
+        public var handshakesFailed = 0
+    }
+
+    /// Connections refused by the ZAP handler (unknown CURVE key), per address.
+    public struct RefusedHandshake: Sendable, Codable, Equatable {
+        public var address: String
+        public var publicKey: String?
+        public var count: Int
+        public var last: Date
     }
 
     public var id: String
@@ -34,7 +46,10 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
     public var liveEntryCount: Int
     /// The root of the store digest, hex. Equal digests mean equal replicated state.
     public var digest: String
+    /// "curve" or "insecure".
+    public var security: String
     public var peers: [Peer]
+    public var refusedHandshakes: [RefusedHandshake]
     public var counters: Counters
     public var loadErrors: [Problem]
     public var saveErrors: [Problem]

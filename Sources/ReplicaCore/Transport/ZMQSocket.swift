@@ -8,7 +8,7 @@ import CZMQ
 /// `close()` is idempotent and also runs on deinit; LINGER is 0 so closing never blocks.
 public final class ZMQSocket: @unchecked Sendable {
     public enum Kind: Sendable {
-        case pub, sub, router, dealer
+        case pub, sub, router, dealer, rep, pair
 
         var rawValue: Int32 {
             switch self {
@@ -16,6 +16,8 @@ public final class ZMQSocket: @unchecked Sendable {
             case .sub: ZMQ_SUB
             case .router: ZMQ_ROUTER
             case .dealer: ZMQ_DEALER
+            case .rep: ZMQ_REP
+            case .pair: ZMQ_PAIR
             }
         }
     }
@@ -118,6 +120,30 @@ public final class ZMQSocket: @unchecked Sendable {
         try setOption(ZMQ_HEARTBEAT_TTL, Int32(timeout / .milliseconds(1)))
         try setOption(ZMQ_CONNECT_TIMEOUT, Int32(connectTimeout / .milliseconds(1)))
         try setOption(ZMQ_RECONNECT_IVL_MAX, Int32(connectTimeout / .milliseconds(1)))
+    }
+
+    /// Makes this (binding) socket a CURVE server with `keys`: clients must know its public
+    /// key, and each client key is checked by the ZAP handler of `zapDomain`.
+    public func setCurveServer(_ keys: CurveKeyPair, zapDomain: String) throws(ZMQError) {
+        try setOption(ZMQ_CURVE_SERVER, 1)
+        try setOption(ZMQ_CURVE_SECRETKEY, bytes: Array(keys.secretKey.utf8))
+        try setOption(ZMQ_ZAP_DOMAIN, bytes: Array(zapDomain.utf8))
+    }
+
+    /// Makes this (connecting) socket a CURVE client with `keys` that only accepts a server
+    /// holding the secret key of `serverKey`.
+    public func setCurveClient(_ keys: CurveKeyPair, serverKey: String) throws(ZMQError) {
+        try setOption(ZMQ_CURVE_SERVERKEY, bytes: Array(serverKey.utf8))
+        try setOption(ZMQ_CURVE_PUBLICKEY, bytes: Array(keys.publicKey.utf8))
+        try setOption(ZMQ_CURVE_SECRETKEY, bytes: Array(keys.secretKey.utf8))
+    }
+
+    /// Asks libzmq to report failed handshakes on this socket to a PAIR socket connected to the
+    /// returned inproc endpoint (see `HandshakeMonitor`).
+    func monitorHandshakeFailures(endpoint: String) throws(ZMQError) {
+        let handle = try open("monitor")
+        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+        guard zmq_socket_monitor(handle, endpoint, events) == 0 else { throw .last("zmq_socket_monitor") }
     }
 
     /// SUB only: receive messages whose first frame starts with `prefix` (empty: everything).

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReplicaCore
 
 #if canImport(Glibc)
 import Glibc
@@ -10,7 +11,9 @@ struct Cluster: AsyncParsableCommand {
         abstract: "Start N local nodes on loopback, each peered with all others; Ctrl-C stops them all.",
         discussion: """
             Node K listens on 127.0.0.1:(base-port + 2K) (and the port after it for sync), keeps \
-            its data in DIR/nodeK and logs to DIR/nodeK.log. Data survives a restart of the cluster.
+            its data in DIR/nodeK and logs to DIR/nodeK.log. Data survives a restart of the cluster. \
+            Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
+            --insecure runs them open instead.
 
             Example: replica-node cluster --nodes 3 --data ./cluster-data
             """)
@@ -19,6 +22,9 @@ struct Cluster: AsyncParsableCommand {
     @Option(help: "First port; node K uses base-port + 2K and the port after it.") var basePort: UInt16 = 7100
     @Option(help: ArgumentHelp("Directory holding each node's data directory and log.", valueName: "dir"))
     var data = "cluster-data"
+
+    @Flag(help: "Run the nodes without CURVE encryption and authentication.")
+    var insecure = false
 
     func validate() throws {
         guard (1...64).contains(nodes) else { throw ValidationError("--nodes must be between 1 and 64.") }
@@ -30,12 +36,19 @@ struct Cluster: AsyncParsableCommand {
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let addresses = (1...nodes).map { "127.0.0.1:\(Int(basePort) + 2 * $0)" }
+        let keys = root.appendingPathComponent("keys")
+        if !insecure {
+            for index in 1...nodes where !FileManager.default.fileExists(atPath: keys.appendingPathComponent("node\(index).key").path) {
+                _ = try KeyFiles.write(try CurveKeyPair.generate(), id: "node\(index)", to: keys, force: true)
+            }
+        }
         var children: [(id: String, process: Process)] = []
         for index in 0..<nodes {
             let id = "node\(index + 1)"
             let directory = root.appendingPathComponent(id)
             var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
-            for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", address] }
+            arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
+            for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
             let logURL = root.appendingPathComponent("\(id).log")
             FileManager.default.createFile(atPath: logURL.path, contents: nil)
             let log = try FileHandle(forWritingTo: logURL)
@@ -47,7 +60,8 @@ struct Cluster: AsyncParsableCommand {
             try process.run()
             children.append((id, process))
         }
-        print("Starting \(nodes) node(s) in \(root.path) ...")
+        print("Starting \(nodes) node(s) in \(root.path) "
+            + (insecure ? "WITHOUT encryption or authentication (--insecure) ..." : "with CURVE keys from \(keys.path) ..."))
         let ready = await waitUntilServing(root: root, ids: children.map(\.id))
         if !ready {
             printError("not every node answered within 15 s; see the logs in \(root.path)")

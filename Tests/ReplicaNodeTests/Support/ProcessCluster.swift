@@ -72,8 +72,13 @@ final class ProcessCluster: @unchecked Sendable {
 
     let root: URL
     private(set) var nodes: [Node]
+    /// Per node id, arguments replacing the default `--insecure` (e.g. `--key`, `--trust`).
+    var extraServeArguments: [String: [String]] = [:]
 
-    init(size: Int, name: String = "cluster", dataRoot: URL? = nil) throws {
+    init(
+        size: Int, name: String = "cluster", dataRoot: URL? = nil, startOnly: [Int]? = nil,
+        serveArguments: (ProcessCluster) throws -> [String: [String]] = { _ in [:] }
+    ) throws {
         let root = (dataRoot ?? FileManager.default.temporaryDirectory).appendingPathComponent("replica-\(name)-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         self.root = root
@@ -81,13 +86,31 @@ final class ProcessCluster: @unchecked Sendable {
             Node(id: "node\(index)", port: TestPorts.pair(),
                  data: root.appendingPathComponent("node\(index)"), log: root.appendingPathComponent("node\(index).log"))
         }
-        for index in nodes.indices { try start(index) }
+        extraServeArguments = try serveArguments(self)
+        for index in startOnly ?? Array(nodes.indices) { try start(index) }
+    }
+
+    /// Node indices each node does not peer with (see `restartWithoutPeer`).
+    private var excludedPeers: [Int: Swift.Set<Int>] = [:]
+
+    /// Restarts `nodes` (waiting for those still running to stop) without `peer` among their peers.
+    func restartWithoutPeer(_ peer: Int, nodes restarted: [Int]) throws {
+        for index in restarted {
+            if let process = nodes[index].process {
+                if process.isRunning { stop(index) } else { process.waitUntilExit(); nodes[index].process = nil }
+            }
+            excludedPeers[index, default: []].insert(peer)
+            try start(index)
+        }
     }
 
     func arguments(for index: Int) -> [String] {
         let node = nodes[index]
         var arguments = ["serve", "--id", node.id, "--listen", "127.0.0.1:\(node.port)", "--data", node.data.path]
-        for peer in nodes where peer.id != node.id { arguments += ["--peer", "127.0.0.1:\(peer.port)"] }
+        arguments += extraServeArguments[node.id] ?? ["--insecure"]
+        for (other, peer) in nodes.enumerated() where other != index && !(excludedPeers[index]?.contains(other) ?? false) {
+            arguments += ["--peer", "\(peer.id)@127.0.0.1:\(peer.port)"]
+        }
         return arguments
     }
 

@@ -1,0 +1,47 @@
+import Foundation
+
+/// The ZAP handler: admits a CURVE client only if its public key is trusted, and records every
+/// refusal with the client's address for `status`.
+extension Replica {
+    /// The ZAP socket and handshake monitors, polled with the other sockets (empty when insecure).
+    var authenticationSockets: [ZMQSocket] {
+        (authenticator.map { [$0] } ?? []) + handshakeMonitors.map(\.socket)
+    }
+
+    func serviceAuthentication() {
+        for monitor in handshakeMonitors {
+            let failures = monitor.drainFailures()
+            if failures > 0 {
+                counters.handshakesFailed += failures
+                logger.warning("refused \(failures) connection(s) that failed the CURVE handshake (plain or malformed client)")
+            }
+        }
+        guard let authenticator else { return }
+        while let request = try? authenticator.receive(maxFrames: 8) {
+            try? authenticator.send(answer(request.frames), wait: true)
+        }
+    }
+
+    /// ZAP/1.0 (RFC 27): request = version, request id, domain, address, identity, mechanism,
+    /// credentials...; reply = version, request id, status code, status text, user id, metadata.
+    private func answer(_ frames: [[UInt8]]) -> [[UInt8]] {
+        guard frames.count >= 6 else { return [Array("1.0".utf8), [], Array("400".utf8), Array("malformed".utf8), [], []] }
+        let requestID = frames[1]
+        let address = String(decoding: frames[3], as: UTF8.self)
+        let mechanism = String(decoding: frames[5], as: UTF8.self)
+        let key = frames.count >= 7 ? frames[6] : []
+        let keyText = CurveKeyPair.z85(ofRaw: key)
+        if mechanism == "CURVE" && trustedKeys.contains(key) {
+            return [Array("1.0".utf8), requestID, Array("200".utf8), Array("OK".utf8), Array((keyText ?? "").utf8), []]
+        }
+        var refusal = refusedHandshakes[address] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())
+        refusal.count += 1
+        refusal.last = Date()
+        refusal.publicKey = keyText
+        refusedHandshakes[address] = refusal
+        if refusal.count == 1 || refusal.count % 100 == 0 {
+            logger.warning("refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
+        }
+        return [Array("1.0".utf8), requestID, Array("400".utf8), Array("key not trusted".utf8), [], []]
+    }
+}

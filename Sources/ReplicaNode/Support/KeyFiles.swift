@@ -1,0 +1,79 @@
+import Foundation
+import ReplicaCore
+
+/// Reading and writing CURVE key files (see docs/security.md).
+///
+/// `ID.key` (mode 0600) holds `public-key = ...` and `secret-key = ...`; `ID.pub` holds the
+/// public key alone. A trust directory holds `ID.pub` files; a trust file holds `ID KEY` lines.
+enum KeyFiles {
+    struct Invalid: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
+    }
+
+    static func write(_ keys: CurveKeyPair, id: String, to directory: URL, force: Bool) throws -> (key: URL, pub: URL) {
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        let keyURL = directory.appendingPathComponent("\(id).key")
+        let pubURL = directory.appendingPathComponent("\(id).pub")
+        for url in [keyURL, pubURL] where FileManager.default.fileExists(atPath: url.path) && !force {
+            throw Invalid(message: "\(url.path) exists; use --force to replace it (the old key stops working)")
+        }
+        let stamp = ISO8601DateFormatter().string(from: Date())
+        let secret = "# Replica CURVE key pair of \(id), made \(stamp). Keep this file secret.\npublic-key = \(keys.publicKey)\nsecret-key = \(keys.secretKey)\n"
+        guard FileManager.default.createFile(atPath: keyURL.path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]) else {
+            throw Invalid(message: "cannot write \(keyURL.path)")
+        }
+        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyURL.path)
+        try Data("# Replica public key of \(id), made \(stamp).\n\(keys.publicKey)\n".utf8).write(to: pubURL)
+        return (keyURL, pubURL)
+    }
+
+    /// Reads a `.key` file; the public key is derived from the secret and must match.
+    static func readKeyPair(_ url: URL) throws -> CurveKeyPair {
+        let text = try String(contentsOf: url, encoding: .utf8)
+        var fields: [String: String] = [:]
+        for line in text.split(separator: "\n") where !line.hasPrefix("#") {
+            let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
+            if parts.count == 2 { fields[parts[0]] = parts[1] }
+        }
+        guard let secret = fields["secret-key"], CurveKeyPair.isValidKey(secret) else {
+            throw Invalid(message: "\(url.path) has no valid secret-key line (make one with replica-node keygen)")
+        }
+        let keys = try CurveKeyPair(secretKey: secret)
+        if let stated = fields["public-key"], stated != keys.publicKey {
+            throw Invalid(message: "\(url.path): public-key does not belong to secret-key")
+        }
+        return keys
+    }
+
+    /// Node id -> public key, from a directory of `ID.pub` files or a file of `ID KEY` lines.
+    static func readTrust(_ url: URL) throws -> [String: String] {
+        var isDirectory: ObjCBool = false
+        guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
+            throw Invalid(message: "trust path \(url.path) does not exist")
+        }
+        var trusted: [String: String] = [:]
+        if isDirectory.boolValue {
+            for name in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() where name.hasSuffix(".pub") {
+                let text = try String(contentsOf: url.appendingPathComponent(name), encoding: .utf8)
+                let keys = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
+                guard keys.count == 1, CurveKeyPair.isValidKey(keys[0]) else {
+                    throw Invalid(message: "\(name) in \(url.path) must hold one Z85 public key")
+                }
+                trusted[String(name.dropLast(4))] = keys[0]
+            }
+        } else {
+            for (number, line) in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+                let text = line.trimmingCharacters(in: .whitespaces)
+                if text.isEmpty || text.hasPrefix("#") { continue }
+                let parts = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
+                guard parts.count == 2, CurveKeyPair.isValidKey(parts[1]) else {
+                    throw Invalid(message: "\(url.path) line \(number + 1): expected 'ID PUBLIC-KEY'")
+                }
+                trusted[parts[0]] = parts[1]
+            }
+        }
+        guard !trusted.isEmpty else { throw Invalid(message: "no public keys found in \(url.path)") }
+        return trusted
+    }
+}

@@ -1,0 +1,141 @@
+import Foundation
+import ReplicaCore
+import Testing
+
+/// CURVE authentication and hostile input against real processes.
+@Suite(.serialized) struct SecurityTests {
+    /// node1 and node2 trust each other; node3 has a key neither of them trusts, though it knows
+    /// their public keys and names them as peers.
+    @Test func onlyTrustedNodesGetDataInOrOut() async throws {
+        let keys = FileManager.default.temporaryDirectory.appendingPathComponent("replica-keys-\(UUID().uuidString.prefix(6))")
+        let rogueKeys = keys.appendingPathComponent("rogue")
+        defer { try? FileManager.default.removeItem(at: keys) }
+        for id in ["node1", "node2"] {
+            #expect(try replicaNode(["keygen", "--id", id, "--out", keys.path]).status == 0)
+        }
+        // The rogue has its own key and trusts the cluster's public keys.
+        #expect(try replicaNode(["keygen", "--id", "node3", "--out", rogueKeys.path]).status == 0)
+        for id in ["node1", "node2"] {
+            try FileManager.default.copyItem(at: keys.appendingPathComponent("\(id).pub"), to: rogueKeys.appendingPathComponent("\(id).pub"))
+        }
+        let cluster = try ProcessCluster(size: 3, name: "curve") { cluster in
+            [
+                "node1": ["--key", keys.appendingPathComponent("node1.key").path, "--trust", keys.path],
+                "node2": ["--key", keys.appendingPathComponent("node2.key").path, "--trust", keys.path],
+                "node3": ["--key", rogueKeys.appendingPathComponent("node3.key").path, "--trust", rogueKeys.path],
+            ]
+        }
+        defer { cluster.stop() }
+        // node1 and node2 list node3 as a peer too, but have no key for it: they must refuse to
+        // start rather than connect unauthenticated. Restart them without node3.
+        #expect(try await eventually { try cluster.status(2) != nil })
+        #expect(try cluster.status(0) == nil, "a peer without a trusted key is a configuration error")
+        try cluster.restartWithoutPeer(2, nodes: [0, 1])
+        #expect(try await eventually {
+            guard let peers = try cluster.status(0)?["peers"] as? [[String: Any]] else { return false }
+            return peers.first?["state"] as? String == "alive"
+        })
+
+        #expect(try cluster.client(0, ["set", "secret", "\"cluster only\""]).status == 0)
+        #expect(try cluster.client(2, ["set", "forged", "\"from the rogue\""]).status == 0)
+        #expect(try await eventually { try cluster.client(1, ["get", "secret"]).stdout == "\"cluster only\"\n" })
+
+        // The rogue is refused, and the refusals are visible with its address.
+        let refused = try await eventually {
+            guard let status = try cluster.status(0), let list = status["refusedHandshakes"] as? [[String: Any]] else { return false }
+            return list.contains { ($0["count"] as? Int ?? 0) > 0 && ($0["address"] as? String)?.hasPrefix("127.0.0.1") == true }
+        }
+        #expect(refused)
+        #expect(try cluster.status(0)?["security"] as? String == "curve")
+
+        // A plain (non-CURVE) subscriber and sync client get nothing.
+        let context = try ZMQContext()
+        let plain = try context.socket(.sub)
+        try plain.subscribe()
+        try plain.connect("tcp://127.0.0.1:\(cluster.nodes[0].port)")
+        let plainSync = try context.socket(.dealer)
+        try plainSync.connect("tcp://127.0.0.1:\(cluster.nodes[0].port + 1)")
+        try plainSync.send([Array("R".utf8)])
+        #expect(try cluster.client(0, ["set", "secret", "\"still cluster only\""]).status == 0)
+        #expect(try !plain.waitUntilReadable(timeout: .seconds(2)), "a plain subscriber receives nothing")
+        #expect(try !plainSync.waitUntilReadable(timeout: .milliseconds(200)))
+        let failed = try await eventually {
+            ((try cluster.status(0)?["counters"] as? [String: Any])?["handshakesFailed"] as? Int ?? 0) > 0
+        }
+        #expect(failed, "plain clients show as failed handshakes")
+
+        // Nothing from the rogue reached the cluster; nothing from the cluster reached the rogue.
+        #expect(try cluster.client(0, ["get", "forged"]).status == 1)
+        #expect(try cluster.client(1, ["get", "forged"]).status == 1)
+        #expect(try cluster.client(2, ["get", "secret"]).status == 1)
+    }
+
+    @Test func serveDemandsKeysOrAnExplicitInsecureFlag() throws {
+        let result = try replicaNode(["serve", "--id", "n1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--data", "/tmp/replica-unused"])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("must be authenticated"))
+    }
+
+    @Test func malformedInputToEveryPortIsDroppedAndCounted() async throws {
+        // node2 is not started: the test binds its ports and plays a hostile peer.
+        let cluster = try ProcessCluster(size: 2, name: "hostile", startOnly: [0])
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let context = try ZMQContext()
+        let hostile = try context.socket(.pub)
+        try hostile.bind("tcp://127.0.0.1:\(cluster.nodes[1].port)")
+        let codec = WireCodec()
+        let valid = codec.publishFrames(.update(Update(
+            origin: "node2", sequence: 1,
+            entry: Entry(key: "k", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 0), node: "node2"), payload: Array("1".utf8)))))
+        let garbage: [[[UInt8]]] = [
+            [valid[0], Array(valid[1].prefix(valid[1].count - 3))],  // truncated
+            [valid[0], valid[1] + [0, 0, 0]],                          // trailing bytes
+            [[0x75, 0x6b], Array(repeating: 0xff, count: 64)],         // garbage body
+            [valid[1]],                                                // one frame
+            [[0x75] + Array("other".utf8), valid[1]],                  // topic mismatch
+            [valid[0], valid[1], valid[1]],                            // three frames
+        ]
+        // PUB drops messages until the node's SUB has connected; repeat until counted.
+        let counted = try await eventually(timeout: .seconds(15)) {
+            for message in garbage { try hostile.send(message) }
+            return ((try cluster.status(0)?["counters"] as? [String: Any])?["malformedDropped"] as? Int ?? 0) >= garbage.count
+        }
+        #expect(counted)
+
+        // An oversized message: libzmq refuses it (ZMQ_MAXMSGSIZE) and drops the connection.
+        try hostile.send([valid[0], [UInt8](repeating: 1, count: WireLimits.standard.maxFrameBytes + 10)])
+        // Garbage sync requests to the ROUTER, and raw bytes to both TCP ports.
+        let dealer = try context.socket(.dealer)
+        try dealer.connect("tcp://127.0.0.1:\(cluster.nodes[0].port + 1)")
+        try dealer.send([[0x52, 0x01, 0x03, 0x01]], wait: true)
+        try dealer.send([Array("not a sync request".utf8)], wait: true)
+        try dealer.send([[0x52, 0x01, 0x03]] + [[1, 2]], wait: true)
+        for port in [cluster.nodes[0].port, cluster.nodes[0].port + 1] {
+            try sendRawTCP(Array(repeating: 0x41, count: 4096), to: port)
+        }
+        let syncCounted = try await eventually {
+            ((try cluster.status(0)?["counters"] as? [String: Any])?["malformedDropped"] as? Int ?? 0) >= garbage.count + 3
+        }
+        #expect(syncCounted)
+        #expect(try cluster.client(0, ["get", "k"]).status == 1, "nothing malformed reached the store")
+        #expect(try cluster.client(0, ["set", "alive", "true"]).status == 0, "the node keeps serving")
+        #expect(try cluster.client(0, ["get", "alive"]).stdout == "true\n")
+    }
+}
+
+/// Connects a plain TCP socket to a loopback port, writes bytes, and closes.
+func sendRawTCP(_ bytes: [UInt8], to port: UInt16) throws {
+    let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+    guard fd >= 0 else { throw POSIXError(.EIO) }
+    defer { close(fd) }
+    var address = sockaddr_in()
+    address.sin_family = sa_family_t(AF_INET)
+    address.sin_port = port.bigEndian
+    address.sin_addr.s_addr = inet_addr("127.0.0.1")
+    let connected = withUnsafePointer(to: &address) {
+        $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+    }
+    guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
+    _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+}
