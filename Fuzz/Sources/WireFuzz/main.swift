@@ -1,0 +1,37 @@
+import Foundation
+import ReplicaCore
+
+/// Every input is fed to the envelope and sync-message decoders, both as a message body and as
+/// PUB/SUB frames. Decoding must never trap, and whatever decodes must encode back to exactly
+/// the same bytes (the format is canonical), so a decoder that accepts something it should not
+/// shows up as a crash here.
+func fuzzWireDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
+    let bytes = data.map { Array(UnsafeBufferPointer(start: $0, count: size)) } ?? []
+    let codec = WireCodec()
+    if let message = try? codec.decode(bytes) {
+        precondition(codec.encode(message) == bytes, "decode/encode is not a round trip")
+    }
+    // The first byte chooses where to cut the rest into a topic frame and a body frame.
+    if let cut = bytes.first {
+        let rest = bytes.dropFirst()
+        let split = rest.startIndex + min(Int(cut), rest.count)
+        let frames = [Array(rest[..<split]), Array(rest[split...])]
+        if let message = try? codec.decodePublished(frames) {
+            precondition(codec.publishFrames(message) == frames, "published frames are not a round trip")
+        }
+    }
+    return 0
+}
+
+// libFuzzer's driver, linked by -sanitize=fuzzer. SwiftPM supplies `main` for an executable
+// target, so libFuzzer's own `main` is not used: this one hands over to the driver.
+@_silgen_name("LLVMFuzzerRunDriver")
+func runFuzzerDriver(
+    _ argc: UnsafeMutablePointer<Int32>,
+    _ argv: UnsafeMutablePointer<UnsafeMutablePointer<UnsafeMutablePointer<CChar>?>>,
+    _ callback: @convention(c) (UnsafePointer<UInt8>?, Int) -> Int32
+) -> Int32
+
+var argc = CommandLine.argc
+var argv = CommandLine.unsafeArgv
+exit(runFuzzerDriver(&argc, &argv) { fuzzWireDecoders($0, $1) })
