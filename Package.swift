@@ -8,12 +8,14 @@ let package = Package(
         .library(name: "ReplicaCore", targets: ["ReplicaCore"]),
         .executable(name: "replica-node", targets: ["ReplicaNode"]),
         .executable(name: "shared-counter-example", targets: ["SharedCounterExample"]),
+        .executable(name: "replica-bench", targets: ["ReplicaBench"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
         .package(url: "https://github.com/apple/swift-argument-parser", from: "1.8.2"),
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
+        .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
     ],
     targets: [
         .systemLibrary(
@@ -34,6 +36,15 @@ let package = Package(
             dependencies: [
                 "ReplicaCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "ReplicaBench",
+            dependencies: [
+                "ReplicaCore",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+                .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

@@ -178,6 +178,7 @@ extension Replica {
         }
         for entry in chunk.entries { accept(entry, from: chunk.origin) }
         counters.syncEntriesApplied += chunk.entries.count
+        counters.syncBytesReceived += bytes
         sync.chunks += 1
         sync.entries += chunk.entries.count
         sync.bytes += bytes

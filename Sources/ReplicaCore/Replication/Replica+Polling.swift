@@ -14,7 +14,7 @@ extension Replica {
 
     public var pollTimeout: Duration? {
         guard !isShutDown else { return nil }
-        if !pendingWrites.isEmpty || !inbound.isEmpty || !syncResponses.isEmpty { return .zero }
+        if !pendingWrites.isEmpty || !pendingBatches.isEmpty || !inbound.isEmpty || !syncResponses.isEmpty { return .zero }
         // Wake at least every 100 ms to age peer states and start syncs.
         return min(max(.zero, nextHeartbeat - .now), .milliseconds(100))
     }
@@ -87,27 +87,38 @@ extension Replica {
     /// Commits queued remote entries and local writes in one transaction, then publishes the
     /// local winners, resumes the writers and tells observers.
     func flush() {
-        guard !pendingWrites.isEmpty || !inbound.isEmpty else { return }
+        guard !pendingWrites.isEmpty || !pendingBatches.isEmpty || !inbound.isEmpty else { return }
         let local = pendingWrites
+        let batches = pendingBatches
         let remote = inbound
         pendingWrites.removeAll(keepingCapacity: true)
+        pendingBatches.removeAll(keepingCapacity: true)
         inbound.removeAll(keepingCapacity: true)
 
+        var batch = remote.map(\.entry)
+        batch.reserveCapacity(remote.count + local.count + batches.reduce(0) { $0 + $1.entries.count })
+        batch += local.map(\.entry)
+        for pending in batches { batch += pending.entries }
         let winners: [Entry]
         do {
-            winners = try store.merge(remote.map(\.entry) + local.map(\.entry))
+            winners = try store.merge(batch)
         } catch {
             let reason = "\(error)"
-            logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+            logger.error("commit failed", metadata: ["local": "\(batch.count - remote.count)", "remote": "\(remote.count)", "error": "\(reason)"])
             for write in local {
                 saveErrors[write.entry.key] = Problem(kind: .save, subject: write.entry.key, message: reason)
                 write.continuation.resume(throwing: ReplicaError.saveFailed(key: write.entry.key, reason: reason))
+            }
+            for pending in batches {
+                let key = pending.entries.first?.key ?? "batch"
+                saveErrors[key] = Problem(kind: .save, subject: key, message: reason)
+                pending.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
             }
             // Remote entries are not lost: their senders still have them; fetch them again later.
             if !remote.isEmpty { for index in peers.indices { peers[index].syncWanted = true } }
             return
         }
-        if !local.isEmpty && !saveErrors.isEmpty {
+        if (!local.isEmpty || !batches.isEmpty) && !saveErrors.isEmpty {
             logger.info("saves succeed again; clearing \(saveErrors.count) save error(s)")
             saveErrors.removeAll()
         }
@@ -115,7 +126,8 @@ extension Replica {
         var remoteOrigin: [String: NodeID] = [:]
         for item in remote { remoteOrigin[item.entry.key] = item.from }
         // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
-        let localStamps = Set(local.map(\.entry.version.timestamp))
+        var localStamps = Set(local.map(\.entry.version.timestamp))
+        for pending in batches { localStamps.formUnion(pending.entries.map(\.version.timestamp)) }
         for entry in winners {
             let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
             if isLocal {
@@ -126,6 +138,7 @@ extension Replica {
             notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
         }
         for write in local { write.continuation.resume(returning: write.entry) }
+        for pending in batches { pending.continuation.resume(returning: pending.entries) }
     }
 
     private func publish(_ entry: Entry) {

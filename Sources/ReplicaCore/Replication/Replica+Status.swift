@@ -1,6 +1,12 @@
 import Foundation
 
 extension Replica {
+    /// The counters alone: cheap enough to poll.
+    public func counterSnapshot() -> ReplicaStatus.Counters { counters }
+
+    /// The digest root alone: equal roots mean equal replicated state.
+    public func digestRoot() -> UInt64 { store.digest.root }
+
     /// A snapshot for `replica-node status`.
     public func status() -> ReplicaStatus {
         let now = ContinuousClock.now

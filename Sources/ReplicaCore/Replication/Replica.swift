@@ -32,6 +32,7 @@ public actor Replica: PollLoopOwner {
     var sequence: UInt64 = 0
     var nextRequestID: UInt64 = 1
     var pendingWrites: [PendingWrite] = []
+    var pendingBatches: [PendingBatch] = []
     var inbound: [(entry: Entry, from: NodeID)] = []
     /// Sync replies being streamed, a few buckets per loop turn so they never stall writes.
     var syncResponses: [SyncResponse] = []
@@ -56,6 +57,11 @@ public actor Replica: PollLoopOwner {
     struct PendingWrite {
         var entry: Entry
         var continuation: CheckedContinuation<Entry, any Error>
+    }
+
+    struct PendingBatch {
+        var entries: [Entry]
+        var continuation: CheckedContinuation<[Entry], any Error>
     }
 
     struct Observer {
@@ -192,6 +198,30 @@ public actor Replica: PollLoopOwner {
         let entry = Entry(key: key, version: Version(timestamp: clock.tick(), node: identity.node), schema: schema, payload: payload)
         return try await withCheckedThrowingContinuation { continuation in
             pendingWrites.append(PendingWrite(entry: entry, continuation: continuation))
+        }
+    }
+
+    /// Writes many keys in one commit (they share one loop turn and one transaction) and
+    /// returns their entries once all are durable. Throws before writing anything if a key or
+    /// value is invalid.
+    @discardableResult
+    public func write(batch items: [(key: String, payload: [UInt8]?)], schema: UInt16 = 0) async throws -> [Entry] {
+        guard !isShutDown else { throw ReplicaError.shutDown }
+        for item in items {
+            do {
+                try configuration.limits.validate(key: item.key)
+            } catch {
+                throw ReplicaError.invalidKey(error.description)
+            }
+            if let payload = item.payload, payload.count > configuration.limits.maxPayloadBytes {
+                throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
+            }
+        }
+        let entries = items.map { item in
+            Entry(key: item.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: schema, payload: item.payload)
+        }
+        return try await withCheckedThrowingContinuation { continuation in
+            pendingBatches.append(PendingBatch(entries: entries, continuation: continuation))
         }
     }
 

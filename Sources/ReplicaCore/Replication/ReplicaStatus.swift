@@ -22,6 +22,7 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var updatesPublished = 0
         public var updatesApplied = 0
         public var syncEntriesApplied = 0
+        public var syncBytesReceived = 0
         public var syncRequestsServed = 0
         /// Sync requests refused because too many replies were already being streamed.
         public var syncRequestsRefused = 0

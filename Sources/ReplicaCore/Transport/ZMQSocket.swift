@@ -124,10 +124,11 @@ public final class ZMQSocket: @unchecked Sendable {
 
     /// Makes this (binding) socket a CURVE server with `keys`: clients must know its public
     /// key, and each client key is checked by the ZAP handler of `zapDomain`.
-    public func setCurveServer(_ keys: CurveKeyPair, zapDomain: String) throws(ZMQError) {
+    /// Without a ZAP domain every client that knows the server key is admitted.
+    public func setCurveServer(_ keys: CurveKeyPair, zapDomain: String?) throws(ZMQError) {
         try setOption(ZMQ_CURVE_SERVER, 1)
         try setOption(ZMQ_CURVE_SECRETKEY, bytes: Array(keys.secretKey.utf8))
-        try setOption(ZMQ_ZAP_DOMAIN, bytes: Array(zapDomain.utf8))
+        if let zapDomain { try setOption(ZMQ_ZAP_DOMAIN, bytes: Array(zapDomain.utf8)) }
     }
 
     /// Makes this (connecting) socket a CURVE client with `keys` that only accepts a server

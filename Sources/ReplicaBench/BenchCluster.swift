@@ -1,0 +1,80 @@
+import Foundation
+import Logging
+import ReplicaCore
+import Synchronization
+
+/// Two in-process replicas on loopback for the throughput, latency and catch-up rows.
+struct BenchPair {
+    let a: Replica
+    let b: Replica
+    let directory: URL
+
+    private static let nextPort = Mutex(UInt16(30_000 + Int(getpid() % 500) * 40))
+
+    /// Two fresh loopback port pairs (each node uses PORT and PORT + 1).
+    static func ports() -> (UInt16, UInt16) {
+        nextPort.withLock { port in
+            defer { port += 4 }
+            return (port, port + 2)
+        }
+    }
+
+    /// Starts A and, unless `startB` is false, B; waits until each sees the other alive.
+    static func make(storage: String, curve: Bool = false, startB: Bool = true) async throws -> (BenchPair?, Replica, () async throws -> Replica) {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-bench-\(UUID().uuidString.prefix(8))")
+        let (portA, portB) = ports()
+        let endpointA = Endpoint(host: "127.0.0.1", port: portA), endpointB = Endpoint(host: "127.0.0.1", port: portB)
+        let keysA = try CurveKeyPair.generate(), keysB = try CurveKeyPair.generate()
+        func configuration(_ node: NodeID, _ listen: Endpoint, _ peer: Endpoint, _ keys: CurveKeyPair, _ peerKeys: CurveKeyPair) -> ReplicaConfiguration {
+            var configuration = ReplicaConfiguration(
+                node: node, listen: listen, peers: [peer],
+                storage: storage == "memory" ? .memory : .directory(directory.appendingPathComponent(node.rawValue)))
+            if curve {
+                configuration.security = .curve(CurveSecurity(keys: keys, trusted: [peerKeys.publicKey], peerKeys: [peer: peerKeys.publicKey]))
+            }
+            return configuration
+        }
+        var logger = Logger(label: "replica-bench")
+        logger.logLevel = .warning
+        let a = try Replica(configuration("a", endpointA, endpointB, keysA, keysB), logger: logger)
+        let makeB = {
+            let b = try Replica(configuration("b", endpointB, endpointA, keysB, keysA), logger: logger)
+            try await waitUntilAlive(a, b)
+            return b
+        }
+        guard startB else { return (nil, a, makeB) }
+        let b = try await makeB()
+        return (BenchPair(a: a, b: b, directory: directory), a, makeB)
+    }
+
+    static func waitUntilAlive(_ replicas: Replica...) async throws {
+        let deadline = ContinuousClock.now + .seconds(20)
+        while ContinuousClock.now < deadline {
+            var alive = true
+            for replica in replicas where await replica.status().peers.contains(where: { $0.state != .alive }) { alive = false }
+            if alive { return }
+            try await Task.sleep(for: .milliseconds(20))
+        }
+        throw BenchError("replicas did not connect within 20 s")
+    }
+
+    func close() async {
+        await a.shutdown()
+        await b.shutdown()
+        try? FileManager.default.removeItem(at: directory)
+    }
+}
+
+struct BenchError: Error, CustomStringConvertible {
+    var description: String
+    init(_ description: String) { self.description = description }
+}
+
+/// Waits until `condition` holds, checking every millisecond, or throws after `timeout`.
+func waitFor(_ what: String, timeout: Duration = .seconds(120), _ condition: () async -> Bool) async throws {
+    let deadline = ContinuousClock.now + timeout
+    while !(await condition()) {
+        guard ContinuousClock.now < deadline else { throw BenchError("timed out waiting for \(what)") }
+        try await Task.sleep(for: .milliseconds(1))
+    }
+}

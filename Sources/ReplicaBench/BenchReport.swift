@@ -1,0 +1,92 @@
+import Foundation
+
+struct BenchReport: Codable {
+    struct Throughput: Codable {
+        var messages: Int
+        var seconds: Double
+        var perSecond: Double { Double(messages) / seconds }
+        enum CodingKeys: String, CodingKey { case messages, seconds, perSecond }
+        init(messages: Int, seconds: Double) { self.messages = messages; self.seconds = seconds }
+        init(from decoder: any Decoder) throws {
+            let c = try decoder.container(keyedBy: CodingKeys.self)
+            messages = try c.decode(Int.self, forKey: .messages)
+            seconds = try c.decode(Double.self, forKey: .seconds)
+        }
+        func encode(to encoder: any Encoder) throws {
+            var c = encoder.container(keyedBy: CodingKeys.self)
+            try c.encode(messages, forKey: .messages)
+            try c.encode(seconds, forKey: .seconds)
+            try c.encode(perSecond.rounded(), forKey: .perSecond)
+        }
+    }
+
+    struct Latency: Codable {
+        var offeredPerSecond: Int?
+        var achievedPerSecond: Double
+        var samples: Int
+        var p50Micros: UInt64
+        var p99Micros: UInt64
+        var p999Micros: UInt64
+        var maxMicros: UInt64
+    }
+
+    struct CatchUp: Codable {
+        var keys: Int
+        var seconds: Double
+        var bytes: Int
+    }
+
+    struct Memory: Codable {
+        var keys: Int
+        var payloadBytes: Int
+        var residentMegabytes: Double
+    }
+
+    struct FailureDetection: Codable {
+        var suspectSeconds: Double
+        var downSeconds: Double
+    }
+
+    var payloadBytes: Int
+    var quick: Bool
+    var raw: Throughput?
+    var rawCurve: Throughput?
+    var replicated: [String: Throughput] = [:]
+    var latencyFixed: Latency?
+    var latencySaturated: Latency?
+    var catchUp: [CatchUp] = []
+    var memory: Memory?
+    var failureDetection: FailureDetection?
+
+    func table() -> String {
+        var lines: [String] = []
+        func row(_ name: String, _ value: String, _ note: String = "") {
+            lines.append(name.padding(toLength: 44, withPad: " ", startingAt: 0) + value.padding(toLength: 26, withPad: " ", startingAt: 0) + note)
+        }
+        func rate(_ value: Double) -> String { String(format: "%.0f msg/s", value) }
+        lines.append("Replica benchmark, \(payloadBytes) B payloads\(quick ? " (quick: smoke sizes, not figures)" : "")")
+        lines.append(String(repeating: "-", count: 96))
+        if let raw { row("raw libzmq PUB/SUB", rate(raw.perSecond), "the transport limit") }
+        if let rawCurve { row("raw libzmq PUB/SUB, CURVE", rate(rawCurve.perSecond), raw.map { String(format: "%.0f%% of raw", 100 * rawCurve.perSecond / $0.perSecond) } ?? "") }
+        for (name, goal) in [("sqlite", 25.0), ("memory", 40.0), ("sqlite+curve", 50.0)] {
+            guard let result = replicated[name] else { continue }
+            let base = name == "sqlite+curve" ? rawCurve : raw
+            let ratio = base.map { 100 * result.perSecond / $0.perSecond }
+            let note = ratio.map { String(format: "%.1f%% of %@ (goal %.0f%%)", $0, name == "sqlite+curve" ? "raw CURVE" : "raw", goal) } ?? ""
+            row("replicated, durable on B (\(name))", rate(result.perSecond), note)
+        }
+        for (title, latency) in [("latency A->B", latencyFixed), ("latency A->B, saturated", latencySaturated)] {
+            guard let latency else { continue }
+            let load = latency.offeredPerSecond.map { "at \($0)/s" } ?? String(format: "at %.0f/s", latency.achievedPerSecond)
+            row("\(title) \(load)", "p50 \(latency.p50Micros) us", "p99 \(latency.p99Micros) us, p99.9 \(latency.p999Micros) us, max \(latency.maxMicros) us")
+        }
+        for catchUp in catchUp {
+            row("catch-up of \(catchUp.keys) keys", String(format: "%.3f s", catchUp.seconds), String(format: "%.1f MB received", Double(catchUp.bytes) / 1e6))
+        }
+        if let memory { row("resident size, \(memory.keys) keys of \(memory.payloadBytes) B", String(format: "%.1f MB", memory.residentMegabytes), "goal <= 150 MB at 100,000 keys") }
+        if let failureDetection {
+            row("SIGSTOP -> suspect / down", String(format: "%.2f s / %.2f s", failureDetection.suspectSeconds, failureDetection.downSeconds), "configured 1.5 s / 5 s, heartbeat 1 s")
+        }
+        return lines.joined(separator: "\n")
+    }
+}

@@ -1,0 +1,94 @@
+import ArgumentParser
+import Foundation
+import ReplicaCore
+
+/// `replica-bench`: replication throughput, latency, catch-up, memory and failure detection,
+/// each next to raw libzmq measured in the same run. See docs/performance.md.
+@main
+struct ReplicaBench: AsyncParsableCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "replica-bench",
+        abstract: "Measure Replica against raw ZeroMQ on this machine, in one run.",
+        discussion: """
+            Runs on loopback and prints a table (or --json). Build in release for real figures:
+              swift run -c release replica-bench
+              swift run -c release replica-bench --quick --json
+            """)
+
+    @Flag(help: "Small sizes that finish in under a minute (a smoke run, not figures).") var quick = false
+    @Flag(help: "Print JSON instead of a table.") var json = false
+    @Option(help: "Payload size in bytes.") var payload = 100
+    @Option(help: "Only these sections (comma-separated): raw, replicated, latency, catchup, memory, failure.")
+    var only: String?
+
+    func run() async throws {
+        let sizes = quick ? BenchSizes.quick : BenchSizes.full
+        var report = BenchReport(payloadBytes: payload, quick: quick)
+        let sections = only.map { Set($0.split(separator: ",").map(String.init)) }
+        func wanted(_ name: String) -> Bool { sections?.contains(name) ?? true }
+        let progress = Progress(enabled: !json)
+
+        if wanted("raw") {
+            progress.say("raw libzmq PUB/SUB ...")
+            report.raw = try RawTransportBench.run(messages: sizes.rawMessages, payload: payload, curve: false)
+            report.rawCurve = try RawTransportBench.run(messages: sizes.rawMessages / 4, payload: payload, curve: true)
+        }
+        if wanted("replicated") {
+            for (name, storage, curve) in [("sqlite", "sqlite", false), ("memory", "memory", false), ("sqlite+curve", "sqlite", true)] {
+                progress.say("replicated throughput (\(name)) ...")
+                report.replicated[name] = try await ReplicatedThroughputBench.run(
+                    saves: sizes.replicatedSaves, payload: payload, storage: storage, curve: curve)
+            }
+        }
+        if wanted("latency") {
+            progress.say("latency at \(sizes.fixedRate) saves/s ...")
+            report.latencyFixed = try await LatencyBench.run(saves: sizes.latencySaves, rate: sizes.fixedRate, payload: payload)
+            progress.say("latency at saturation ...")
+            report.latencySaturated = try await LatencyBench.run(saves: sizes.latencySaves, rate: nil, payload: payload)
+        }
+        if wanted("catchup") {
+            for keys in sizes.catchUpKeys {
+                progress.say("catch-up of \(keys) keys ...")
+                report.catchUp.append(try await CatchUpBench.run(keys: keys, payload: payload))
+            }
+        }
+        if wanted("memory") {
+            progress.say("resident memory with \(sizes.memoryKeys) keys ...")
+            report.memory = try MemoryBench.run(keys: sizes.memoryKeys, payload: payload)
+        }
+        if wanted("failure") {
+            progress.say("failure detection ...")
+            report.failureDetection = try FailureDetectionBench.run()
+        }
+        if json {
+            let encoder = JSONEncoder()
+            encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
+            print(String(decoding: try encoder.encode(report), as: UTF8.self))
+        } else {
+            print(report.table())
+        }
+    }
+}
+
+struct BenchSizes {
+    var rawMessages: Int
+    var replicatedSaves: Int
+    var latencySaves: Int
+    var fixedRate: Int
+    var catchUpKeys: [Int]
+    var memoryKeys: Int
+
+    static let full = BenchSizes(rawMessages: 2_000_000, replicatedSaves: 500_000, latencySaves: 50_000, fixedRate: 10_000,
+                                 catchUpKeys: [10_000, 100_000], memoryKeys: 100_000)
+    static let quick = BenchSizes(rawMessages: 100_000, replicatedSaves: 20_000, latencySaves: 5_000, fixedRate: 10_000,
+                                  catchUpKeys: [10_000], memoryKeys: 10_000)
+}
+
+/// Progress lines on stderr, so long runs show where they are.
+struct Progress {
+    var enabled: Bool
+    func say(_ message: String) {
+        guard enabled else { return }
+        FileHandle.standardError.write(Data("\(message)\n".utf8))
+    }
+}
