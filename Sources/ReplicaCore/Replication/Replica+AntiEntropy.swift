@@ -33,6 +33,7 @@ extension Replica {
         let reason = peers[index].syncReason
         peers[index].sync = PeerLink.SyncInFlight(requestID: requestID, reason: reason, started: now, lastProgress: now)
         peers[index].syncWanted = false
+        peers[index].dealerDisconnected = false
         logger.debug("sync requested", metadata: ["peer": "\(peers[index].endpoint)", "reason": "\(reason)"])
     }
 

@@ -8,6 +8,7 @@ extension Replica {
         for peer in peers {
             sockets.append(peer.subscriber)
             sockets.append(peer.dealer)
+            sockets.append(peer.dealerEvents)
         }
         return sockets
     }
@@ -23,8 +24,9 @@ extension Replica {
         guard !isShutDown else { return }
         if readable.first == true { receiveSyncRequests() }
         for index in peers.indices {
-            if readable[1 + 2 * index] { receivePublished(from: index) }
-            if readable[2 + 2 * index] { receiveSyncChunks(from: index) }
+            if readable[1 + 3 * index] { receivePublished(from: index) }
+            if readable[2 + 3 * index] { receiveSyncChunks(from: index) }
+            if readable[3 + 3 * index] { receiveDealerEvents(from: index) }
         }
         continueSyncResponses()
         flush()
