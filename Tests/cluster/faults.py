@@ -363,6 +363,8 @@ def main():
         return 0
 
     signal.signal(signal.SIGTERM, terminate)
+    # Explicitly, also when started in the background (where SIGINT starts out ignored).
+    signal.signal(signal.SIGINT, signal.default_int_handler)
     passed, failed, results = 0, 0, []
     started = time.monotonic()
     try:
