@@ -17,6 +17,15 @@ struct PeerLink {
     let endpoint: Endpoint
     let subscriber: ZMQSocket
     let dealer: ZMQSocket
+    /// Socket-monitor events of `dealer` (handshake succeeded, disconnected).
+    let dealerEvents: ZMQSocket
+    /// Completed ZMTP handshakes of `dealer` with the peer's ROUTER (1 after the first connect).
+    var dealerHandshakes = 0
+    /// The DEALER lost its connection since the current sync was requested.
+    var dealerDisconnected = false
+    /// A sync was started by a DEALER reconnect since this peer was last seen down or unknown,
+    /// so its "alive again" heartbeat need not start another one.
+    var reconnectSyncSinceDown = false
 
     var node: NodeID?
     var incarnation: UUID?

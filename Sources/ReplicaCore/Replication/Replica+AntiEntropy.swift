@@ -37,6 +37,7 @@ extension Replica {
         let reason = peers[index].syncReason
         peers[index].sync = PeerLink.SyncInFlight(requestID: requestID, reason: reason, started: now, lastProgress: now)
         peers[index].syncWanted = false
+        peers[index].dealerDisconnected = false
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == Self.periodicReason ? .debug : .info,
                    "sync with \(peers[index].node.map(\.rawValue) ?? peers[index].endpoint.description) started (\(reason))")

@@ -65,9 +65,54 @@ extension Replica {
         peers[index].state = state
         let name = peers[index].node.map { "\($0) (\(peers[index].endpoint))" } ?? "\(peers[index].endpoint)"
         logger.info("peer \(name) is \(state.rawValue) (was \(old.rawValue))")
+        if state == .down { peers[index].reconnectSyncSinceDown = false }
         if state == .alive && (old == .unknown || old == .down) {
-            peers[index].syncWanted = true
-            peers[index].syncReason = "peer connected"
+            // A DEALER reconnect (see receiveDealerEvents) usually comes first and has already
+            // started a sync with this peer: a second full pass would only double the work
+            // (after a partition with 10,000 divergent keys it slowed convergence by seconds).
+            if peers[index].reconnectSyncSinceDown {
+                peers[index].reconnectSyncSinceDown = false
+            } else {
+                peers[index].syncWanted = true
+                peers[index].syncReason = "peer connected"
+            }
+        }
+    }
+
+    /// The DEALER that carries our sync requests to this peer connected or lost its connection.
+    ///
+    /// Without this, a healed partition was noticed only when the peer's next heartbeat arrived
+    /// on the SUB socket (its own reconnect, then up to 1 s), and a sync in flight when the
+    /// connection dropped (its request or reply chunks lost with it) waited for the 10 s sync
+    /// timeout. Now a re-established connection starts a fresh sync at once, even while the
+    /// peer still counts as down: the DEALER is exactly the path the sync uses, so it works.
+    func receiveDealerEvents(from index: Int) {
+        for _ in 0..<64 {
+            let event: ZMQSocket.MonitorEvent?
+            do {
+                event = try peers[index].dealerEvents.receiveMonitorEvent()
+            } catch {
+                logger.warning("monitor receive failed: \(error)")
+                return
+            }
+            guard let event else { return }
+            switch event {
+            case .disconnected:
+                peers[index].dealerDisconnected = true
+            case .handshakeSucceeded:
+                peers[index].dealerHandshakes += 1
+                // The first handshake delivers the start-up request already queued in the pipe.
+                guard peers[index].dealerHandshakes > 1 else { continue }
+                // A sync whose connection never dropped while it ran is left to finish.
+                if peers[index].sync != nil && !peers[index].dealerDisconnected { continue }
+                logger.info("sync link to \(peers[index].endpoint) reconnected; syncing")
+                peers[index].sync = nil  // replies to the abandoned request are ignored
+                requestSync(with: index, reason: "reconnected")
+                startSync(with: index)
+                peers[index].reconnectSyncSinceDown = peers[index].state == .down || peers[index].state == .suspect
+            case .handshakeFailed, .other:
+                continue
+            }
         }
     }
 

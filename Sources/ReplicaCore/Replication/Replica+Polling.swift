@@ -8,6 +8,7 @@ extension Replica {
         for peer in peers {
             sockets.append(peer.subscriber)
             sockets.append(peer.dealer)
+            sockets.append(peer.dealerEvents)
         }
         return sockets
     }
@@ -25,8 +26,9 @@ extension Replica {
         let base = 1 + authenticationSockets.count
         if readable[1..<base].contains(true) { serviceAuthentication() }
         for index in peers.indices {
-            if readable[base + 2 * index] { receivePublished(from: index) }
-            if readable[base + 1 + 2 * index] { receiveSyncChunks(from: index) }
+            if readable[base + 3 * index] { receivePublished(from: index) }
+            if readable[base + 1 + 3 * index] { receiveSyncChunks(from: index) }
+            if readable[base + 2 + 3 * index] { receiveDealerEvents(from: index) }
         }
         continueSyncResponses()
         flush()

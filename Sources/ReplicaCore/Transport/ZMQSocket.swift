@@ -8,7 +8,9 @@ import CZMQ
 /// `close()` is idempotent and also runs on deinit; LINGER is 0 so closing never blocks.
 public final class ZMQSocket: @unchecked Sendable {
     public enum Kind: Sendable {
-        case pub, sub, router, dealer, rep, pair
+        case pub, sub, router, dealer, rep
+        /// Only for reading socket-monitor events (see ``monitor(_:)``).
+        case pair
 
         var rawValue: Int32 {
             switch self {
@@ -114,12 +116,69 @@ public final class ZMQSocket: @unchecked Sendable {
     /// Detects a dead TCP connection (a partition, a paused peer) without waiting for TCP's own
     /// timeouts: ZMTP pings every `interval`, the connection is dropped after `timeout` of
     /// silence and re-established, and each connect attempt gives up after `connectTimeout`.
+    ///
+    /// Reconnect attempts are not backed off (RECONNECT_IVL_MAX 0): while a partition drops
+    /// SYNs, a connecting socket tries again every `connectTimeout` + reconnect interval, so a
+    /// healed link is used again within about that time. With the old back-off to
+    /// `connectTimeout` (1 s), an attempt started only every ~2 s and reconnecting alone could
+    /// take 2 s after heal. One SYN per peer every ~0.5 s is negligible on a LAN.
     public func setLiveness(interval: Duration, timeout: Duration, connectTimeout: Duration) throws(ZMQError) {
         try setOption(ZMQ_HEARTBEAT_IVL, Int32(interval / .milliseconds(1)))
         try setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(timeout / .milliseconds(1)))
         try setOption(ZMQ_HEARTBEAT_TTL, Int32(timeout / .milliseconds(1)))
         try setOption(ZMQ_CONNECT_TIMEOUT, Int32(connectTimeout / .milliseconds(1)))
-        try setOption(ZMQ_RECONNECT_IVL_MAX, Int32(connectTimeout / .milliseconds(1)))
+        try setOption(ZMQ_RECONNECT_IVL_MAX, 0)
+    }
+
+    /// Connection events a socket monitor reports (the ones Replica uses; others are `.other`).
+    public enum MonitorEvent: Sendable, Equatable {
+        /// A connection was established and its ZMTP handshake completed.
+        case handshakeSucceeded
+        /// A connection was lost (closed by the peer, or dropped by ZMTP heartbeats).
+        case disconnected
+        /// A handshake failed: wrong mechanism (a plain client at a CURVE socket), a refused
+        /// key, or a garbage greeting.
+        case handshakeFailed
+        case other(Int32)
+
+        static let handshakeFailureBits =
+            ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
+
+        var bits: Int32 {
+            switch self {
+            case .handshakeSucceeded: ZMQ_EVENT_HANDSHAKE_SUCCEEDED
+            case .disconnected: ZMQ_EVENT_DISCONNECTED
+            case .handshakeFailed: Self.handshakeFailureBits
+            case .other(let bits): bits
+            }
+        }
+    }
+
+    /// Starts a socket monitor for `events` and returns the PAIR socket that receives them; read
+    /// them with ``receiveMonitorEvent()``. The caller owns and closes the returned socket (libzmq
+    /// stops the monitor itself when this socket closes).
+    public func monitor(_ events: [MonitorEvent]) throws(ZMQError) -> ZMQSocket {
+        let handle = try open("monitor")
+        let endpoint = "inproc://replica-monitor-\(UInt(bitPattern: handle))"
+        let bits = events.reduce(Int32(0)) { $0 | $1.bits }
+        guard zmq_socket_monitor(handle, endpoint, bits) == 0 else { throw .last("zmq_socket_monitor") }
+        let pair = try ZMQSocket(context: context, kind: .pair)
+        try pair.connect(endpoint)
+        return pair
+    }
+
+    /// Monitor sockets only: the next event, or nil if none is waiting. An event is two frames:
+    /// a 16-bit event number and a 32-bit value (native byte order), then the endpoint.
+    public func receiveMonitorEvent() throws(ZMQError) -> MonitorEvent? {
+        guard let message = try receive(maxFrames: 2) else { return nil }
+        guard let first = message.frames.first, first.count >= 2 else { return .other(0) }
+        let number = Int32(first.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) })
+        switch number {
+        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: return .handshakeSucceeded
+        case ZMQ_EVENT_DISCONNECTED: return .disconnected
+        case _ where number & MonitorEvent.handshakeFailureBits != 0: return .handshakeFailed
+        default: return .other(number)
+        }
     }
 
     /// Makes this (binding) socket a CURVE server with `keys`: clients must know its public
@@ -137,14 +196,6 @@ public final class ZMQSocket: @unchecked Sendable {
         try setOption(ZMQ_CURVE_SERVERKEY, bytes: Array(serverKey.utf8))
         try setOption(ZMQ_CURVE_PUBLICKEY, bytes: Array(keys.publicKey.utf8))
         try setOption(ZMQ_CURVE_SECRETKEY, bytes: Array(keys.secretKey.utf8))
-    }
-
-    /// Asks libzmq to report failed handshakes on this socket to a PAIR socket connected to the
-    /// returned inproc endpoint (see `HandshakeMonitor`).
-    func monitorHandshakeFailures(endpoint: String) throws(ZMQError) {
-        let handle = try open("monitor")
-        let events = ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL | ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL | ZMQ_EVENT_HANDSHAKE_FAILED_AUTH
-        guard zmq_socket_monitor(handle, endpoint, events) == 0 else { throw .last("zmq_socket_monitor") }
     }
 
     /// SUB only: receive messages whose first frame starts with `prefix` (empty: everything).

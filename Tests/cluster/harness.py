@@ -1,0 +1,524 @@
+"""Building blocks of the fault tests: a cluster of `replica-node serve` processes inside a
+private network namespace, iptables faults, a write workload and a Jepsen-style checker.
+
+Python 3 standard library only. Everything here needs root (network namespaces, iptables);
+`faults.py` checks that first and skips with a printed reason otherwise.
+
+Addresses: node K listens on 127.0.1.K:PORT (PUB) and PORT+1 (ROUTER) inside the namespace,
+and its outgoing connections use 127.0.1.K as source address, so an iptables rule
+`-s 127.0.1.A -d 127.0.1.B` matches exactly the packets node A sends to node B (including
+TCP replies on connections B opened to A). Client commands reach a node through the Unix
+control socket in its data directory, which works from outside the namespace and is never
+touched by the network faults.
+"""
+
+import json
+import os
+import random
+import shutil
+import signal
+import subprocess
+import sqlite3
+import tempfile
+import threading
+import time
+
+# Every cluster still running, so that an exit path that skips `finally` can still clean up.
+LIVE_CLUSTERS = set()
+# When set (faults.py --keep-logs DIR), node logs are copied to DIR/<cluster name>-<n>/ on close.
+KEEP_LOGS = None
+
+
+def run(cmd, timeout=10, check=True, input=None):
+    """Runs a short command and returns CompletedProcess (text mode)."""
+    result = subprocess.run(cmd, input=input, capture_output=True, text=True, timeout=timeout)
+    if check and result.returncode != 0:
+        raise RuntimeError(f"{' '.join(cmd)} failed ({result.returncode}): {result.stderr.strip() or result.stdout.strip()}")
+    return result
+
+
+def version_key(hlc, node):
+    """Versions are totally ordered by (HLC as an integer, node id)."""
+    return (int(hlc), str(node))
+
+
+class Node:
+    def __init__(self, index, address, port, data):
+        self.index = index
+        self.id = f"node{index}"
+        self.address = address
+        self.port = port
+        self.data = data
+        self.process = None
+        self.paused = False
+        self.starts = 0
+
+    @property
+    def listen(self):
+        return f"{self.address}:{self.port}"
+
+
+class Cluster:
+    """N nodes, all peered with each other, in a namespace of their own.
+
+    Use as a context manager: leaving it (normally, by exception, or by SIGINT/SIGTERM turned
+    into an exception by faults.py) kills the nodes, deletes the namespace and the temp dir.
+    """
+
+    def __init__(self, binary, size=3, name="x", port=7000, log=print):
+        self.binary = binary
+        self.size = size
+        self.port = port
+        self.log = log
+        self.name = name
+        self.namespace = f"replica-faults-{os.getpid()}-{name}"[:60]
+        self.root = None
+        self.nodes = {}
+        self.rules = []
+        self.namespace_created = False
+
+    # ---- lifecycle -------------------------------------------------------------------------
+
+    def __enter__(self):
+        LIVE_CLUSTERS.add(self)
+        try:
+            self.root = tempfile.mkdtemp(prefix="replica-faults-")
+            run(["ip", "netns", "add", self.namespace])
+            self.namespace_created = True
+            self.ns(["ip", "link", "set", "lo", "up"])
+            for k in range(1, self.size + 1):
+                data = os.path.join(self.root, f"node{k}")
+                os.makedirs(data)
+                self.nodes[k] = Node(k, f"127.0.1.{k}", self.port, data)
+                # Real CURVE keys, as production runs: every node trusts every other.
+                run([self.binary, "keygen", "--id", self.nodes[k].id, "--out", os.path.join(self.root, "keys")])
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def __exit__(self, *exc):
+        self.close()
+        return False
+
+    def close(self):
+        for node in self.nodes.values():
+            self._terminate(node)
+        if self.namespace_created:
+            # Anything still alive in our own namespace was started by us.
+            pids = run(["ip", "netns", "pids", self.namespace], check=False).stdout.split()
+            for pid in pids:
+                try:
+                    os.kill(int(pid), signal.SIGKILL)
+                except (ProcessLookupError, ValueError):
+                    pass
+            for _ in range(50):
+                if run(["ip", "netns", "del", self.namespace], check=False).returncode == 0:
+                    break
+                time.sleep(0.1)
+            self.namespace_created = False
+        if self.root and KEEP_LOGS:
+            n = 1
+            while os.path.exists(os.path.join(KEEP_LOGS, f"{self.name}-{n}")):
+                n += 1
+            target = os.path.join(KEEP_LOGS, f"{self.name}-{n}")
+            os.makedirs(target)
+            for k in self.nodes:
+                log = os.path.join(self.root, f"node{k}.log")
+                if os.path.exists(log):
+                    shutil.copy(log, target)
+        if self.root:
+            shutil.rmtree(self.root, ignore_errors=True)
+            self.root = None
+        LIVE_CLUSTERS.discard(self)
+
+    def _terminate(self, node):
+        process = node.process
+        if process is None or process.poll() is not None:
+            return
+        try:
+            process.send_signal(signal.SIGCONT)
+            process.kill()
+            process.wait(timeout=5)
+        except (ProcessLookupError, subprocess.TimeoutExpired):
+            pass
+        node.paused = False
+
+    def ns(self, cmd, **kwargs):
+        return run(["ip", "netns", "exec", self.namespace] + cmd, **kwargs)
+
+    # ---- nodes -----------------------------------------------------------------------------
+
+    def start(self, k, wait=True):
+        """Starts node k (same data dir on a restart) inside the namespace."""
+        node = self.nodes[k]
+        if node.process is not None and node.process.poll() is None:
+            raise RuntimeError(f"{node.id} is already running")
+        cmd = ["ip", "netns", "exec", self.namespace, self.binary, "serve",
+               "--id", node.id, "--listen", node.listen, "--data", node.data,
+               "--key", os.path.join(self.root, "keys", f"{node.id}.key"),
+               "--trust", os.path.join(self.root, "keys")]
+        for other in self.nodes.values():
+            if other is not node:
+                cmd += ["--peer", f"{other.id}@{other.listen}"]
+        node.starts += 1
+        logfile = open(os.path.join(self.root, f"{node.id}.log"), "a")
+        logfile.write(f"---- start #{node.starts} at {time.time():.3f}\n")
+        logfile.flush()
+        # `ip netns exec` execs the binary: the pid we hold is the node's own.
+        node.process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT,
+                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        logfile.close()
+        node.paused = False
+        if wait:
+            self.wait_ready(k)
+
+    def start_all(self, wait_alive=True):
+        for k in self.nodes:
+            self.start(k, wait=False)
+        for k in self.nodes:
+            self.wait_ready(k)
+        if wait_alive:
+            self.wait_all_alive()
+
+    def wait_ready(self, k, timeout=15):
+        node = self.nodes[k]
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            if node.process.poll() is not None:
+                raise RuntimeError(f"{node.id} exited with {node.process.returncode}; log:\n{self.log_tail(k)}")
+            if self.status(k, timeout=2) is not None:
+                return
+            time.sleep(0.05)
+        raise RuntimeError(f"{node.id} did not answer status within {timeout} s")
+
+    def wait_all_alive(self, timeout=15):
+        """Waits until every running node sees every other running node alive."""
+        running = [k for k in self.nodes if self.is_running(k)]
+        ids = {self.nodes[k].id for k in running}
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline:
+            statuses = self.statuses(running)
+            if all(s is not None and ids - {s["id"]} <= {p.get("id") for p in s["peers"] if p["state"] == "alive"}
+                   for s in statuses.values()):
+                return
+            time.sleep(0.05)
+        raise RuntimeError("nodes did not see each other alive in time")
+
+    def is_running(self, k):
+        process = self.nodes[k].process
+        return process is not None and process.poll() is None
+
+    def kill(self, k):
+        """kill -9: no graceful shutdown, no flush beyond what SQLite already committed."""
+        node = self.nodes[k]
+        node.process.send_signal(signal.SIGKILL)
+        node.process.wait(timeout=5)
+        node.paused = False
+
+    def pause(self, k):
+        self.nodes[k].process.send_signal(signal.SIGSTOP)
+        self.nodes[k].paused = True
+
+    def resume(self, k):
+        self.nodes[k].process.send_signal(signal.SIGCONT)
+        self.nodes[k].paused = False
+
+    def log_tail(self, k, lines=30):
+        try:
+            with open(os.path.join(self.root, f"node{k}.log")) as f:
+                return "".join(f.readlines()[-lines:])
+        except OSError:
+            return ""
+
+    # ---- network faults (iptables inside the namespace) -------------------------------------
+    #
+    # Loopback packets traverse OUTPUT and then INPUT of the same namespace, so a rule in OUTPUT
+    # alone catches each packet exactly once. That matters for random loss: the same
+    # --probability rule in both chains would drop 1 - 0.7 * 0.7 = 51 % instead of 30 %.
+
+    def _rule(self, spec):
+        self.ns(["iptables", "-A", "OUTPUT"] + spec)
+        self.rules.append(spec)
+
+    def cut_one_way(self, a, b):
+        """Packets from node a to node b are dropped (TCP to/from a's listeners included)."""
+        self._rule(["-s", self.nodes[a].address, "-d", self.nodes[b].address, "-j", "DROP"])
+
+    def cut(self, a, b):
+        self.cut_one_way(a, b)
+        self.cut_one_way(b, a)
+
+    def partition(self, *groups):
+        """partition({1, 2}, {3}): every link between two groups is cut both ways."""
+        for i, group in enumerate(groups):
+            for other in groups[i + 1:]:
+                for a in group:
+                    for b in other:
+                        self.cut(a, b)
+
+    def lossy(self, probability):
+        """Drops `probability` of the packets on every link between two nodes."""
+        for a in self.nodes:
+            for b in self.nodes:
+                if a != b:
+                    self._rule(["-s", self.nodes[a].address, "-d", self.nodes[b].address,
+                                "-m", "statistic", "--mode", "random",
+                                "--probability", str(probability), "-j", "DROP"])
+
+    def dropped_packets(self):
+        """Packets dropped so far by our rules (iptables counters)."""
+        out = self.ns(["iptables", "-L", "OUTPUT", "-v", "-n", "-x"]).stdout.splitlines()
+        return sum(int(line.split()[0]) for line in out[2:] if line.strip() and "DROP" in line)
+
+    def heal(self):
+        self.ns(["iptables", "-F", "OUTPUT"])
+        self.ns(["iptables", "-F", "INPUT"])
+        self.rules = []
+
+    # ---- client commands --------------------------------------------------------------------
+
+    def client(self, k, args, timeout=5):
+        return subprocess.run([self.binary] + args + ["--data", self.nodes[k].data],
+                              capture_output=True, text=True, timeout=timeout)
+
+    def status(self, k, timeout=3):
+        try:
+            result = self.client(k, ["status", "--json"], timeout=timeout)
+        except subprocess.TimeoutExpired:
+            return None
+        if result.returncode != 0:
+            return None
+        try:
+            return json.loads(result.stdout)
+        except ValueError:
+            return None
+
+    def statuses(self, ks=None, timeout=3):
+        """status --json of several nodes at once (parallel processes); None for no answer."""
+        ks = list(self.nodes) if ks is None else list(ks)
+        procs = {}
+        for k in ks:
+            procs[k] = subprocess.Popen([self.binary, "status", "--json", "--data", self.nodes[k].data],
+                                        stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
+        out = {}
+        for k, p in procs.items():
+            try:
+                stdout, _ = p.communicate(timeout=timeout)
+                out[k] = json.loads(stdout) if p.returncode == 0 else None
+            except subprocess.TimeoutExpired:
+                p.kill()
+                p.communicate()
+                out[k] = None
+            except ValueError:
+                out[k] = None
+        return out
+
+    def get(self, k, key):
+        """(hlc, node, value) of key on node k, or None when the key is unknown there."""
+        result = self.client(k, ["get", key, "--json"], timeout=10)
+        if result.returncode != 0:
+            if "unknown" in (result.stderr + result.stdout).lower() or "not found" in (result.stderr + result.stdout).lower():
+                return None
+            raise RuntimeError(f"get {key} on node{k} failed: {result.stderr.strip()}")
+        entry = json.loads(result.stdout)
+        return entry
+
+    def import_keys(self, k, items, timeout=120):
+        """Imports [(key, value)] through `replica-node import -`; returns the count written."""
+        text = "".join(json.dumps({"key": key, "value": value}) + "\n" for key, value in items)
+        result = subprocess.run([self.binary, "import", "-", "--data", self.nodes[k].data],
+                                input=text, capture_output=True, text=True, timeout=timeout)
+        if result.returncode != 0 or not result.stdout.startswith("OK "):
+            raise RuntimeError(f"import on node{k} failed: {result.stderr.strip()} {result.stdout.strip()}")
+        return int(result.stdout.split()[1])
+
+    def stored_entries(self, k, prefix):
+        """All entries under `prefix` straight from node k's SQLite file (read-only).
+
+        Used to verify bulk imports without 10,000 client round trips; the tracked keys of the
+        workload are verified through the public `get --json` instead.
+        """
+        path = None
+        for name in os.listdir(self.nodes[k].data):
+            if name.endswith((".sqlite", ".db", ".sqlite3")):
+                path = os.path.join(self.nodes[k].data, name)
+        if path is None:
+            raise RuntimeError(f"no database file in {self.nodes[k].data}: {os.listdir(self.nodes[k].data)}")
+        db = sqlite3.connect(f"file:{path}?mode=ro", uri=True, timeout=10)
+        try:
+            rows = db.execute("SELECT key, hlc, node, payload FROM entries WHERE key >= ? AND key < ?",
+                              (prefix, prefix + "\uffff")).fetchall()
+        finally:
+            db.close()
+        out = {}
+        for key, hlc, node, payload in rows:
+            if hlc < 0:  # SQLite INTEGER is signed; the HLC is an unsigned 64-bit value
+                hlc += 1 << 64
+            value = None if payload is None else json.loads(bytes(payload).decode())
+            out[key] = (hlc, node, value)
+        return out
+
+    # ---- convergence ------------------------------------------------------------------------
+
+    def wait_converged(self, since, timeout=30, ks=None):
+        """Polls status until every node reports the same digest; returns (seconds since
+        `since` of the first poll round that saw them equal, or None on timeout; the last
+        statuses; seconds until every node first saw every other one alive, or None).
+        No blind sleeps: one poll round is a parallel `status --json` of every node."""
+        ks = list(self.nodes) if ks is None else list(ks)
+        ids = {self.nodes[k].id for k in ks}
+        deadline = time.monotonic() + timeout
+        last, all_alive = None, None
+        while time.monotonic() < deadline:
+            round_started = time.monotonic()
+            statuses = self.statuses(ks)
+            last = statuses
+            if all_alive is None and all(
+                    s is not None and ids - {s["id"]} <= {p.get("id") for p in s["peers"] if p["state"] == "alive"}
+                    for s in statuses.values()):
+                all_alive = max(0.0, round_started - since)
+            digests = {s["digest"] if s else None for s in statuses.values()}
+            if len(digests) == 1 and None not in digests:
+                # Equal digests mean equal state; the round started no later than this.
+                return max(0.0, round_started - since), statuses, all_alive
+            # Each round costs 3 client processes; polling harder would steal CPU from the nodes
+            # (2 cores) and slow down the very convergence it measures.
+            time.sleep(0.1)
+        return None, last, all_alive
+
+
+class Op:
+    __slots__ = ("writer", "key", "value", "node", "ok", "hlc", "vnode", "error", "start", "end")
+
+    def __init__(self, writer, key, value, node):
+        self.writer, self.key, self.value, self.node = writer, key, value, node
+        self.ok = False
+        self.hlc = self.vnode = self.error = None
+        self.start = self.end = None
+
+    @property
+    def version(self):
+        return version_key(self.hlc, self.vnode)
+
+
+class Workload:
+    """Client threads writing distinct values {"writer": W, "seq": S} to a few keys on chosen
+    nodes. A write is acknowledged when `set --json` exits 0 and prints its version; anything
+    else (error, timeout, killed node) is indeterminate: it may or may not have been applied."""
+
+    def __init__(self, cluster, keys, writers=3, targets=None, timeout=3.0, pace=0.02):
+        self.cluster = cluster
+        self.keys = list(keys)
+        self.writers = writers
+        self.targets = targets or (lambda w: list(cluster.nodes))
+        self.timeout = timeout
+        self.pace = pace
+        self.ops = []
+        self.lock = threading.Lock()
+        self.stop_event = threading.Event()
+        self.threads = []
+
+    def start(self):
+        for w in range(self.writers):
+            t = threading.Thread(target=self._loop, args=(w,), daemon=True)
+            t.start()
+            self.threads.append(t)
+        return self
+
+    def stop(self):
+        self.stop_event.set()
+        for t in self.threads:
+            t.join()
+        self.threads = []
+
+    def _loop(self, w):
+        rng = random.Random(w * 7919 + os.getpid())
+        seq = 0
+        while not self.stop_event.is_set():
+            targets = self.targets(w)
+            if not targets:
+                time.sleep(0.05)
+                continue
+            seq += 1
+            op = Op(f"w{w}", rng.choice(self.keys), {"writer": f"w{w}", "seq": seq}, rng.choice(targets))
+            self.write(op)
+            time.sleep(rng.uniform(0, self.pace))
+
+    def write(self, op):
+        op.start = time.monotonic()
+        try:
+            result = self.cluster.client(op.node, ["set", op.key, json.dumps(op.value, separators=(",", ":")), "--json"],
+                                         timeout=self.timeout)
+            if result.returncode == 0:
+                reply = json.loads(result.stdout)
+                op.hlc, op.vnode, op.ok = int(reply["hlc"]), reply["node"], True
+            else:
+                op.error = (result.stderr.strip() or f"exit {result.returncode}")[:200]
+        except subprocess.TimeoutExpired:
+            op.error = "timeout"
+        except (ValueError, KeyError) as error:
+            op.error = f"bad reply: {error}"
+        op.end = time.monotonic()
+        with self.lock:
+            self.ops.append(op)
+        return op
+
+    def summary(self):
+        ok = sum(1 for op in self.ops if op.ok)
+        return f"{len(self.ops)} writes: {ok} acknowledged, {len(self.ops) - ok} indeterminate"
+
+
+def check_register(cluster, ops, keys, ks=None):
+    """Jepsen-style check of LWW registers on every node. Returns a list of problems.
+
+    For each key and node: the stored version is >= the highest acknowledged version (no
+    acknowledged write is lost); a stored version equal to an acknowledged write's version
+    carries that write's value; a stored value was written by someone (acknowledged or
+    indeterminate: an indeterminate write may legitimately win); and all nodes agree.
+    """
+    ks = list(cluster.nodes) if ks is None else list(ks)
+    problems = []
+    by_key = {key: [op for op in ops if op.key == key] for key in keys}
+    for key in keys:
+        acked = [op for op in by_key[key] if op.ok]
+        by_version = {op.version: op for op in acked}
+        written_values = [op.value for op in by_key[key]]
+        best = max((op.version for op in acked), default=None)
+        seen = {}
+        for k in ks:
+            entry = cluster.get(k, key)
+            if entry is None:
+                if acked:
+                    problems.append(f"{key} missing on node{k}; highest acknowledged {best}")
+                seen[k] = None
+                continue
+            version = version_key(entry["hlc"], entry["node"])
+            value = json.loads(entry["value"]) if entry.get("value") is not None else None
+            seen[k] = version
+            if best is not None and version < best:
+                lost = by_version[best]
+                problems.append(f"LOST acknowledged write on node{k}: {key} has {version} {value}, "
+                                f"but {lost.value} was acknowledged at {best} by node{lost.node}")
+            if version in by_version and by_version[version].value != value:
+                problems.append(f"{key} on node{k}: version {version} holds {value}, acknowledged value was {by_version[version].value}")
+            if value not in written_values:
+                problems.append(f"{key} on node{k}: value {value} at {version} was never written")
+        if len(set(seen.values())) > 1:
+            problems.append(f"{key}: nodes disagree: {seen}")
+    return problems
+
+
+def check_bulk(cluster, prefix, expected, ks=None):
+    """Every node holds exactly `expected` ({key: value}) under `prefix`."""
+    ks = list(cluster.nodes) if ks is None else list(ks)
+    problems = []
+    for k in ks:
+        stored = cluster.stored_entries(k, prefix)
+        missing = [key for key in expected if key not in stored]
+        wrong = [key for key in expected if key in stored and stored[key][2] != expected[key]]
+        extra = [key for key in stored if key not in expected]
+        if missing or wrong or extra:
+            problems.append(f"node{k} under {prefix!r}: {len(missing)} missing (e.g. {missing[:3]}), "
+                            f"{len(wrong)} wrong, {len(extra)} unexpected")
+    return problems
