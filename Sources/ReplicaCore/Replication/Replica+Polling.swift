@@ -72,6 +72,11 @@ extension Replica {
 
     /// Queues a remote entry for the next commit if its timestamp is acceptable.
     func accept(_ entry: Entry, from node: NodeID) {
+        if entry.isTombstone && entry.version.timestamp < tombstoneCutoff {
+            // Already collected here (or about to be): taking it back would undo the collection.
+            counters.expiredTombstonesDropped += 1
+            return
+        }
         do {
             try clock.receive(entry.version.timestamp)
         } catch {
@@ -93,13 +98,18 @@ extension Replica {
 
         let winners: [Entry]
         do {
-            winners = try store.merge(remote.map(\.entry) + local.map(\.entry))
+            winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
         } catch {
             let reason = "\(error)"
             logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+            // Queued counter increments were not committed: re-read slot totals from the store.
+            counterSlots.removeAll()
             for write in local {
-                saveErrors[write.entry.key] = Problem(kind: .save, subject: write.entry.key, message: reason)
-                write.continuation.resume(throwing: ReplicaError.saveFailed(key: write.entry.key, reason: reason))
+                for entry in write.entries {
+                    saveErrors[entry.key] = Problem(kind: .save, subject: entry.key, message: reason)
+                }
+                let key = write.entries.first?.key ?? ""
+                write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
             }
             // Remote entries are not lost: their senders still have them; fetch them again later.
             if !remote.isEmpty { for index in peers.indices { peers[index].syncWanted = true } }
@@ -113,7 +123,8 @@ extension Replica {
         var remoteOrigin: [String: NodeID] = [:]
         for item in remote { remoteOrigin[item.entry.key] = item.from }
         // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
-        let localStamps = Set(local.map(\.entry.version.timestamp))
+        let localStamps = Set(local.flatMap { $0.entries.map(\.version.timestamp) })
+        if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
         for entry in winners {
             let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
             if isLocal {
@@ -123,7 +134,7 @@ extension Replica {
             }
             notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
         }
-        for write in local { write.continuation.resume(returning: write.entry) }
+        for write in local { write.continuation.resume(returning: write.entries) }
     }
 
     private func publish(_ entry: Entry) {

@@ -46,9 +46,17 @@ public actor Replica: PollLoopOwner {
     var saveErrors: [String: Problem] = [:]
     var counters = ReplicaStatus.Counters()
 
+    // Counters and tombstones (Replica+Families.swift).
+    /// This incarnation's counter slot totals, committed or queued: increments queued before a
+    /// commit add to each other. Cleared when a commit fails (the store is then the truth).
+    var counterSlots: [String: Int] = [:]
+    var nextTombstoneSweep: ContinuousClock.Instant
+
+    /// Local writes queued for the next commit; one continuation per `write` call (a batch is
+    /// committed, or fails, as a whole).
     struct PendingWrite {
-        var entry: Entry
-        var continuation: CheckedContinuation<Entry, any Error>
+        var entries: [Entry]
+        var continuation: CheckedContinuation<[Entry], any Error>
     }
 
     struct Observer {
@@ -77,6 +85,7 @@ public actor Replica: PollLoopOwner {
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp)
         nextPeriodicSync = .now + configuration.periodicSyncInterval
+        nextTombstoneSweep = .now
 
         context = try ZMQContext()
         let maxMessage = configuration.limits.maxFrameBytes
@@ -137,19 +146,59 @@ public actor Replica: PollLoopOwner {
     /// store cannot commit (the write is then neither kept nor published).
     @discardableResult
     public func write(_ key: String, payload: [UInt8]?, schema: UInt16 = 0) async throws -> Entry {
+        try await write([WriteRequest(key: key, payload: payload, schema: schema)])[0]
+    }
+
+    /// One key to write in a batch: `payload` nil removes the key (tombstone).
+    public struct WriteRequest: Sendable, Equatable {
+        public var key: String
+        public var payload: [UInt8]?
+        public var schema: UInt16
+        public init(key: String, payload: [UInt8]?, schema: UInt16 = 0) {
+            self.key = key
+            self.payload = payload
+            self.schema = schema
+        }
+    }
+
+    /// Writes several keys in one commit (all or none) and returns their entries once durable.
+    ///
+    /// With `refusingNewerSchemaThan: n`, nothing is written and `SharingError.newerSchema` is
+    /// thrown if any of the keys currently holds a value whose schema is above `n`: a program
+    /// that knows only schema `n` must not overwrite data written by a newer one.
+    @discardableResult
+    public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
         guard !isShutDown else { throw ReplicaError.shutDown }
-        do {
-            try configuration.limits.validate(key: key)
-        } catch {
-            throw ReplicaError.invalidKey(error.description)
+        guard !batch.isEmpty else { return [] }
+        for request in batch {
+            do {
+                try configuration.limits.validate(key: request.key)
+            } catch {
+                throw ReplicaError.invalidKey(error.description)
+            }
+            if let payload = request.payload, payload.count > configuration.limits.maxPayloadBytes {
+                throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
+            }
+            if let known { try refuseNewerSchema(request.key, known: known) }
         }
-        if let payload, payload.count > configuration.limits.maxPayloadBytes {
-            throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
+        let entries = batch.map { request in
+            Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
         }
-        let entry = Entry(key: key, version: Version(timestamp: clock.tick(), node: identity.node), schema: schema, payload: payload)
         return try await withCheckedThrowingContinuation { continuation in
-            pendingWrites.append(PendingWrite(entry: entry, continuation: continuation))
+            pendingWrites.append(PendingWrite(entries: entries, continuation: continuation))
         }
+    }
+
+    /// Throws `SharingError.newerSchema` if `key` holds a value of a schema above `known`.
+    func refuseNewerSchema(_ key: String, known: UInt16) throws {
+        if let stored = try store.entry(for: key), !stored.isTombstone, stored.schema > known {
+            throw SharingError.newerSchema(key: key, stored: stored.schema, known: known)
+        }
+    }
+
+    /// Entries (tombstones included) whose key starts with `prefix`, in key order.
+    public func entries(prefix: String) throws -> [Entry] {
+        try store.entries(prefix: prefix)
     }
 
     /// Changes applied after this call returns whose key starts with `prefix`, local and

@@ -23,6 +23,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var updatesApplied = 0
         public var syncEntriesApplied = 0
         public var syncRequestsServed = 0
+        /// Tombstones deleted after `tombstoneRetention`, and expired ones received and ignored.
+        public var tombstonesCollected = 0
+        public var expiredTombstonesDropped = 0
     }
 
     public var id: String
