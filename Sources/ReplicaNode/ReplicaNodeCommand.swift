@@ -18,5 +18,6 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
             """,
         subcommands: [
             Serve.self, Get.self, Set.self, Delete.self, Keys.self, Status.self, Import.self, Cluster.self,
+            Incr.self, CounterCommand.self, Drinks.self,
         ])
 }

@@ -132,6 +132,8 @@ actor ControlServer: PollLoopOwner {
                 return ControlReply(status: await replica.status())
             case .watch:
                 throw ControlFailure(code: .invalidRequest, message: "watch is handled by the server loop")
+            case .incr, .counter, .drinkAdd, .drinkList, .drinkRemove:
+                return try await answerFamily(request, replica: replica)
             }
         } catch let failure as ControlFailure {
             return ControlReply(error: failure)
@@ -151,7 +153,7 @@ actor ControlServer: PollLoopOwner {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil
     }
 
-    private static func required(_ value: String?, _ name: String) throws -> String {
+    static func required(_ value: String?, _ name: String) throws -> String {
         guard let value else { throw ControlFailure(code: .invalidRequest, message: "missing \(name)") }
         return value
     }
