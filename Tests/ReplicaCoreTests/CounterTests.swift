@@ -5,6 +5,7 @@ import Testing
 @Suite struct CounterTests {
     @Test func concurrentIncrementsOnTwoReplicasSumExactly() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         let onA = Shared(wrappedValue: 0, .counter("visits", on: replicas[0]))
         let onB = Shared(wrappedValue: 0, .counter("visits", on: replicas[1]))
         await withTaskGroup(of: Void.self) { group in
@@ -24,6 +25,7 @@ import Testing
 
     @Test func remoteChangesArrivingDuringLocalSavesLoseNothing() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         let shared = Shared(wrappedValue: 0, .counter("race", on: replicas[0]))
         // Local Shared deltas, remote increments, and direct increments of the same local slot
         // (as `replica-node incr` does in the node's process), all at once.
@@ -45,6 +47,7 @@ import Testing
         let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
         let a = try layout.start(0)
         var b = try layout.start(1)
+        #expect(await connected([a, b]))
         try await a.addToCounter("cups", delta: 1)
         #expect(try await eventually { try await b.counter("cups").value == 1 })
 
@@ -65,6 +68,7 @@ import Testing
         let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
         let a = try layout.start(0)
         var b = try layout.start(1)
+        #expect(await connected([a, b]))
         try await a.addToCounter("visits", delta: 4)
         try await b.addToCounter("visits", delta: 6)
         #expect(try await eventually { try await a.counter("visits").value == 10 })

@@ -39,3 +39,18 @@ func fixture(_ name: String, file: String = #filePath) throws -> [UInt8] {
 }
 
 func date(_ text: String) -> Date { try! Date.ISO8601FormatStyle().parse(text) }
+
+/// Waits until every replica hears all its peers and has finished a first sync with each, so a
+/// test's first publish is not lost to a SUB socket still connecting (anti-entropy would repair
+/// it, but only after a stuck first sync times out, which is slow on a loaded machine).
+func connected(_ replicas: [Replica], timeout: Duration = .seconds(20)) async -> Bool {
+    await eventually(timeout: timeout) {
+        let ids = Set(replicas.map { $0.identity.node.rawValue })
+        for replica in replicas {
+            let peers = await replica.status().peers.filter { $0.id.map(ids.contains) ?? false }
+            guard peers.count == replicas.count - 1,
+                  peers.allSatisfy({ $0.state == .alive && $0.syncsCompleted > 0 }) else { return false }
+        }
+        return true
+    }
+}

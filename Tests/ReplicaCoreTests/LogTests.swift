@@ -5,6 +5,7 @@ import Testing
 @Suite struct LogTests {
     @Test func concurrentAddsOnBothReplicasAllSurvive() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         let sharedA = Shared(wrappedValue: [], .drinks(on: replicas[0]))
         let sharedB = Shared(wrappedValue: [], .drinks(on: replicas[1]))
         await withTaskGroup(of: Void.self) { group in
@@ -24,6 +25,7 @@ import Testing
         let layout = ReplicaLayout(count: 2)
         let a = try layout.start(0)
         var b = try layout.start(1)
+        #expect(await connected([a, b]))
         @Shared(.drinks(on: a)) var onA: [Drink] = []
         await b.shutdown()
         $onA.withLock { $0.append(try! Drink(name: "while apart on A", mg: 5)) }
@@ -35,12 +37,16 @@ import Testing
 
     @Test func aRemovalWinsOverTheVersionsItSaw() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         @Shared(.drinks(on: replicas[0])) var onA: [Drink] = []
         @Shared(.drinks(on: replicas[1])) var onB: [Drink] = []
         let drink = try Drink(name: "Latte", mg: 75)
         $onA.withLock { $0.append(drink) }
         try await $onA.save()
-        #expect(await eventually { onB == [drink] })
+        let arrived = await eventually { onB == [drink] }
+        let storedOnB = try await replicas[1].entries(prefix: Drink.log().prefix)
+        let countersOnB = await replicas[1].status().counters
+        #expect(arrived, "B shows \(onB), has \(storedOnB.count) entries, \(countersOnB)")
         $onA.withLock { $0[0].mg = 80 }  // an edit B then sees ...
         try await $onA.save()
         #expect(await eventually { onB.first?.mg == 80 })
@@ -54,6 +60,7 @@ import Testing
 
     @Test func drinksAreOrderedByDateThenIDWhateverTheArrivalOrder() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         let when = date("2024-05-01T08:30:00Z")
         let ids = ["c0000000-0000-0000-0000-000000000000", "a0000000-0000-0000-0000-000000000000", "b0000000-0000-0000-0000-000000000000"]
             .map { UUID(uuidString: $0)! }
@@ -82,6 +89,7 @@ import Testing
 
     @Test func aRemoteChangeDoesNotUndoAnUnsavedLocalEdit() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         @Shared(.drinks(on: replicas[0])) var onA: [Drink] = []
         let drink = try Drink(name: "Tea", mg: 30)
         $onA.withLock { $0 = [drink] }
@@ -102,6 +110,7 @@ import Testing
         var configurations = ReplicaLayout(count: 2, configure: { $0.tombstoneRetention = .milliseconds(300) })
         configurations.configurations[1].tombstoneRetention = .seconds(3600)  // B keeps them
         let (a, b) = (try configurations.start(0), try configurations.start(1))
+        #expect(await connected([a, b]))
         let drink = try Drink(name: "Mocha", mg: 90)
         let log = Drink.log()
         try await a.write([log.put(drink)])

@@ -124,7 +124,7 @@ enum ReplicatedJSON {
         encoder.outputFormatting = [.sortedKeys]
         encoder.dateEncodingStrategy = .custom { date, encoder in
             var container = encoder.singleValueContainer()
-            try container.encode(date.formatted(Self.withMilliseconds))
+            try container.encode(Self.string(from: date))
         }
         return encoder
     }
@@ -142,4 +142,11 @@ enum ReplicatedJSON {
     }
 
     static let withMilliseconds = Date.ISO8601FormatStyle(includingFractionalSeconds: true)
+
+    /// ISO 8601 with the date rounded to the nearest millisecond. The formatter truncates, and a
+    /// date made from whole milliseconds may be a hair below them as a Double: nudge by 0.5 µs.
+    static func string(from date: Date) -> String {
+        let millis = (date.timeIntervalSince1970 * 1000).rounded()
+        return Date(timeIntervalSince1970: millis / 1000 + 0.000_000_5).formatted(withMilliseconds)
+    }
 }

@@ -105,7 +105,8 @@ struct DrinkView: Encodable {
         id = drink.id.uuidString.lowercased()
         name = drink.name
         mg = drink.mg
-        date = drink.date.formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+        let millis = (drink.date.timeIntervalSince1970 * 1000).rounded()
+        date = Date(timeIntervalSince1970: millis / 1000 + 0.000_000_5).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
     }
 }
 
