@@ -58,7 +58,8 @@ let package = Package(
             dependencies: [
                 "ReplicaCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
-            ]
+            ],
+            exclude: ["Fixtures"]  // read from the source tree (bytes written by older versions)
         ),
         .testTarget(
             name: "ReplicaNodeTests",

@@ -8,7 +8,7 @@ enum CatchUpBench {
         let (_, a, makeB) = try await BenchPair.make(storage: "sqlite", startB: false)
         let value = [UInt8](repeating: 0x61, count: payload)
         for start in stride(from: 0, to: keys, by: 5_000) {
-            try await a.write(batch: (start..<min(start + 5_000, keys)).map { (key: "key\($0)", payload: Optional(value)) })
+            try await a.write((start..<min(start + 5_000, keys)).map { Replica.WriteRequest(key: "key\($0)", payload: value) })
         }
         let target = await a.digestRoot()
         let begin = ContinuousClock.now

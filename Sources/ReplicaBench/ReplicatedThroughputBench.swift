@@ -16,8 +16,8 @@ enum ReplicatedThroughputBench {
                 group.addTask {
                     var index = writer * batchSize
                     while index < saves {
-                        let batch = (index..<min(index + batchSize, saves)).map { (key: "k\($0)", payload: Optional(value)) }
-                        try await pair.a.write(batch: batch)
+                        let batch = (index..<min(index + batchSize, saves)).map { Replica.WriteRequest(key: "k\($0)", payload: value) }
+                        try await pair.a.write(batch)
                         index += writers * batchSize
                     }
                 }

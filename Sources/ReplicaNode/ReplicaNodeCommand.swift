@@ -17,6 +17,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
               replica-node get greeting --data /tmp/n2
             """,
         subcommands: [
-            Serve.self, Get.self, Set.self, Delete.self, Keys.self, Status.self, Peers.self, Watch.self, Import.self, Cluster.self, Keygen.self,
+            Serve.self, Get.self, Set.self, Delete.self, Keys.self, Status.self, Peers.self, Watch.self, Import.self,
+            Incr.self, CounterCommand.self, Drinks.self, Cluster.self, Keygen.self,
         ])
 }

@@ -63,7 +63,12 @@ extension Replica {
                 guard case .syncRequest(let request) = try codec.decode(message.frames[1]) else {
                     throw WireError.unknownKind(message.frames[1].count > 2 ? message.frames[1][2] : 0)
                 }
-                let differing = store.digest.differingBuckets(from: request.buckets)
+                var differing = store.digest.differingBuckets(from: request.buckets)
+                // Expired tombstones are collected before being offered: the requester would
+                // drop them anyway, and keeping them would keep our digests apart.
+                if !differing.isEmpty && collectTombstones() > 0 {
+                    differing = store.digest.differingBuckets(from: request.buckets)
+                }
                 // One reply per requester at a time: a repeated request replaces the old reply.
                 syncResponses.removeAll { $0.identity == message.frames[0] }
                 // A bounded number of replies at once, so requests cannot grow memory; a refused

@@ -133,6 +133,10 @@ extension Replica {
             }
             nextPeriodicSync = now + configuration.periodicSyncInterval
         }
+        if now >= nextTombstoneSweep {
+            collectTombstones()
+            nextTombstoneSweep = now + configuration.tombstoneSweepInterval
+        }
         for index in peers.indices {
             if let heard = peers[index].lastHeard {
                 let silence = now - heard

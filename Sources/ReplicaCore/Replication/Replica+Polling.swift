@@ -15,7 +15,7 @@ extension Replica {
 
     public var pollTimeout: Duration? {
         guard !isShutDown else { return nil }
-        if !pendingWrites.isEmpty || !pendingBatches.isEmpty || !inbound.isEmpty || !syncResponses.isEmpty { return .zero }
+        if !pendingWrites.isEmpty || !inbound.isEmpty || !syncResponses.isEmpty { return .zero }
         // Wake at least every 100 ms to age peer states and start syncs.
         return min(max(.zero, nextHeartbeat - .now), .milliseconds(100))
     }
@@ -76,6 +76,11 @@ extension Replica {
 
     /// Queues a remote entry for the next commit if its timestamp is acceptable.
     func accept(_ entry: Entry, from node: NodeID) {
+        if entry.isTombstone && entry.version.timestamp < tombstoneCutoff {
+            // Already collected here (or about to be): taking it back would undo the collection.
+            counters.expiredTombstonesDropped += 1
+            return
+        }
         do {
             try clock.receive(entry.version.timestamp)
         } catch {
@@ -89,38 +94,32 @@ extension Replica {
     /// Commits queued remote entries and local writes in one transaction, then publishes the
     /// local winners, resumes the writers and tells observers.
     func flush() {
-        guard !pendingWrites.isEmpty || !pendingBatches.isEmpty || !inbound.isEmpty else { return }
+        guard !pendingWrites.isEmpty || !inbound.isEmpty else { return }
         let local = pendingWrites
-        let batches = pendingBatches
         let remote = inbound
         pendingWrites.removeAll(keepingCapacity: true)
-        pendingBatches.removeAll(keepingCapacity: true)
         inbound.removeAll(keepingCapacity: true)
 
-        var batch = remote.map(\.entry)
-        batch.reserveCapacity(remote.count + local.count + batches.reduce(0) { $0 + $1.entries.count })
-        batch += local.map(\.entry)
-        for pending in batches { batch += pending.entries }
         let winners: [Entry]
         do {
-            winners = try store.merge(batch)
+            winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
         } catch {
             let reason = "\(error)"
-            logger.error("commit failed", metadata: ["local": "\(batch.count - remote.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+            logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+            // Queued counter increments were not committed: re-read slot totals from the store.
+            counterSlots.removeAll()
             for write in local {
-                saveErrors[write.entry.key] = Problem(kind: .save, subject: write.entry.key, message: reason)
-                write.continuation.resume(throwing: ReplicaError.saveFailed(key: write.entry.key, reason: reason))
-            }
-            for pending in batches {
-                let key = pending.entries.first?.key ?? "batch"
-                saveErrors[key] = Problem(kind: .save, subject: key, message: reason)
-                pending.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
+                for entry in write.entries {
+                    saveErrors[entry.key] = Problem(kind: .save, subject: entry.key, message: reason)
+                }
+                let key = write.entries.first?.key ?? ""
+                write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
             }
             // Remote entries are not lost: their senders still have them; fetch them again later.
             if !remote.isEmpty { for index in peers.indices { peers[index].syncWanted = true } }
             return
         }
-        if (!local.isEmpty || !batches.isEmpty) && !saveErrors.isEmpty {
+        if !local.isEmpty && !saveErrors.isEmpty {
             logger.info("saves succeed again; clearing \(saveErrors.count) save error(s)")
             saveErrors.removeAll()
         }
@@ -128,8 +127,8 @@ extension Replica {
         var remoteOrigin: [String: NodeID] = [:]
         for item in remote { remoteOrigin[item.entry.key] = item.from }
         // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
-        var localStamps = Set(local.map(\.entry.version.timestamp))
-        for pending in batches { localStamps.formUnion(pending.entries.map(\.version.timestamp)) }
+        let localStamps = Set(local.flatMap { $0.entries.map(\.version.timestamp) })
+        if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
         for entry in winners {
             let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
             if isLocal {
@@ -139,8 +138,7 @@ extension Replica {
             }
             notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
         }
-        for write in local { write.continuation.resume(returning: write.entry) }
-        for pending in batches { pending.continuation.resume(returning: pending.entries) }
+        for write in local { write.continuation.resume(returning: write.entries) }
     }
 
     private func publish(_ entry: Entry) {

@@ -32,7 +32,6 @@ public actor Replica: PollLoopOwner {
     var sequence: UInt64 = 0
     var nextRequestID: UInt64 = 1
     var pendingWrites: [PendingWrite] = []
-    var pendingBatches: [PendingBatch] = []
     var inbound: [(entry: Entry, from: NodeID)] = []
     /// Sync replies being streamed, a few buckets per loop turn so they never stall writes.
     var syncResponses: [SyncResponse] = []
@@ -58,12 +57,15 @@ public actor Replica: PollLoopOwner {
     var authenticator: ZMQSocket?
     var handshakeMonitors: [HandshakeMonitor] = []
 
-    struct PendingWrite {
-        var entry: Entry
-        var continuation: CheckedContinuation<Entry, any Error>
-    }
+    // Counters and tombstones (Replica+Families.swift).
+    /// This incarnation's counter slot totals, committed or queued: increments queued before a
+    /// commit add to each other. Cleared when a commit fails (the store is then the truth).
+    var counterSlots: [String: Int] = [:]
+    var nextTombstoneSweep: ContinuousClock.Instant
 
-    struct PendingBatch {
+    /// Local writes queued for the next commit; one continuation per `write` call (a batch is
+    /// committed, or fails, as a whole).
+    struct PendingWrite {
         var entries: [Entry]
         var continuation: CheckedContinuation<[Entry], any Error>
     }
@@ -94,6 +96,7 @@ public actor Replica: PollLoopOwner {
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp)
         nextPeriodicSync = .now + configuration.periodicSyncInterval
+        nextTombstoneSweep = .now
 
         context = try ZMQContext()
         let maxMessage = configuration.limits.maxFrameBytes
@@ -193,43 +196,59 @@ public actor Replica: PollLoopOwner {
     /// store cannot commit (the write is then neither kept nor published).
     @discardableResult
     public func write(_ key: String, payload: [UInt8]?, schema: UInt16 = 0) async throws -> Entry {
-        guard !isShutDown else { throw ReplicaError.shutDown }
-        do {
-            try configuration.limits.validate(key: key)
-        } catch {
-            throw ReplicaError.invalidKey(error.description)
-        }
-        if let payload, payload.count > configuration.limits.maxPayloadBytes {
-            throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
-        }
-        let entry = Entry(key: key, version: Version(timestamp: clock.tick(), node: identity.node), schema: schema, payload: payload)
-        return try await withCheckedThrowingContinuation { continuation in
-            pendingWrites.append(PendingWrite(entry: entry, continuation: continuation))
+        try await write([WriteRequest(key: key, payload: payload, schema: schema)])[0]
+    }
+
+    /// One key to write in a batch: `payload` nil removes the key (tombstone).
+    public struct WriteRequest: Sendable, Equatable {
+        public var key: String
+        public var payload: [UInt8]?
+        public var schema: UInt16
+        public init(key: String, payload: [UInt8]?, schema: UInt16 = 0) {
+            self.key = key
+            self.payload = payload
+            self.schema = schema
         }
     }
 
-    /// Writes many keys in one commit (they share one loop turn and one transaction) and
-    /// returns their entries once all are durable. Throws before writing anything if a key or
-    /// value is invalid.
+    /// Writes several keys in one commit (all or none) and returns their entries once durable.
+    ///
+    /// With `refusingNewerSchemaThan: n`, nothing is written and `SharingError.newerSchema` is
+    /// thrown if any of the keys currently holds a value whose schema is above `n`: a program
+    /// that knows only schema `n` must not overwrite data written by a newer one.
     @discardableResult
-    public func write(batch items: [(key: String, payload: [UInt8]?)], schema: UInt16 = 0) async throws -> [Entry] {
+    public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
         guard !isShutDown else { throw ReplicaError.shutDown }
-        for item in items {
+        guard !batch.isEmpty else { return [] }
+        for request in batch {
             do {
-                try configuration.limits.validate(key: item.key)
+                try configuration.limits.validate(key: request.key)
             } catch {
                 throw ReplicaError.invalidKey(error.description)
             }
-            if let payload = item.payload, payload.count > configuration.limits.maxPayloadBytes {
+            if let payload = request.payload, payload.count > configuration.limits.maxPayloadBytes {
                 throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
             }
+            if let known { try refuseNewerSchema(request.key, known: known) }
         }
-        let entries = items.map { item in
-            Entry(key: item.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: schema, payload: item.payload)
+        let entries = batch.map { request in
+            Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
         }
         return try await withCheckedThrowingContinuation { continuation in
-            pendingBatches.append(PendingBatch(entries: entries, continuation: continuation))
+            pendingWrites.append(PendingWrite(entries: entries, continuation: continuation))
         }
+    }
+
+    /// Throws `SharingError.newerSchema` if `key` holds a value of a schema above `known`.
+    func refuseNewerSchema(_ key: String, known: UInt16) throws {
+        if let stored = try store.entry(for: key), !stored.isTombstone, stored.schema > known {
+            throw SharingError.newerSchema(key: key, stored: stored.schema, known: known)
+        }
+    }
+
+    /// Entries (tombstones included) whose key starts with `prefix`, in key order.
+    public func entries(prefix: String) throws -> [Entry] {
+        try store.entries(prefix: prefix)
     }
 
     /// Changes applied after this call returns whose key starts with `prefix`, local and

@@ -36,6 +36,12 @@ public struct ReplicaConfiguration: Sendable {
     public var periodicSyncInterval: Duration = .seconds(30)
     /// A sync that has received nothing for this long is abandoned (and retried by a trigger).
     public var syncTimeout: Duration = .seconds(10)
+    /// How long a tombstone (a removed key, e.g. a removed log element) is kept before it is
+    /// deleted. A node offline for longer than this may bring removed values back when it
+    /// returns: see docs/sharing.md, "Tombstone retention".
+    public var tombstoneRetention: Duration = .seconds(7 * 24 * 3600)
+    /// How often expired tombstones are looked for.
+    public var tombstoneSweepInterval: Duration = .seconds(60)
     /// Messages read from the network before a batch is committed (group commit size).
     public var maxBatch: Int = 8192
 

@@ -24,6 +24,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var syncEntriesApplied = 0
         public var syncBytesReceived = 0
         public var syncRequestsServed = 0
+        /// Tombstones deleted after `tombstoneRetention`, and expired ones received and ignored.
+        public var tombstonesCollected = 0
+        public var expiredTombstonesDropped = 0
         /// Sync requests refused because too many replies were already being streamed.
         public var syncRequestsRefused = 0
         /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).

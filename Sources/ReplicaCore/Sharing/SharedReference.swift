@@ -27,6 +27,8 @@ final class SharedReference<Value: Sendable>: Sendable {
 
     let key: any SharedReaderKey<Value>
     private let saver: (any SharedKey<Value>)?
+    /// For keys that save deltas: told, under the lock, which value the next save will carry.
+    private let prepareSave: (@Sendable (Value) -> Void)?
     private let description: String
     private let state: Mutex<State>
 
@@ -34,6 +36,11 @@ final class SharedReference<Value: Sendable>: Sendable {
     init(key: any SharedReaderKey<Value>, initialValue: Value) {
         self.key = key
         self.saver = key as? any SharedKey<Value>
+        if let delta = key as? any DeltaSavingKey<Value> {
+            self.prepareSave = { delta.prepareSave($0) }
+        } else {
+            self.prepareSave = nil
+        }
         self.description = "\(key.id)"
         state = Mutex(State(value: initialValue, initialValue: initialValue))
     }
@@ -138,6 +145,13 @@ final class SharedReference<Value: Sendable>: Sendable {
             case .loading(let isLoading):
                 state.isLoading = isLoading
                 return nil
+            case .modify(let body):
+                body(&state.value)
+                state.isLoading = false
+                return state.value
+            case .errorCleared:
+                state.loadError = nil
+                return nil
             }
         }
         if let notify { broadcast(notify) }
@@ -182,6 +196,7 @@ final class SharedReference<Value: Sendable>: Sendable {
             }
             state.isSaving = true
             if let waiter { state.currentWaiters.append(waiter) }
+            prepareSave?(state.value)
             return state.value
         }
         if let valueToSave { startSave(valueToSave, context: context, saver: saver) }
@@ -207,11 +222,20 @@ final class SharedReference<Value: Sendable>: Sendable {
                 return (waiters, nil)
             }
             state.saveAgain = false
+            prepareSave?(state.value)
             return (waiters, state.value)
         }
         for waiter in waiters { waiter.resume(with: result) }
         if let next { startSave(next, context: .didSet, saver: saver) }
     }
+}
+
+/// A key whose saves are deltas against what it last saw (counters, logs). The reference calls
+/// `prepareSave` under its lock with the value the next `save` will carry, so that the delta is
+/// computed against exactly the remote changes (applied with `SharedSubscriber.yield(modifying:)`,
+/// under the same lock) that value includes.
+protocol DeltaSavingKey<Value>: SharedKey {
+    func prepareSave(_ value: Value)
 }
 
 /// The key of `Shared(value:)`: nothing to load, save or observe.

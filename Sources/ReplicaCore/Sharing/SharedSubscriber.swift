@@ -8,6 +8,10 @@ public struct SharedSubscriber<Value: Sendable>: Sendable {
         case initialValue
         case failure(any Error)
         case loading(Bool)
+        /// Changes the current value in place, under the reference's lock (counters and logs:
+        /// a remote change is applied on top of local changes not saved yet).
+        case modify(@Sendable (inout Value) -> Void)
+        case errorCleared
     }
 
     let callback: @Sendable (Event) -> Void
@@ -17,6 +21,11 @@ public struct SharedSubscriber<Value: Sendable>: Sendable {
     public func yieldReturningInitialValue() { callback(.initialValue) }
     public func yield(throwing error: any Error) { callback(.failure(error)) }
     public func yieldLoading(_ isLoading: Bool = true) { callback(.loading(isLoading)) }
+    /// Applies `body` to the current value atomically with respect to local mutations and to the
+    /// snapshot a save takes, so a key that saves deltas can keep its bookkeeping exact.
+    func yield(modifying body: @escaping @Sendable (inout Value) -> Void) { callback(.modify(body)) }
+    /// The key's load error is resolved; the value is unchanged.
+    func yieldErrorCleared() { callback(.errorCleared) }
     public func yield(with result: Result<Value?, any Error>) {
         switch result {
         case .success(let value?): yield(value)

@@ -9,6 +9,8 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
     /// The payload was written by a newer schema than this program knows; kept and forwarded untouched.
     case newerSchema(key: String, stored: UInt16, known: UInt16)
     case continuationNeverResumed(String)
+    /// An increment would take the counter's slot beyond `Int.max` (or below `Int.min`).
+    case counterOverflow(name: String)
 
     public var description: String {
         switch self {
@@ -18,6 +20,7 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
         case .newerSchema(let key, let stored, let known):
             "the value of \(key) has schema version \(stored), newer than \(known) known here; it is kept and forwarded untouched"
         case .continuationNeverResumed(let what): "\(what) was never resumed"
+        case .counterOverflow(let name): "counter \(name) would overflow"
         }
     }
 }

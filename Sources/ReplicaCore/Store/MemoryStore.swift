@@ -13,6 +13,10 @@ public final class MemoryStore: ReplicaStore {
     final class MemoryTable: StoreReader {
         let entries = Mutex<[String: Entry]>([:])
         func entry(for key: String) -> Entry? { entries.withLock { $0[key] } }
+        func entries(prefix: String) -> [Entry] {
+            entries.withLock { $0.values.filter { $0.key.hasPrefix(prefix) } }
+                .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        }
     }
 
     private var entries: [String: Entry] { table.entries.withLock { $0 } }
@@ -37,6 +41,17 @@ public final class MemoryStore: ReplicaStore {
         let wanted = Set(buckets)
         return entries.values.filter { wanted.contains(StoreDigest.bucket(of: $0.key)) }
             .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+    }
+
+    public func entries(prefix: String) -> [Entry] { table.entries(prefix: prefix) }
+
+    public func removeTombstones(before cutoff: HybridTimestamp) -> [String] {
+        let keys = index.tombstones(before: cutoff)
+        table.entries.withLock { entries in
+            for key in keys { entries[key] = nil }
+        }
+        for key in keys { index.remove(key) }
+        return keys
     }
 
     public func merge(_ batch: [Entry]) -> [Entry] {

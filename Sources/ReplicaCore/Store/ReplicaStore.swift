@@ -27,6 +27,12 @@ public protocol ReplicaStore: AnyObject {
     func keys(prefix: String) throws -> [String]
     /// All entries (tombstones included) whose key falls in one of `buckets`, in key order.
     func entries(inBuckets buckets: [Int]) throws -> [Entry]
+    /// All entries (tombstones included) whose key starts with `prefix`, in key order: the
+    /// members of one counter or log family.
+    func entries(prefix: String) throws -> [Entry]
+    /// Deletes tombstones stamped before `cutoff` (tombstone garbage collection) and returns
+    /// their keys. All-or-nothing, like `merge`. See docs/sharing.md, "Tombstone retention".
+    func removeTombstones(before cutoff: HybridTimestamp) throws -> [String]
     /// Applies a batch in one transaction; returns the entries that won and were written.
     func merge(_ batch: [Entry]) throws -> [Entry]
 
@@ -43,6 +49,8 @@ public protocol ReplicaStore: AnyObject {
 /// Reads committed entries from any thread.
 public protocol StoreReader: Sendable {
     func entry(for key: String) throws -> Entry?
+    /// Entries (tombstones included) whose key starts with `prefix`, in key order.
+    func entries(prefix: String) throws -> [Entry]
 }
 
 /// A kept copy of a value that could not be decoded.

@@ -186,6 +186,29 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
+    public func entries(prefix: String) throws -> [Entry] {
+        try database.read { db in try Self.entries(prefix: prefix, in: db) }
+    }
+
+    static func entries(prefix: String, in db: Database) throws -> [Entry] {
+        // substr() rather than LIKE: keys may contain % and _, and LIKE is case-insensitive.
+        try Row.fetchAll(
+            db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE substr(key, 1, length(?1)) = ?1 ORDER BY key",
+            arguments: [prefix]
+        ).map(Self.entry(from:))
+    }
+
+    public func removeTombstones(before cutoff: HybridTimestamp) throws -> [String] {
+        let keys = index.tombstones(before: cutoff)
+        guard !keys.isEmpty else { return [] }
+        try database.write { db in
+            let statement = try db.cachedStatement(sql: "DELETE FROM entries WHERE key = ? AND payload IS NULL")
+            for key in keys { try statement.execute(arguments: [key]) }
+        }
+        for key in keys { index.remove(key) }
+        return keys
+    }
+
     public func makeReader() throws -> any StoreReader {
         var configuration = Configuration()
         configuration.readonly = true
@@ -200,6 +223,9 @@ public final class SQLiteStore: ReplicaStore {
                 try Row.fetchOne(db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key = ?", arguments: [key])
                     .map(SQLiteStore.entry(from:))
             }
+        }
+        func entries(prefix: String) throws -> [Entry] {
+            try database.read { db in try SQLiteStore.entries(prefix: prefix, in: db) }
         }
     }
 

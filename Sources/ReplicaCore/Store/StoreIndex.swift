@@ -32,6 +32,11 @@ struct StoreIndex {
         if !old.isTombstone { liveCount -= 1 }
     }
 
+    /// Keys of tombstones stamped before `cutoff`.
+    func tombstones(before cutoff: HybridTimestamp) -> [String] {
+        slots.compactMap { $0.value.isTombstone && $0.value.version.timestamp < cutoff ? $0.key : nil }
+    }
+
     /// Reduces a batch to the entries that win against the index and against each other,
     /// one per key, in first-seen order. `stored` reads the current entry for a version tie.
     func winners(of batch: [Entry], stored: (String) throws -> Entry?) rethrows -> [Entry] {

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReplicaCore
 
 struct Set: ParsableCommand {
     static let configuration = CommandConfiguration(
@@ -17,6 +18,9 @@ struct Set: ParsableCommand {
     @OptionGroup var options: ClientOptions
 
     func validate() throws {
+        guard !FamilyKey.isReserved(key) else {
+            throw ValidationError("keys starting with U+001F are reserved for counters and logs")
+        }
         guard (try? JSONSerialization.jsonObject(with: Data(value.utf8), options: .fragmentsAllowed)) != nil else {
             throw ValidationError("invalid JSON value: \(value) (strings need quotes: '\"text\"')")
         }

@@ -6,6 +6,8 @@ import ReplicaCore
 struct ControlRequest: Codable, Sendable {
     enum Command: String, Codable, Sendable {
         case get, set, delete, keys, status, watch, setMany
+        // Counters and drink logs (ControlServer+Counters.swift).
+        case incr, counter, drinkAdd, drinkList, drinkRemove
     }
 
     var command: Command
@@ -15,6 +17,13 @@ struct ControlRequest: Codable, Sendable {
     var prefix: String?
     /// For `setMany`: keys and JSON values, written in one group commit.
     var items: [Item]?
+    /// For `incr`/`counter`: the counter's name; for `drinkAdd`: the drink's name.
+    var name: String?
+    /// For `incr`: the amount to add (may be negative).
+    var by: Int?
+    /// For `drinkAdd`: caffeine in mg and the date (now if absent).
+    var mg: Double?
+    var date: Date?
 
     struct Item: Codable, Sendable {
         var key: String
@@ -31,11 +40,16 @@ struct ControlReply: Codable, Sendable {
     var change: ChangeView?
     /// For `setMany`: how many were written.
     var written: Int?
+    /// For `incr` and `counter`.
+    var counter: CounterSnapshot?
+    /// For `drinkList`; `drinkAdd` and `drinkRemove` return the one drink.
+    var drinks: [Drink]?
+    var drink: Drink?
 }
 
 struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
     enum Code: String, Codable, Sendable {
-        case unknownKey, invalidRequest, invalidValue, saveFailed, shutDown, internalError
+        case unknownKey, invalidRequest, invalidValue, saveFailed, shutDown, internalError, newerSchema
     }
 
     var code: Code

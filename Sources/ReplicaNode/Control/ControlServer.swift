@@ -118,13 +118,8 @@ actor ControlServer: PollLoopOwner {
                 for item in items where !isJSON(item.value) {
                     throw ControlFailure(code: .invalidValue, message: "invalid JSON value for \(item.key): \(item.value)")
                 }
-                // Issued together, the writes land in one loop turn and one transaction.
-                try await withThrowingTaskGroup(of: Void.self) { group in
-                    for item in items {
-                        group.addTask { try await replica.write(item.key, payload: Array(item.value.utf8)) }
-                    }
-                    try await group.waitForAll()
-                }
+                // One batch: one transaction, one acknowledgement.
+                try await replica.write(items.map { Replica.WriteRequest(key: $0.key, payload: Array($0.value.utf8)) })
                 return ControlReply(written: items.count)
             case .keys:
                 return ControlReply(keys: try await replica.keys(prefix: request.prefix ?? ""))
@@ -132,6 +127,8 @@ actor ControlServer: PollLoopOwner {
                 return ControlReply(status: await replica.status())
             case .watch:
                 throw ControlFailure(code: .invalidRequest, message: "watch is handled by the server loop")
+            case .incr, .counter, .drinkAdd, .drinkList, .drinkRemove:
+                return try await answerFamily(request, replica: replica)
             }
         } catch let failure as ControlFailure {
             return ControlReply(error: failure)
@@ -151,7 +148,7 @@ actor ControlServer: PollLoopOwner {
         (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil
     }
 
-    private static func required(_ value: String?, _ name: String) throws -> String {
+    static func required(_ value: String?, _ name: String) throws -> String {
         guard let value else { throw ControlFailure(code: .invalidRequest, message: "missing \(name)") }
         return value
     }

@@ -82,7 +82,10 @@ public struct ReplicatedKey<Value: Codable & Sendable>: SharedKey {
         Task { [tracker] in
             defer { tracker.endSave(payload) }
             do {
-                let entry = try await replica.write(name, payload: payload, schema: codec.schema)
+                // A value written by a newer schema is never overwritten by this program.
+                let entry = try await replica.write(
+                    [Replica.WriteRequest(key: name, payload: payload, schema: codec.schema)],
+                    refusingNewerSchemaThan: codec.schema)[0]
                 tracker.saw(entry.version)
                 continuation.resume()
             } catch {
@@ -99,8 +102,10 @@ public struct ReplicatedKey<Value: Codable & Sendable>: SharedKey {
             return .success(value)
         } catch {
             let message = (error as? SharingError)?.description ?? "\(error)"
+            let isNewer = if case SharingError.newerSchema = error { true } else { false }
             Task {
-                try? await replica.quarantine(entry, reason: message)
+                // Newer-schema bytes are valid, just not for us: they stay in the store as they are.
+                if !isNewer { try? await replica.quarantine(entry, reason: message) }
                 await replica.reportLoadError(name, message: message)
             }
             return .failure(error)

@@ -1,0 +1,71 @@
+import Foundation
+
+/// Counter slots and tombstone collection: the replica-side parts of counters and logs.
+extension Replica {
+    /// Adds `delta` to this incarnation's slot of counter `name` and returns the slot's entry
+    /// once committed. Increments queued before one commit add up (the running total is kept in
+    /// the actor), so concurrent callers in one process never lose each other's increments.
+    ///
+    /// Throws `SharingError.newerSchema` if the slot was written by a newer program (it is never
+    /// overwritten), and `SharingError.counterOverflow` if the total would overflow.
+    @discardableResult
+    public func addToCounter(_ name: String, delta: Int) async throws -> Entry {
+        guard !isShutDown else { throw ReplicaError.shutDown }
+        let key = FamilyKey.counterSlot(name, incarnation: identity.incarnation)
+        try refuseNewerSchema(key, known: CounterFamily.slotSchema)
+        let current: Int
+        if let cached = counterSlots[key] {
+            current = cached
+        } else if let stored = try store.entry(for: key) {
+            current = try CounterFamily.total(of: stored)
+        } else {
+            current = 0
+        }
+        let (total, overflow) = current.addingReportingOverflow(delta)
+        guard !overflow else { throw SharingError.counterOverflow(name: name) }
+        counterSlots[key] = total
+        // `write` queues synchronously (no suspension before the entry is queued), so the next
+        // increment, even in the same loop turn, starts from `total`.
+        return try await write(key, payload: CounterFamily.payload(total), schema: CounterFamily.slotSchema)
+    }
+
+    /// Counter `name` as this replica has it: the sum of every slot.
+    public func counter(_ name: String) throws -> CounterSnapshot {
+        CounterFamily.snapshot(name, entries: try store.entries(prefix: FamilyKey.counterPrefix(name)))
+    }
+
+    /// A remote entry replaced one of our cached slot totals (a restored backup of this data
+    /// directory, say): read it from the store next time.
+    func forgetCounterSlots(overwrittenBy winners: [Entry], localStamps: Set<HybridTimestamp>) {
+        for entry in winners where counterSlots[entry.key] != nil {
+            if entry.version.node == identity.node && localStamps.contains(entry.version.timestamp) { continue }
+            counterSlots[entry.key] = nil
+        }
+    }
+
+    /// Tombstones stamped before this are expired: collected here, ignored when received.
+    var tombstoneCutoff: HybridTimestamp {
+        let now = HybridLogicalClock.systemClock()
+        let retention = UInt64(max(0, configuration.tombstoneRetention / .milliseconds(1)))
+        guard now > retention else { return .zero }
+        return HybridTimestamp(wallMillis: min(now - retention, HybridTimestamp.maxWallMillis), logical: 0)
+    }
+
+    /// Deletes tombstones older than `tombstoneRetention` (also run every `tombstoneSweepInterval`)
+    /// and returns how many were deleted.
+    @discardableResult
+    public func collectTombstones() -> Int {
+        guard !isShutDown else { return 0 }
+        do {
+            let keys = try store.removeTombstones(before: tombstoneCutoff)
+            if !keys.isEmpty {
+                counters.tombstonesCollected += keys.count
+                logger.info("collected \(keys.count) expired tombstone(s)")
+            }
+            return keys.count
+        } catch {
+            logger.error("tombstone collection failed", metadata: ["error": "\(error)"])
+            return 0
+        }
+    }
+}

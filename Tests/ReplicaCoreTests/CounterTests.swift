@@ -1,0 +1,115 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+@Suite struct CounterTests {
+    @Test func concurrentIncrementsOnTwoReplicasSumExactly() async throws {
+        let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
+        let onA = Shared(wrappedValue: 0, .counter("visits", on: replicas[0]))
+        let onB = Shared(wrappedValue: 0, .counter("visits", on: replicas[1]))
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for _ in 0..<60 { onA.withLock { $0 += 1 }; await Task.yield() } }
+            group.addTask { for _ in 0..<40 { onB.withLock { $0 += 2 }; await Task.yield() } }
+            group.addTask { for _ in 0..<20 { onB.withLock { $0 -= 1 }; await Task.yield() } }
+        }
+        try await onA.save()
+        try await onB.save()
+        let converged = await eventually { onA.wrappedValue == 120 && onB.wrappedValue == 120 }
+        let (storedA, storedB) = (try await replicas[0].counter("visits"), try await replicas[1].counter("visits"))
+        #expect(converged, "A shows \(onA.wrappedValue), B shows \(onB.wrappedValue), A has \(storedA), B has \(storedB)")
+        #expect(try await replicas[0].counter("visits").value == 120)
+        #expect(try await replicas[1].counter("visits").value == 120)
+        #expect(try await replicas[0].counter("visits").slots.count == 2, "one slot per incarnation")
+    }
+
+    @Test func remoteChangesArrivingDuringLocalSavesLoseNothing() async throws {
+        let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
+        let shared = Shared(wrappedValue: 0, .counter("race", on: replicas[0]))
+        // Local Shared deltas, remote increments, and direct increments of the same local slot
+        // (as `replica-node incr` does in the node's process), all at once.
+        await withTaskGroup(of: Void.self) { group in
+            group.addTask { for _ in 0..<100 { shared.withLock { $0 += 1 } } }
+            group.addTask { for _ in 0..<50 { _ = try? await replicas[1].addToCounter("race", delta: 3) } }
+            group.addTask { for _ in 0..<30 { _ = try? await replicas[0].addToCounter("race", delta: 10) } }
+        }
+        try await shared.save()
+        let expected = 100 + 150 + 300
+        #expect(await eventually { shared.wrappedValue == expected }, "saw \(shared.wrappedValue)")
+        #expect(try await eventually { try await replicas[1].counter("race").value == expected })
+        #expect(try await replicas[0].counter("race").value == expected)
+    }
+
+    @Test func incrementsMadeWhileDisconnectedAllCount() async throws {
+        let directories = [TemporaryDirectory("counter-a"), TemporaryDirectory("counter-b")]
+        defer { directories.forEach { $0.remove() } }
+        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
+        let a = try layout.start(0)
+        var b = try layout.start(1)
+        #expect(await connected([a, b]))
+        try await a.addToCounter("cups", delta: 1)
+        #expect(try await eventually { try await b.counter("cups").value == 1 })
+
+        await b.shutdown()  // partition: B is gone
+        for _ in 0..<5 { try await a.addToCounter("cups", delta: 1) }
+        b = try layout.start(1)  // B's own increments, made before it hears from A again
+        try await b.addToCounter("cups", delta: 7)
+        #expect(try await eventually {
+            let (onA, onB) = (try await a.counter("cups").value, try await b.counter("cups").value)
+            return onA == 13 && onB == 13
+        })
+        #expect(await eventually { await a.status().digest == b.status().digest })
+    }
+
+    @Test func aWipedNodeRejoiningDoesNotReduceTheCounter() async throws {
+        let directories = [TemporaryDirectory("wipe-a"), TemporaryDirectory("wipe-b")]
+        defer { directories.forEach { $0.remove() } }
+        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
+        let a = try layout.start(0)
+        var b = try layout.start(1)
+        #expect(await connected([a, b]))
+        try await a.addToCounter("visits", delta: 4)
+        try await b.addToCounter("visits", delta: 6)
+        #expect(try await eventually { try await a.counter("visits").value == 10 })
+        let oldIncarnation = b.identity.incarnation
+
+        await b.shutdown()
+        directories[1].remove()  // the disk is lost: same node id, empty data directory
+        b = try layout.start(1)
+        #expect(b.identity.incarnation != oldIncarnation)
+        @Shared(.counter("visits", on: b)) var onB = 0
+        $onB.withLock { $0 += 1 }  // before or after B has caught up: either way a new slot
+        try await $onB.save()
+        #expect(try await eventually {
+            let (onA, onB) = (try await a.counter("visits").value, try await b.counter("visits").value)
+            return onA == 11 && onB == 11
+        })
+        #expect(await eventually { onB == 11 })
+        let slots = try await a.counter("visits").slots
+        #expect(slots.count == 3)
+        #expect(slots.filter { $0.node == "r2" }.map(\.total).sorted() == [1, 6], "B's old slot is kept")
+    }
+
+    @Test func anIncrementThatFailsIsRetriedByTheNextSave() async throws {
+        let replica = try makeReplicas(1)[0]
+        @Shared(.counter("n", on: replica)) var n = 0
+        $n.withLock { $0 += 2 }
+        try await $n.save()
+        // A newer program owns this slot format: saving must fail, not overwrite.
+        let slot = FamilyKey.counterSlot("n", incarnation: replica.identity.incarnation)
+        try await replica.write(slot, payload: Array("{\"total\":2}".utf8), schema: CounterFamily.slotSchema + 1)
+        $n.withLock { $0 += 1 }
+        await #expect(throws: SharingError.self) { try await $n.save() }
+        #expect($n.saveError != nil)
+        #expect(try await replica.entry(for: slot)?.schema == CounterFamily.slotSchema + 1, "the newer slot is untouched")
+    }
+
+    @Test func familyKeysCannotCollideWithUserKeysOrEachOther() {
+        #expect(FamilyKey.isReserved(FamilyKey.counterSlot("a", incarnation: UUID())))
+        #expect(!FamilyKey.isReserved("counter/a"))
+        #expect(!FamilyKey.logPrefix("a/b").hasPrefix(FamilyKey.logPrefix("a")))
+        #expect(FamilyKey.logElement("a", id: "b/c") != FamilyKey.logElement("a/b", id: "c"))
+        #expect(FamilyKey.readable(FamilyKey.counterPrefix("visits")) == "␟counter/visits/")
+    }
+}
