@@ -51,6 +51,7 @@ struct BenchReport: Codable {
     var quick: Bool
     var raw: Throughput?
     var rawCurve: Throughput?
+    var store: [String: Throughput] = [:]
     var replicated: [String: Throughput] = [:]
     var latencyFixed: Latency?
     var latencySaturated: Latency?
@@ -68,6 +69,9 @@ struct BenchReport: Codable {
         lines.append(String(repeating: "-", count: 96))
         if let raw { row("raw libzmq PUB/SUB", rate(raw.perSecond), "the transport limit") }
         if let rawCurve { row("raw libzmq PUB/SUB, CURVE", rate(rawCurve.perSecond), raw.map { String(format: "%.0f%% of raw", 100 * rawCurve.perSecond / $0.perSecond) } ?? "") }
+        for (name, result) in store.sorted(by: { $0.key > $1.key }) {
+            row("store merge alone (\(name)), batches of 1000", rate(result.perSecond), "no network")
+        }
         for (name, goal) in [("sqlite", 25.0), ("memory", 40.0), ("sqlite+curve", 50.0)] {
             guard let result = replicated[name] else { continue }
             let base = name == "sqlite+curve" ? rawCurve : raw

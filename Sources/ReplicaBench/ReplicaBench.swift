@@ -18,7 +18,7 @@ struct ReplicaBench: AsyncParsableCommand {
     @Flag(help: "Small sizes that finish in under a minute (a smoke run, not figures).") var quick = false
     @Flag(help: "Print JSON instead of a table.") var json = false
     @Option(help: "Payload size in bytes.") var payload = 100
-    @Option(help: "Only these sections (comma-separated): raw, replicated, latency, catchup, memory, failure.")
+    @Option(help: "Only these sections (comma-separated): raw, store, replicated, latency, catchup, memory, failure.")
     var only: String?
 
     func run() async throws {
@@ -32,6 +32,12 @@ struct ReplicaBench: AsyncParsableCommand {
             progress.say("raw libzmq PUB/SUB ...")
             report.raw = try RawTransportBench.run(messages: sizes.rawMessages, payload: payload, curve: false)
             report.rawCurve = try RawTransportBench.run(messages: sizes.rawMessages / 4, payload: payload, curve: true)
+        }
+        if wanted("store") {
+            for storage in ["sqlite", "memory"] {
+                progress.say("store merge (\(storage)) ...")
+                report.store[storage] = try StoreBench.run(entries: sizes.replicatedSaves, payload: payload, storage: storage)
+            }
         }
         if wanted("replicated") {
             for (name, storage, curve) in [("sqlite", "sqlite", false), ("memory", "memory", false), ("sqlite+curve", "sqlite", true)] {

@@ -1,6 +1,7 @@
 #!/usr/bin/python3
 """Fault tests for Replica: partitions, one-way partitions, packet loss, late joiners, kill -9,
-SIGSTOP and 10,000 divergent keys, each checked Jepsen style after heal.
+SIGSTOP, 10,000 divergent keys, counters and drink logs across a partition, and a wiped node,
+each checked Jepsen style after heal.
 
     sudo /usr/bin/python3 Tests/cluster/faults.py [--binary PATH] [--only NAME[,NAME]] [--list]
 
@@ -13,17 +14,22 @@ skipped with a printed reason and the exit code is 0.
 """
 
 import argparse
+import datetime
+import json
 import os
+import random
 import shutil
 import signal
 import subprocess
 import sys
+import threading
 import time
 import traceback
 
 sys.path.insert(0, os.path.dirname(os.path.abspath(__file__)))
 import harness  # noqa: E402
-from harness import Cluster, Workload, check_bulk, check_register  # noqa: E402
+from harness import (Cluster, Workload, add_op, check_bulk, check_counter, check_drinks,  # noqa: E402
+                     check_register, incr_op, op_summary, remove_op, run_scripts)
 
 REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
 
@@ -284,6 +290,197 @@ def scenario_divergent(ctx, binary):
         verify(ctx, c, w)
 
 
+def drink_date(index, tie=None):
+    """Distinct ISO 8601 dates with milliseconds, 7 min 13 ms apart; `tie` reuses a date."""
+    base = datetime.datetime(2024, 5, 1, 6, 0, 0, tzinfo=datetime.timezone.utc)
+    t = base + datetime.timedelta(minutes=7 * (index if tie is None else tie),
+                                  milliseconds=13 * (index if tie is None else tie))
+    return t.strftime("%Y-%m-%dT%H:%M:%S.") + f"{t.microsecond // 1000:03d}Z"
+
+
+def side_script(rng, node, incarnation, tag, increments, decrements, adds, removals_of_own,
+                other_removals, first_date, date_step, tie_date=None):
+    """One client thread's ops, shuffled: `increments` incr of +1/+2/+5, `decrements` of -3,
+    `adds` drinks named `<tag>-<j>`, removals of `removals_of_own` of those adds (each placed
+    after its add), and removals of the given pre-existing drink ids."""
+    ops = [incr_op(node, rng.choice([1, 1, 1, 2, 5]), incarnation) for _ in range(increments)]
+    ops += [incr_op(node, -3, incarnation) for _ in range(decrements)]
+    added = []
+    for j in range(adds):
+        date = drink_date(first_date + j * date_step, tie=tie_date if j == 0 else None)
+        added.append(add_op(node, f"{tag}-{j}", rng.randint(0, 300), date))
+    ops += added
+    rng.shuffle(ops)
+    for drink_id in other_removals:
+        ops.insert(rng.randint(0, len(ops)), remove_op(node, drink_id=drink_id))
+    for add in rng.sample(added, removals_of_own):
+        ops.insert(rng.randint(ops.index(add) + 1, len(ops)), remove_op(node, ref=add))
+    return ops
+
+
+def check_ops(ctx, cluster, ops, ks=None, what="every node"):
+    """check_counter + check_drinks on nodes `ks`; raises Failure with the problems."""
+    problems, values = check_counter(cluster, "visits", ops, ks)
+    drink_problems, lists = check_drinks(cluster, ops, ks)
+    problems += drink_problems
+    for p in problems[:20]:
+        ctx.say(p)
+    if problems:
+        raise Failure(f"{len(problems)} checker violation(s) on {what}")
+    some = next(iter(lists.values()))
+    ctx.say(f"checker ({what}): counter visits = {sorted(set(values.values()))}, {len(some)} drinks, "
+            f"exactly the acknowledged operations")
+    return values, lists
+
+
+def require_no_rejections(ops):
+    rejected = [op for op in ops if op.rejected]
+    if rejected:
+        raise Failure(f"{len(rejected)} removal(s) of drinks the node should know were refused: {rejected[:3]}")
+
+
+def scenario_counters_drinks(ctx, binary):
+    """{1,2} | {3}: counter increments and drink adds/removals on both sides; heal; exact totals.
+
+    1,100 increments/decrements of `visits` (550 per side), 60 drinks added and 12 of them
+    removed, plus 6 removals of the 10 drinks added before the partition (own side's, other
+    side's, and one removed on both sides). Every node must then hold exactly the acknowledged
+    operations: counter sum and per-incarnation slots, drink ids/names/mg/dates, date order."""
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    ctx.say(f"seed {seed} (amounts, drink mg, operation order per client thread)")
+    with Cluster(binary, 3, "counters") as c:
+        c.start_all()
+        inc = {k: c.incarnation(k) for k in c.nodes}
+        # Before the partition: 10 drinks (node1, node2, node3 in turn) and 10 increments per node.
+        pre = [add_op(k % 3 + 1, f"pre-{k}", 10 * k, drink_date(1000 + k)) for k in range(10)]
+        pre += [incr_op(k, 1, inc[k]) for k in c.nodes for _ in range(10)]
+        pre = run_scripts(c, [[op for op in pre if op.node == k] for k in c.nodes])
+        if not all(op.ok for op in pre):
+            raise Failure(f"operations before the partition failed: {[op for op in pre if not op.ok][:3]}")
+        if c.wait_converged(time.monotonic(), timeout=15)[0] is None:
+            raise Failure("no convergence before the partition")
+        ids = [op.drink_id for op in pre if op.kind == "add"]
+        ctx.say("before the partition: 10 drinks and 30 increments, converged")
+
+        c.partition({1, 2}, {3})
+        ctx.say("partitioned {node1,node2} | {node3}")
+        if not wait_seen_down(c, [1, 2], 3):
+            raise Failure("node3 was not seen down by the majority during the partition")
+        # pre-k was added on node (k % 3 + 1). The majority removes pre-0 (added on node1),
+        # pre-1 (node2) and pre-2 (node3); the minority removes pre-5 (node3) and pre-3 (node1);
+        # both sides remove pre-8.
+        scripts = [
+            side_script(rng, 1, inc[1], "n1", 250, 25, 15, 3, [ids[0], ids[2], ids[8]], 0, 4, tie_date=1),
+            side_script(rng, 2, inc[2], "n2", 250, 25, 15, 3, [ids[1]], 2, 4),
+            side_script(rng, 3, inc[3], "n3a", 250, 25, 15, 3, [ids[5], ids[8]], 1, 4, tie_date=1),
+            side_script(rng, 3, inc[3], "n3b", 250, 25, 15, 3, [ids[3]], 3, 4),
+        ]
+        t = time.monotonic()
+        ops = run_scripts(c, scripts)
+        elapsed = time.monotonic() - t
+        majority = [op for op in ops if op.node in (1, 2)]
+        minority = [op for op in ops if op.node == 3]
+        ctx.say(f"during the partition ({elapsed:.1f} s, 4 client threads): majority {op_summary(majority)}")
+        ctx.say(f"  minority {op_summary(minority)}")
+        require_no_rejections(ops)
+        # The partition held: each side has exactly its own operations.
+        if c.wait_converged(time.monotonic(), timeout=15, ks=[1, 2])[0] is None:
+            raise Failure("node1 and node2 did not converge during the partition")
+        check_ops(ctx, c, pre + majority, ks=[1, 2], what="the majority before heal")
+        check_ops(ctx, c, pre + minority, ks=[3], what="node3 before heal")
+
+        c.heal()
+        healed = time.monotonic()
+        ctx.say("healed")
+        converge(ctx, c, healed, DEFAULT_BOUND)
+        check_ops(ctx, c, pre + ops)
+
+
+def scenario_wiped_node(ctx, binary):
+    """Wipe node3's data dir, restart it with the same id: its old counter slot still counts.
+
+    Increments on all nodes and a few drinks (one removed); node3 is stopped, its data
+    directory deleted, restarted with the same id (new incarnation, hence a new counter slot),
+    incremented at once; then more increments everywhere. The old slot and the drinks survive."""
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    ctx.say(f"seed {seed} (increment amounts)")
+    with Cluster(binary, 3, "wiped") as c:
+        c.start_all()
+        old3 = c.incarnation(3)
+        inc = {k: c.incarnation(k) for k in c.nodes}
+        scripts = [[incr_op(k, rng.choice([1, 2, 5, -3]), inc[k]) for _ in range(60)] for k in c.nodes]
+        scripts[2] += [add_op(3, f"before-wipe-{j}", 50 + j, drink_date(j)) for j in range(3)]
+        scripts[0] += [add_op(1, "before-wipe-node1", 90, drink_date(10))]
+        ops = run_scripts(c, scripts)
+        # One drink added on node3 is removed on node1 before the wipe: it must stay removed.
+        if c.wait_converged(time.monotonic(), timeout=15)[0] is None:
+            raise Failure("no convergence before the wipe")
+        added3 = [op for op in ops if op.kind == "add" and op.node == 3 and op.ok]
+        if added3:
+            ops += run_scripts(c, [[remove_op(1, drink_id=added3[0].drink_id)]])
+        ctx.say(f"before the wipe: {op_summary(ops)}")
+        require_no_rejections(ops)
+        if c.wait_converged(time.monotonic(), timeout=15)[0] is None:
+            raise Failure("no convergence before the wipe")
+        check_ops(ctx, c, ops, what="every node before the wipe")
+
+        before_slots = {(x["incarnation"], x["node"], x["total"])
+                        for x in json.loads(c.client(1, ["counter", "visits", "--json"]).stdout)["slots"]}
+
+        code = c.stop(3)
+        c.wipe(3)
+        ctx.say(f"stopped node3 (exit {code}), deleted its data directory")
+        started = time.monotonic()
+        c.start(3)
+        ready = time.monotonic() - started
+        new3 = c.incarnation(3)
+        if new3 == old3:
+            raise Failure(f"node3 kept its incarnation {old3} after the wipe")
+        ctx.say(f"restarted node3 with the same id: incarnation {old3[:8]} -> {new3[:8]}; "
+                f"ready {ready:.2f} s after start")
+        # Right away, before it has caught up: 20 increments on the new node3 (a thread), while
+        # node3's slots are polled until it holds every slot of before the wipe (old node3's too).
+        inc[3] = new3
+        fresh = []
+        writer = threading.Thread(target=lambda: fresh.extend(
+            run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5, -3]), new3) for _ in range(20)]])), daemon=True)
+        writer.start()
+
+        def caught_up():
+            result = c.client(3, ["counter", "visits", "--json"])
+            return result.returncode == 0 and before_slots <= {
+                (x["incarnation"], x["node"], x["total"]) for x in json.loads(result.stdout)["slots"]}
+        if not wait_for(caught_up, DEFAULT_BOUND):
+            raise Failure(f"node3 did not get the slots of before the wipe within {DEFAULT_BOUND:.0f} s")
+        catch_up = time.monotonic() - started
+        writer.join()
+        done = time.monotonic() - started
+        ops += fresh
+        ctx.say(f"node3 held every pre-wipe counter slot {catch_up:.2f} s after its process start "
+                f"(poll resolution ~0.05 s); meanwhile on node3: {op_summary(fresh)} (done at {done:.2f} s)")
+        converge(ctx, c, started, DEFAULT_BOUND, what="node3's process start (its 20 increments included)")
+        check_ops(ctx, c, ops, what="every node after the wipe")
+        # More increments everywhere, then the final check.
+        more = run_scripts(c, [[incr_op(k, rng.choice([1, 2, 5, -3]), inc[k]) for _ in range(30)] for k in c.nodes])
+        ops += more
+        last = time.monotonic()
+        ctx.say(f"then on every node: {op_summary(more)}")
+        converge(ctx, c, last, DEFAULT_BOUND, what="the last increment")
+        ctx.figures["convergence_s"] = catch_up  # the scenario's figure: the wiped node's catch-up
+        _, lists = check_ops(ctx, c, ops)
+        names = {d["name"] for d in next(iter(lists.values()))}
+        if not {"before-wipe-node1", "before-wipe-1", "before-wipe-2"} <= names or "before-wipe-0" in names:
+            raise Failure(f"drinks after the wipe: {sorted(names)}")
+        ctx.say("drinks added before the wipe (on node3 and node1) listed everywhere; the one removed stays removed")
+        slots = json.loads(c.client(1, ["counter", "visits", "--json"]).stdout)["slots"]
+        node3_slots = sorted(s["incarnation"] for s in slots if s["node"] == "node3")
+        if node3_slots != sorted([old3, new3]):
+            raise Failure(f"node3's slots are {node3_slots}, expected the old and the new incarnation")
+        ctx.say(f"node3 has two slots (old {old3[:8]}, new {new3[:8]}); the old one still counts")
+
+
 SCENARIOS = [
     ("partition", scenario_partition),
     ("one-way", scenario_one_way),
@@ -292,6 +489,8 @@ SCENARIOS = [
     ("kill-restart", scenario_kill_restart),
     ("pause", scenario_pause),
     ("divergent-10k", scenario_divergent),
+    ("counters-drinks", scenario_counters_drinks),
+    ("wiped-node", scenario_wiped_node),
 ]
 
 

@@ -216,6 +216,28 @@ class Cluster:
         node.process.wait(timeout=5)
         node.paused = False
 
+    def stop(self, k, timeout=10):
+        """SIGTERM: graceful stop (queued writes committed); returns the exit code."""
+        node = self.nodes[k]
+        node.process.send_signal(signal.SIGTERM)
+        code = node.process.wait(timeout=timeout)
+        node.paused = False
+        return code
+
+    def wipe(self, k):
+        """Deletes node k's data directory entirely (a wiped disk); the node must be stopped.
+        `serve` creates the directory again on the next start, with a new incarnation."""
+        if self.is_running(k):
+            raise RuntimeError(f"{self.nodes[k].id} is running; stop it before wiping its data")
+        shutil.rmtree(self.nodes[k].data)
+
+    def incarnation(self, k):
+        """Node k's current incarnation (lowercase UUID, as counter slots show it)."""
+        s = self.status(k)
+        if s is None:
+            raise RuntimeError(f"{self.nodes[k].id} did not answer status")
+        return s["incarnation"].lower()
+
     def pause(self, k):
         self.nodes[k].process.send_signal(signal.SIGSTOP)
         self.nodes[k].paused = True
@@ -522,3 +544,260 @@ def check_bulk(cluster, prefix, expected, ks=None):
             problems.append(f"node{k} under {prefix!r}: {len(missing)} missing (e.g. {missing[:3]}), "
                             f"{len(wrong)} wrong, {len(extra)} unexpected")
     return problems
+
+
+# ---- counters and drink logs ------------------------------------------------------------------
+#
+# Client commands `incr`, `drinks add` and `drinks remove`, each recorded as acknowledged (exit 0
+# with a parsable reply), rejected (`drinks remove` of an id the node does not know: exit 1 with
+# "unknown drink", nothing written) or indeterminate (any other error or a timeout: it may or may
+# not have been applied).
+
+class CallOp:
+    __slots__ = ("kind", "node", "incarnation", "by", "name", "mg", "date", "drink_id", "ref",
+                 "ok", "rejected", "reply", "error", "start", "end")
+
+    def __init__(self, kind, node, **fields):
+        self.kind, self.node = kind, node
+        self.incarnation = self.by = self.name = self.mg = self.date = self.drink_id = self.ref = None
+        for key, value in fields.items():
+            setattr(self, key, value)
+        self.ok = self.rejected = False
+        self.reply = self.error = self.start = self.end = None
+
+    @property
+    def indeterminate(self):
+        return not self.ok and not self.rejected
+
+    def __repr__(self):
+        what = {"incr": f"incr {self.by:+d}", "add": f"add {self.name!r}",
+                "remove": f"remove {self.drink_id}"}[self.kind]
+        state = "ok" if self.ok else "rejected" if self.rejected else f"indeterminate ({self.error})"
+        return f"<{what} on node{self.node}: {state}>"
+
+
+def incr_op(node, by, incarnation=None):
+    return CallOp("incr", node, by=by, incarnation=incarnation)
+
+
+def add_op(node, name, mg, date):
+    return CallOp("add", node, name=name, mg=mg, date=date)
+
+
+def remove_op(node, drink_id=None, ref=None):
+    """Removes `drink_id`, or the drink added by the earlier add op `ref` (skipped if that add
+    was not acknowledged: its id is unknown)."""
+    return CallOp("remove", node, drink_id=drink_id, ref=ref)
+
+
+def perform(cluster, op, timeout=5.0):
+    """Runs one CallOp against its node and records the outcome in it. Returns op, or None for
+    a removal skipped because the add it refers to was not acknowledged."""
+    if op.kind == "incr":
+        args = ["incr", "visits" if op.name is None else op.name, "--by", str(op.by), "--json"]
+    elif op.kind == "add":
+        args = ["drinks", "add", "--name", op.name, "--mg", str(op.mg), "--date", op.date, "--json"]
+    else:
+        if op.drink_id is None:
+            if op.ref is None or not op.ref.ok:
+                return None
+            op.drink_id = op.ref.drink_id
+        args = ["drinks", "remove", op.drink_id, "--json"]
+    op.start = time.monotonic()
+    try:
+        result = cluster.client(op.node, args, timeout=timeout)
+        if result.returncode == 0:
+            if op.kind == "incr":
+                op.reply = json.loads(result.stdout)
+                int(op.reply["value"])
+            elif op.kind == "add":
+                op.reply = json.loads(result.stdout)
+                op.drink_id = op.reply["id"]
+            op.ok = True
+        elif op.kind == "remove" and result.returncode == 1 and "unknown drink" in result.stderr:
+            op.rejected = True
+            op.error = result.stderr.strip()[:200]
+        else:
+            op.error = (result.stderr.strip() or f"exit {result.returncode}")[:200]
+    except subprocess.TimeoutExpired:
+        op.error = "timeout"
+    except (ValueError, KeyError, TypeError) as error:
+        op.error = f"bad reply: {error}"
+    op.end = time.monotonic()
+    return op
+
+
+def run_scripts(cluster, scripts, timeout=5.0):
+    """Runs several lists of CallOps in parallel, one thread per list, each list in order.
+    Returns every op that was performed (skipped removals left out)."""
+    done = [[] for _ in scripts]
+    errors = []
+
+    def loop(i, script):
+        try:
+            for op in script:
+                if perform(cluster, op, timeout=timeout) is not None:
+                    done[i].append(op)
+        except BaseException as error:  # surfaced below, not lost in the thread
+            errors.append(error)
+
+    threads = [threading.Thread(target=loop, args=(i, script), daemon=True) for i, script in enumerate(scripts)]
+    for t in threads:
+        t.start()
+    for t in threads:
+        t.join()
+    if errors:
+        raise errors[0]
+    return [op for ops in done for op in ops]
+
+
+def subset_sums(values):
+    """Every sum of a subset of `values` (indeterminate increments may or may not count)."""
+    sums = {0}
+    for v in values:
+        sums |= {s + v for s in sums}
+    return sums
+
+
+def counter_expectation(ops):
+    """(acknowledged sum, possible extra sums from indeterminate increments)."""
+    acked = sum(op.by for op in ops if op.kind == "incr" and op.ok)
+    return acked, subset_sums([op.by for op in ops if op.kind == "incr" and op.indeterminate])
+
+
+def check_counter(cluster, name, ops, ks=None):
+    """Every node's `counter NAME --json`: the value is the sum of the acknowledged increments
+    plus a subset of the indeterminate ones; each incarnation's slot likewise holds exactly the
+    increments made through it (ops carry the incarnation of the node they went to); no other
+    slot; no problems; every node reports the same slots. Returns (problems, values)."""
+    ks = list(cluster.nodes) if ks is None else list(ks)
+    incrs = [op for op in ops if op.kind == "incr"]
+    acked, extra = counter_expectation(incrs)
+    by_slot = {}
+    for op in incrs:
+        by_slot.setdefault(op.incarnation, []).append(op)
+    problems, values, slot_views = [], {}, {}
+    for k in ks:
+        result = cluster.client(k, ["counter", name, "--json"], timeout=10)
+        if result.returncode != 0:
+            problems.append(f"counter {name} on node{k} failed: {result.stderr.strip()}")
+            continue
+        reply = json.loads(result.stdout)
+        value = reply["value"]
+        values[k] = value
+        if value - acked not in extra:
+            indeterminate = [op.by for op in incrs if op.indeterminate]
+            problems.append(f"counter {name} on node{k} is {value}; acknowledged increments sum to {acked}"
+                            + (f" (+ any subset of the indeterminate {indeterminate})" if indeterminate else "")
+                            + f"; off by {value - acked}")
+        if reply.get("problems"):
+            problems.append(f"counter {name} on node{k} reports problems: {reply['problems']}")
+        slots = {slot["incarnation"].lower(): (slot["node"], slot["total"]) for slot in reply["slots"]}
+        slot_views[k] = slots
+        if sum(total for _, total in slots.values()) != value:
+            problems.append(f"counter {name} on node{k}: slots {slots} do not add up to the value {value}")
+        for incarnation, slot_ops in by_slot.items():
+            if incarnation is None:
+                continue
+            slot_acked, slot_extra = counter_expectation(slot_ops)
+            node_id = cluster.nodes[slot_ops[0].node].id
+            got = slots.get(incarnation)
+            total = got[1] if got else 0
+            if total - slot_acked not in slot_extra:
+                problems.append(f"counter {name} on node{k}: slot {node_id}/{incarnation} holds {total}, "
+                                f"acknowledged increments through it sum to {slot_acked}")
+            if got and got[0] != node_id:
+                problems.append(f"counter {name} on node{k}: slot {incarnation} is attributed to {got[0]}, not {node_id}")
+        if None not in by_slot:
+            unknown = set(slots) - set(by_slot)
+            if unknown:
+                problems.append(f"counter {name} on node{k}: slots nobody incremented: "
+                                f"{ {i: slots[i] for i in unknown} }")
+    if len({json.dumps(v, sort_keys=True) for v in slot_views.values()}) > 1:
+        problems.append(f"counter {name}: nodes disagree on the slots: {slot_views}")
+    return problems, values
+
+
+def expected_drinks(ops):
+    """(definite {id: drink}, ids that may or may not be there, indeterminate adds).
+
+    Definite: acknowledged adds minus acknowledged removals. An indeterminate removal of an
+    acknowledged drink leaves it possible either way; an indeterminate add may show up (with
+    the name, mg and date it was given, under an id we never learnt)."""
+    drinks = {op.drink_id: {"id": op.drink_id, "name": op.name, "mg": op.mg, "date": op.reply["date"]}
+              for op in ops if op.kind == "add" and op.ok}
+    maybe = set()
+    for op in ops:
+        if op.kind == "remove" and op.drink_id in drinks:
+            if op.ok:
+                drinks.pop(op.drink_id)
+                maybe.discard(op.drink_id)
+            elif op.indeterminate:
+                maybe.add(op.drink_id)
+    removed_ok = {op.drink_id for op in ops if op.kind == "remove" and op.ok}
+    maybe -= removed_ok
+    maybe_drinks = {i: drinks.pop(i) for i in list(maybe) if i in drinks}
+    pending_adds = [op for op in ops if op.kind == "add" and op.indeterminate]
+    return drinks, maybe_drinks, pending_adds
+
+
+def check_drinks(cluster, ops, ks=None):
+    """Every node's `drinks list --json` is exactly the acknowledged adds minus the acknowledged
+    removals (ids, names, mg, dates), ordered by date then id, the same on every node; removed
+    drinks stay removed. Returns (problems, lists)."""
+    ks = list(cluster.nodes) if ks is None else list(ks)
+    definite, maybe, pending_adds = expected_drinks(ops)
+    removed = {op.drink_id for op in ops if op.kind == "remove" and op.ok}
+    problems, lists = [], {}
+    for k in ks:
+        result = cluster.client(k, ["drinks", "list", "--json"], timeout=10)
+        if result.returncode != 0:
+            problems.append(f"drinks list on node{k} failed: {result.stderr.strip()}")
+            continue
+        listed = json.loads(result.stdout)
+        lists[k] = listed
+        got = {d["id"]: d for d in listed}
+        if len(got) != len(listed):
+            problems.append(f"node{k} lists a drink id twice")
+        order = [(d["date"], d["id"].lower()) for d in listed]
+        if order != sorted(order):
+            problems.append(f"node{k}: drinks not ordered by date then id")
+        missing = [i for i in definite if i not in got]
+        wrong = [(definite[i], got[i]) for i in definite if i in got
+                 and {f: got[i][f] for f in ("id", "name", "mg", "date")} != definite[i]]
+        resurrected = [got[i] for i in got if i in removed]
+        extra = [got[i] for i in got if i not in definite and i not in maybe and i not in removed]
+        unexplained = []
+        for d in extra:  # an indeterminate add may have landed
+            match = next((op for op in pending_adds if (op.name, op.mg) == (d["name"], d["mg"])
+                          and d["date"].startswith(op.date.rstrip("Z")[:19])), None)
+            if match is None:
+                unexplained.append(d)
+        if missing:
+            problems.append(f"node{k}: {len(missing)} acknowledged drink(s) missing, e.g. {[definite[i] for i in missing[:3]]}")
+        if wrong:
+            problems.append(f"node{k}: {len(wrong)} drink(s) differ from what was added, e.g. {wrong[:2]}")
+        if resurrected:
+            problems.append(f"node{k}: {len(resurrected)} removed drink(s) listed again, e.g. {resurrected[:3]}")
+        if unexplained:
+            problems.append(f"node{k}: {len(unexplained)} drink(s) nobody added, e.g. {unexplained[:3]}")
+        if not maybe and not pending_adds:
+            expected = sorted(definite.values(), key=lambda d: (d["date"], d["id"].lower()))
+            if [{f: d[f] for f in ("id", "name", "mg", "date")} for d in listed] != expected and not problems:
+                problems.append(f"node{k}: drinks list differs from the expected list")
+    if len({json.dumps(v, sort_keys=True) for v in lists.values()}) > 1:
+        problems.append("nodes list different drinks: " + ", ".join(f"node{k}: {len(v)}" for k, v in lists.items()))
+    return problems, lists
+
+
+def op_summary(ops):
+    """'incr: 1000 acknowledged, 0 indeterminate; add: ...' per kind."""
+    parts = []
+    for kind in ("incr", "add", "remove"):
+        mine = [op for op in ops if op.kind == kind]
+        if mine:
+            ok = sum(op.ok for op in mine)
+            rejected = sum(op.rejected for op in mine)
+            parts.append(f"{kind}: {ok} acknowledged" + (f", {rejected} rejected" if rejected else "")
+                         + f", {len(mine) - ok - rejected} indeterminate")
+    return "; ".join(parts)

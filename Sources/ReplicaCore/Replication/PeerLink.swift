@@ -15,10 +15,20 @@ public enum PeerState: String, Sendable, Codable {
 /// Owned by the replica actor.
 struct PeerLink {
     let endpoint: Endpoint
+    /// The exact strings connected (with the source address), needed to re-dial.
+    let publishAddress: String
+    let syncAddress: String
     let subscriber: ZMQSocket
     let dealer: ZMQSocket
     /// Socket-monitor events of `dealer` (handshake succeeded, disconnected).
     let dealerEvents: ZMQSocket
+    let subscriberEvents: ZMQSocket
+    /// When the SUB and the DEALER were last (re)dialled, and whether their handshake with the
+    /// peer completed since (see `Replica.redialSilentPeers`).
+    var subscriberDialed: ContinuousClock.Instant
+    var dealerDialed: ContinuousClock.Instant
+    var subscriberConnected = false
+    var dealerConnected = false
     /// Completed ZMTP handshakes of `dealer` with the peer's ROUTER (1 after the first connect).
     var dealerHandshakes = 0
     /// The DEALER lost its connection since the current sync was requested.

@@ -99,7 +99,9 @@ extension Replica {
             switch event {
             case .disconnected:
                 peers[index].dealerDisconnected = true
+                peers[index].dealerConnected = false
             case .handshakeSucceeded:
+                peers[index].dealerConnected = true
                 peers[index].dealerHandshakes += 1
                 // The first handshake delivers the start-up request already queued in the pipe.
                 guard peers[index].dealerHandshakes > 1 else { continue }
@@ -116,6 +118,55 @@ extension Replica {
         }
     }
 
+    func receiveSubscriberEvents(from index: Int) {
+        while let event = try? peers[index].subscriberEvents.receiveMonitorEvent() {
+            switch event {
+            case .handshakeSucceeded: peers[index].subscriberConnected = true
+            case .disconnected: peers[index].subscriberConnected = false
+            case .handshakeFailed, .other: continue
+            }
+        }
+    }
+
+    /// Re-dials the SUB and DEALER of peers that need it. libzmq's own reconnection is off
+    /// (see `ZMQSocket.setClusterConnectionOptions`), so this is how connections come back:
+    /// a socket whose handshake has not completed (peer not up yet, refused, partitioned) is
+    /// re-dialled every 0.5 s, and one whose peer fell silent while the connection looked up
+    /// (a partition leaves TCP connections established but dead) every second.
+    func redialPeers(now: ContinuousClock.Instant) {
+        for index in peers.indices {
+            let silent = now - (peers[index].lastHeard ?? started) >= configuration.suspectAfter
+            let peer = peers[index]
+            if (!peer.subscriberConnected && now - peer.subscriberDialed >= Self.redialUnconnectedEvery)
+                || (silent && now - peer.subscriberDialed >= Self.redialSilentEvery) {
+                do {
+                    try peers[index].subscriber.redial(peer.publishAddress)
+                } catch {
+                    logger.warning("re-dialling \(peer.endpoint) failed: \(error)")
+                }
+                peers[index].subscriberDialed = now
+                // Updates lost with the old pipe show up as a sequence gap and trigger a sync.
+                peers[index].subscriberConnected = false
+            }
+            if (!peer.dealerConnected && now - peer.dealerDialed >= Self.redialUnconnectedEvery)
+                || (silent && now - peer.dealerDialed >= Self.redialSilentEvery) {
+                do {
+                    try peers[index].dealer.redial(peer.syncAddress)
+                } catch {
+                    logger.warning("re-dialling \(peer.endpoint) failed: \(error)")
+                }
+                peers[index].dealerDialed = now
+                peers[index].dealerConnected = false
+                // The request in flight went with the old pipe; the next handshake syncs afresh.
+                peers[index].dealerDisconnected = true
+                if peers[index].sync != nil {
+                    peers[index].sync = nil
+                    peers[index].syncWanted = true
+                }
+            }
+        }
+    }
+
     func requestSync(with index: Int, reason: String) {
         peers[index].syncWanted = true
         peers[index].syncReason = reason
@@ -123,6 +174,7 @@ extension Replica {
 
     func runTimers() {
         let now = ContinuousClock.now
+        redialPeers(now: now)
         if now >= nextHeartbeat {
             publishHeartbeat()
             nextHeartbeat = now + configuration.heartbeatInterval

@@ -9,6 +9,7 @@ extension Replica {
             sockets.append(peer.subscriber)
             sockets.append(peer.dealer)
             sockets.append(peer.dealerEvents)
+            sockets.append(peer.subscriberEvents)
         }
         return sockets
     }
@@ -26,9 +27,10 @@ extension Replica {
         let base = 1 + authenticationSockets.count
         if readable[1..<base].contains(true) { serviceAuthentication() }
         for index in peers.indices {
-            if readable[base + 3 * index] { receivePublished(from: index) }
-            if readable[base + 1 + 3 * index] { receiveSyncChunks(from: index) }
-            if readable[base + 2 + 3 * index] { receiveDealerEvents(from: index) }
+            if readable[base + 4 * index] { receivePublished(from: index) }
+            if readable[base + 1 + 4 * index] { receiveSyncChunks(from: index) }
+            if readable[base + 2 + 4 * index] { receiveDealerEvents(from: index) }
+            if readable[base + 3 + 4 * index] { receiveSubscriberEvents(from: index) }
         }
         continueSyncResponses()
         flush()

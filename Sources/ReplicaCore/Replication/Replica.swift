@@ -39,6 +39,12 @@ public actor Replica: PollLoopOwner {
     /// Each connect attempt to a peer gives up after this (then retries 100 ms later, without
     /// back-off): a healed link is reconnected within about 0.6 s. Plenty for a LAN handshake.
     static let connectTimeout: Duration = .milliseconds(500)
+    /// Idle time before the kernel starts probing a silent TCP connection (then 3 probes, 1 s apart).
+    static let keepaliveIdle: Duration = .seconds(5)
+    /// A socket whose handshake has not completed is re-dialled at this interval; one whose
+    /// peer has gone silent (suspect) at `redialSilentEvery`.
+    static let redialUnconnectedEvery: Duration = .milliseconds(500)
+    static let redialSilentEvery: Duration = .seconds(1)
 
     // Timers.
     var nextHeartbeat = ContinuousClock.now
@@ -112,14 +118,14 @@ public actor Replica: PollLoopOwner {
         }
         let publisher = try context.socket(.pub)
         try publisher.setHighWaterMarks(send: 100_000, receive: 1000)
-        try publisher.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: Self.connectTimeout)
+        try publisher.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve { try publisher.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try publisher.bind(configuration.listen.publishAddress)
         let syncServer = try context.socket(.router)
         try syncServer.setRouterMandatory()
         try syncServer.setMaxMessageSize(maxMessage)
         try syncServer.setHighWaterMarks(send: 10_000, receive: 1000)
-        try syncServer.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: Self.connectTimeout)
+        try syncServer.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve { try syncServer.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try syncServer.bind(configuration.listen.syncAddress)
         if curve != nil {
@@ -135,24 +141,28 @@ public actor Replica: PollLoopOwner {
         for endpoint in configuration.peers {
             let subscriber = try context.socket(.sub)
             try subscriber.setMaxMessageSize(maxMessage)
-            try subscriber.setReconnectInterval(.milliseconds(100))
             // Bounds what a flooding peer can queue here: 10,000 messages of at most maxFrameBytes.
             try subscriber.setHighWaterMarks(send: 1000, receive: 10_000)
-            try subscriber.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: Self.connectTimeout)
+            try subscriber.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
             try subscriber.subscribe()
             try Self.secureClient(subscriber, to: endpoint, curve: curve)
-            try subscriber.connect(Endpoint.connecting(to: endpoint.publishAddress, from: configuration.listen))
+            let publishAddress = Endpoint.connecting(to: endpoint.publishAddress, from: configuration.listen)
+            let subscriberEvents = try subscriber.monitor([.handshakeSucceeded, .disconnected])
+            try subscriber.connect(publishAddress)
             let dealer = try context.socket(.dealer)
             try dealer.setMaxMessageSize(maxMessage)
-            try dealer.setReconnectInterval(.milliseconds(100))
             try dealer.setHighWaterMarks(send: 10, receive: 10_000)
-            try dealer.setLiveness(interval: .milliseconds(500), timeout: .seconds(2), connectTimeout: Self.connectTimeout)
+            try dealer.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
             try Self.secureClient(dealer, to: endpoint, curve: curve)
             // Watch the DEALER's connection: a new handshake after a lost connection (healed
             // partition, restarted or resumed peer) starts a sync at once (Replica+Peers).
             let dealerEvents = try dealer.monitor([.handshakeSucceeded, .disconnected])
-            try dealer.connect(Endpoint.connecting(to: endpoint.syncAddress, from: configuration.listen))
-            links.append(PeerLink(endpoint: endpoint, subscriber: subscriber, dealer: dealer, dealerEvents: dealerEvents, syncWanted: true))
+            let syncAddress = Endpoint.connecting(to: endpoint.syncAddress, from: configuration.listen)
+            try dealer.connect(syncAddress)
+            links.append(PeerLink(
+                endpoint: endpoint, publishAddress: publishAddress, syncAddress: syncAddress, subscriber: subscriber,
+                dealer: dealer, dealerEvents: dealerEvents, subscriberEvents: subscriberEvents,
+                subscriberDialed: .now, dealerDialed: .now, syncWanted: true))
         }
         peers = links
         if let corruption {
@@ -310,6 +320,7 @@ public actor Replica: PollLoopOwner {
             peer.subscriber.close()
             peer.dealer.close()
             peer.dealerEvents.close()
+            peer.subscriberEvents.close()
         }
         for observer in observers.values { observer.continuation.finish() }
         observers.removeAll()

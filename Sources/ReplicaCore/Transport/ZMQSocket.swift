@@ -113,21 +113,33 @@ public final class ZMQSocket: @unchecked Sendable {
         try setOption(ZMQ_RECONNECT_IVL, Int32(interval / .milliseconds(1)))
     }
 
-    /// Detects a dead TCP connection (a partition, a paused peer) without waiting for TCP's own
-    /// timeouts: ZMTP pings every `interval`, the connection is dropped after `timeout` of
-    /// silence and re-established, and each connect attempt gives up after `connectTimeout`.
+    /// Connection settings for cluster sockets, chosen around a libzmq 4.3 defect.
     ///
-    /// Reconnect attempts are not backed off (RECONNECT_IVL_MAX 0): while a partition drops
-    /// SYNs, a connecting socket tries again every `connectTimeout` + reconnect interval, so a
-    /// healed link is used again within about that time. With the old back-off to
-    /// `connectTimeout` (1 s), an attempt started only every ~2 s and reconnecting alone could
-    /// take 2 s after heal. One SYN per peer every ~0.5 s is negligible on a LAN.
-    public func setLiveness(interval: Duration, timeout: Duration, connectTimeout: Duration) throws(ZMQError) {
-        try setOption(ZMQ_HEARTBEAT_IVL, Int32(interval / .milliseconds(1)))
-        try setOption(ZMQ_HEARTBEAT_TIMEOUT, Int32(timeout / .milliseconds(1)))
-        try setOption(ZMQ_HEARTBEAT_TTL, Int32(timeout / .milliseconds(1)))
+    /// No ZMTP heartbeats and no automatic reconnection: libzmq aborts the whole process
+    /// (`Assertion failed: _input_stopped`, stream_engine_base.cpp) when a connection whose
+    /// receive pipe is full (a busy receiver at its high-water mark) is dropped and then
+    /// reconnected automatically, because a stale "pipe has room" notice reaches the new engine
+    /// (zeromq/libzmq#3937, #4767, #3596). Heartbeat timeouts make exactly that happen under
+    /// load. So the owner re-dials itself (`zmq_disconnect` + `zmq_connect` gives a fresh session
+    /// and pipe) when its own application heartbeats say a peer went silent, and TCP keepalive
+    /// lets the kernel clear connections to peers that vanished.
+    ///
+    /// Each connect attempt gives up after `connectTimeout`, so a re-dial during a partition
+    /// does not hang in SYN retries and the next one after the heal goes through at once.
+    public func setClusterConnectionOptions(connectTimeout: Duration, keepaliveIdle: Duration) throws(ZMQError) {
+        try setOption(ZMQ_HEARTBEAT_IVL, 0)
+        try setOption(ZMQ_RECONNECT_IVL, -1)
         try setOption(ZMQ_CONNECT_TIMEOUT, Int32(connectTimeout / .milliseconds(1)))
-        try setOption(ZMQ_RECONNECT_IVL_MAX, 0)
+        try setOption(ZMQ_TCP_KEEPALIVE, 1)
+        try setOption(ZMQ_TCP_KEEPALIVE_IDLE, Int32(max(1, keepaliveIdle / .seconds(1))))
+        try setOption(ZMQ_TCP_KEEPALIVE_INTVL, 1)
+        try setOption(ZMQ_TCP_KEEPALIVE_CNT, 3)
+    }
+
+    /// Drops the connection to `endpoint` (if any) and dials it again with a fresh pipe.
+    public func redial(_ endpoint: String) throws(ZMQError) {
+        try? disconnect(endpoint)
+        try connect(endpoint)
     }
 
     /// Connection events a socket monitor reports (the ones Replica uses; others are `.other`).
