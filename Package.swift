@@ -28,6 +28,7 @@ let package = Package(
             dependencies: [
                 "CZMQ",
                 .product(name: "GRDB", package: "GRDB.swift"),
+                .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),

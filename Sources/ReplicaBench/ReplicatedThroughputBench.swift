@@ -26,6 +26,12 @@ enum ReplicatedThroughputBench {
         }
         try await waitFor("B to apply \(saves) saves") { await pair.b.counterSnapshot().updatesApplied >= saves }
         let elapsed = ContinuousClock.now - start
+        if ProcessInfo.processInfo.environment["REPLICA_BENCH_VERBOSE"] != nil {
+            let status = await pair.b.status()
+            FileHandle.standardError.write(Data("B: \(status.counters) peers: \(status.peers)\n".utf8))
+            let statusA = await pair.a.status()
+            FileHandle.standardError.write(Data("A: \(statusA.counters)\n".utf8))
+        }
         await pair.close()
         return BenchReport.Throughput(messages: saves, seconds: elapsed / .seconds(1))
     }

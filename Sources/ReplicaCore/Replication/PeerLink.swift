@@ -48,6 +48,8 @@ struct PeerLink {
     var lastEntryCount: UInt64 = 0
     /// Consecutive heartbeats whose root differed from ours.
     var digestMismatches = 0
+    /// Our digest root when this peer's previous heartbeat arrived (see `receive(_: Heartbeat)`).
+    var ourRootAtLastHeartbeat: UInt64?
     var sequenceGaps = 0
     var syncsCompleted = 0
     var sync: SyncInFlight?

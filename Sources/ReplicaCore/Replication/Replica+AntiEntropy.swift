@@ -21,7 +21,7 @@ extension Replica {
     static let maxConcurrentReplies = 16
 
     /// Buckets read from the store per loop turn for one reply.
-    static let bucketsPerTurn = 64
+    static let bucketsPerTurn = 16
 
     func startSync(with index: Int) {
         let requestID = nextRequestID
@@ -154,7 +154,9 @@ extension Replica {
     // MARK: Requesting
 
     func receiveSyncChunks(from index: Int) {
-        for _ in 0..<256 {
+        // A bounded intake per loop turn (at most 8 chunks, about 8,000 entries), so one commit
+        // stays short and heartbeats, local writes and other peers are served in between.
+        for _ in 0..<8 {
             let message: ReceivedMessage?
             do {
                 message = try peers[index].dealer.receive(maxFrames: 1)

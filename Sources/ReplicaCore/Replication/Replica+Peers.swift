@@ -41,17 +41,23 @@ extension Replica {
         }
         peer.lastSequence = heartbeat.sequence
         peer.lastEntryCount = heartbeat.entryCount
-        peer.lastDigestRoot = heartbeat.digestRoot
-        if heartbeat.digestRoot == store.digest.root {
+        // Digests differ all the time while writes are in flight. Divergence is a difference
+        // that holds while neither side changes: our root and the peer's root both stayed put
+        // for a whole heartbeat interval and are still not equal. (Losses during writes are
+        // found by sequence numbers instead.)
+        let ourRoot = store.digest.root
+        let bothQuiet = peer.lastDigestRoot == heartbeat.digestRoot && peer.ourRootAtLastHeartbeat == ourRoot
+        if heartbeat.digestRoot == ourRoot {
             peer.digestMismatches = 0
-        } else {
+        } else if bothQuiet {
             peer.digestMismatches += 1
-            // One mismatch is normal while writes are in flight; a second one is not.
-            if peer.digestMismatches >= 2 && peer.sync == nil {
+            if peer.sync == nil {
                 peer.syncWanted = true
-                peer.syncReason = "digest differs for \(peer.digestMismatches) heartbeats"
+                peer.syncReason = "digests differ while both are quiet"
             }
         }
+        peer.lastDigestRoot = heartbeat.digestRoot
+        peer.ourRootAtLastHeartbeat = ourRoot
         do {
             try clock.receive(heartbeat.timestamp)
         } catch {

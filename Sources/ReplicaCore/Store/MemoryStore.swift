@@ -38,9 +38,8 @@ public final class MemoryStore: ReplicaStore {
     }
 
     public func entries(inBuckets buckets: [Int]) -> [Entry] {
-        let wanted = Set(buckets)
-        return entries.values.filter { wanted.contains(StoreDigest.bucket(of: $0.key)) }
-            .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
+        let keys = index.keys(inBuckets: buckets)
+        return table.entries.withLock { entries in keys.compactMap { entries[$0] } }
     }
 
     public func entries(prefix: String) -> [Entry] { table.entries(prefix: prefix) }

@@ -7,6 +7,8 @@ struct StoreIndex {
         var version: Version
         var hash: UInt64
         var isTombstone: Bool
+        /// The key's digest bucket, computed once.
+        var bucket: UInt16
     }
 
     private(set) var slots: [String: Slot] = [:]
@@ -20,16 +22,26 @@ struct StoreIndex {
 
     mutating func record(_ entry: Entry) {
         let hash = StoreDigest.hash(of: entry)
-        let old = slots.updateValue(Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone), forKey: entry.key)
-        digest.replace(oldHash: old?.hash, newHash: hash, bucket: StoreDigest.bucket(of: entry.key))
+        let bucket = StoreDigest.bucket(of: entry.key)
+        let old = slots.updateValue(
+            Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone, bucket: UInt16(bucket)), forKey: entry.key)
+        digest.replace(oldHash: old?.hash, newHash: hash, bucket: bucket)
         highestTimestamp = max(highestTimestamp, entry.version.timestamp)
         liveCount += (entry.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
     }
 
     mutating func remove(_ key: String) {
         guard let old = slots.removeValue(forKey: key) else { return }
-        digest.replace(oldHash: old.hash, newHash: 0, bucket: StoreDigest.bucket(of: key))
+        digest.replace(oldHash: old.hash, newHash: 0, bucket: Int(old.bucket))
         if !old.isTombstone { liveCount -= 1 }
+    }
+
+    /// Every key (tombstones included) whose bucket is in `buckets`, in byte order.
+    func keys(inBuckets buckets: [Int]) -> [String] {
+        var wanted = [Bool](repeating: false, count: StoreDigest.bucketCount)
+        for bucket in buckets where wanted.indices.contains(bucket) { wanted[bucket] = true }
+        return slots.compactMap { wanted[Int($0.value.bucket)] ? $0.key : nil }
+            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Keys of tombstones stamped before `cutoff`.
