@@ -23,6 +23,8 @@ seeds = {
     "update-tombstone": header(1, "node1") + struct.pack(">Q", 43) + entry(hlc, "node1", "gone", None),
     "heartbeat": header(2, "node2") + uuid.UUID(int=7).bytes + struct.pack(">QQQQ", 9, hlc, 0xDEADBEEF, 12),
     "sync-request": header(3, "node3") + struct.pack(">QH", 7, 1024) + b"".join(struct.pack(">Q", i * 31) for i in range(1024)),
+    "repair-request": header(5, "node2") + struct.pack(">QQQ", 9, 100, 4195),
+    "sync-chunk-unavailable": header(4, "node1") + struct.pack(">QIBH", 8, 0, 3, 0),
     "sync-chunk": header(4, "node1") + struct.pack(">QIBH", 7, 2, 1, 2) + entry(hlc, "node1", "a", b"\x01\x02") + entry(hlc, "node2", "b", None),
 }
 for name, body in seeds.items():

@@ -9,15 +9,10 @@ struct BenchPair {
     let b: Replica
     let directory: URL
 
-    private static let nextPort = Mutex(UInt16(30_000 + Int(getpid() % 500) * 40))
+    private static let loopback = LoopbackPorts(range: 30_000..<32_700)
 
     /// Two fresh loopback port pairs (each node uses PORT and PORT + 1).
-    static func ports() -> (UInt16, UInt16) {
-        nextPort.withLock { port in
-            defer { port += 4 }
-            return (port, port + 2)
-        }
-    }
+    static func ports() -> (UInt16, UInt16) { (loopback.pair(), loopback.pair()) }
 
     /// Starts A and, unless `startB` is false, B; waits until each sees the other alive.
     static func make(storage: String, curve: Bool = false, startB: Bool = true) async throws -> (BenchPair?, Replica, () async throws -> Replica) {
@@ -35,7 +30,7 @@ struct BenchPair {
             return configuration
         }
         var logger = Logger(label: "replica-bench")
-        logger.logLevel = .warning
+        logger.logLevel = ProcessInfo.processInfo.environment["REPLICA_BENCH_VERBOSE"] == nil ? .warning : .info
         let a = try Replica(configuration("a", endpointA, endpointB, keysA, keysB), logger: logger)
         let makeB = {
             let b = try Replica(configuration("b", endpointB, endpointA, keysB, keysA), logger: logger)

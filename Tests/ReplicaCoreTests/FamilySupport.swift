@@ -9,7 +9,7 @@ struct ReplicaLayout {
     /// `links[i]` lists the indices node i connects to (give both directions for a two-way link).
     init(count: Int, links: [[Int]]? = nil, storage: (Int) -> ReplicaConfiguration.Storage = { _ in .memory },
          configure: (inout ReplicaConfiguration) -> Void = { _ in }) {
-        let ports = (0..<count).map { _ in LoopbackPorts.pair() }
+        let ports = (0..<count).map { _ in testPorts.pair() }
         configurations = (0..<count).map { index in
             let peers = links?[index] ?? ports.indices.filter { $0 != index }
             var configuration = ReplicaConfiguration(

@@ -2,15 +2,12 @@ import Foundation
 import Synchronization
 @testable import ReplicaCore
 
-/// Loopback port pairs for in-process replicas, distinct within this test process.
-enum LoopbackPorts {
-    private static let next = Mutex<UInt16>(UInt16(40_000 + (ProcessInfo.processInfo.processIdentifier % 200) * 100))
-    static func pair() -> UInt16 { next.withLock { port in defer { port += 2 }; return port } }
-}
+/// Loopback port pairs for in-process replicas (see `LoopbackPorts`).
+let testPorts = LoopbackPorts(range: 10_000..<20_000)
 
 /// Two or more `Replica` actors in this process, peered over real ZeroMQ sockets on loopback.
 func makeReplicas(_ count: Int, storage: (Int) -> ReplicaConfiguration.Storage = { _ in .memory }) throws -> [Replica] {
-    let ports = (0..<count).map { _ in LoopbackPorts.pair() }
+    let ports = (0..<count).map { _ in testPorts.pair() }
     return try (0..<count).map { index in
         var configuration = ReplicaConfiguration(
             node: NodeID(rawValue: "r\(index + 1)")!,

@@ -16,6 +16,8 @@ import Testing
             Entry(key: "a", version: version, payload: [1, 2, 3]),
             Entry(key: "ü-ключ", version: Version(timestamp: version.timestamp, node: "node2"), payload: nil),
         ])),
+        .syncChunk(SyncChunk(origin: "node1", requestID: 8, index: 0, isLast: true, isUnavailable: true, entries: [])),
+        .repairRequest(RepairRequest(origin: "node2", requestID: 9, first: 100, last: 4195)),
     ]
 
     @Test(arguments: samples) func roundTrips(_ message: WireMessage) throws {

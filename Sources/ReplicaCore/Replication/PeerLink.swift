@@ -51,6 +51,17 @@ struct PeerLink {
     /// Our digest root when this peer's previous heartbeat arrived (see `receive(_: Heartbeat)`).
     var ourRootAtLastHeartbeat: UInt64?
     var sequenceGaps = 0
+    /// This peer's update sequences known to be lost, oldest first: repaired one request at a
+    /// time from the peer's retransmit buffer (a full sync if they are no longer there).
+    var missing: [ClosedRange<UInt64>] = []
+    var repair: RepairInFlight?
+    var repairsCompleted = 0
+
+    struct RepairInFlight {
+        var requestID: UInt64
+        var range: ClosedRange<UInt64>
+        var lastProgress: ContinuousClock.Instant
+    }
     var syncsCompleted = 0
     var sync: SyncInFlight?
     var syncWanted = false

@@ -36,11 +36,56 @@ extension Replica {
         let now = ContinuousClock.now
         let reason = peers[index].syncReason
         peers[index].sync = PeerLink.SyncInFlight(requestID: requestID, reason: reason, started: now, lastProgress: now)
+        // A full pass brings everything the peer has now, lost updates included.
+        peers[index].missing.removeAll()
+        peers[index].repair = nil
         peers[index].syncWanted = false
         peers[index].dealerDisconnected = false
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == Self.periodicReason ? .debug : .info,
                    "sync with \(peers[index].node.map(\.rawValue) ?? peers[index].endpoint.description) started (\(reason))")
+    }
+
+    /// Most updates asked for in one repair request.
+    static let maxRepair: UInt64 = 4096
+
+    /// Asks the peer to resend the oldest range of updates we lost.
+    func startRepair(with index: Int) {
+        guard let first = peers[index].missing.first else { return }
+        let range = first.lowerBound...min(first.upperBound, first.lowerBound + Self.maxRepair - 1)
+        let requestID = nextRequestID
+        nextRequestID += 1
+        let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
+        do {
+            guard try peers[index].dealer.send([codec.encode(.repairRequest(request))]) else { return }
+        } catch {
+            logger.warning("repair request to \(peers[index].endpoint) failed: \(error)")
+            return
+        }
+        if range.upperBound == first.upperBound {
+            peers[index].missing.removeFirst()
+        } else {
+            peers[index].missing[0] = range.upperBound + 1...first.upperBound
+        }
+        peers[index].repair = PeerLink.RepairInFlight(requestID: requestID, range: range, lastProgress: .now)
+        logger.debug("repair requested", metadata: ["peer": "\(peers[index].endpoint)", "range": "\(range)"])
+    }
+
+    /// Resends published updates from the retransmit buffer, or says they are gone.
+    private func serveRepair(_ request: RepairRequest, to identity: [UInt8], on socket: ZMQSocket) throws {
+        guard request.last - request.first < Self.maxRepair, let entries = retransmit.entries(request.first...request.last) else {
+            let gone = SyncChunk(origin: self.identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
+            try socket.send([identity, codec.encode(.syncChunk(gone))])
+            return
+        }
+        let chunks = split(entries)
+        for (position, chunk) in chunks.enumerated() {
+            let message = SyncChunk(
+                origin: self.identity.node, requestID: request.requestID, index: UInt32(position),
+                isLast: position == chunks.count - 1, entries: chunk)
+            guard try socket.send([identity, codec.encode(.syncChunk(message))]) else { return }
+        }
+        counters.repairsServed += 1
     }
 
     // MARK: Serving
@@ -60,7 +105,12 @@ extension Replica {
                 guard message.frames.count == 2, !message.truncated else {
                     throw WireError.wrongFrameCount(message.frames.count)
                 }
-                guard case .syncRequest(let request) = try codec.decode(message.frames[1]) else {
+                let decoded = try codec.decode(message.frames[1])
+                if case .repairRequest(let repair) = decoded {
+                    try serveRepair(repair, to: message.frames[0], on: syncServer)
+                    continue
+                }
+                guard case .syncRequest(let request) = decoded else {
                     throw WireError.unknownKind(message.frames[1].count > 2 ? message.frames[1][2] : 0)
                 }
                 var differing = store.digest.differingBuckets(from: request.buckets)
@@ -133,7 +183,7 @@ extension Replica {
     }
 
     /// Cuts entries into chunks that respect the entry-count and byte limits.
-    private func split(_ entries: [Entry]) -> [[Entry]] {
+    func split(_ entries: [Entry]) -> [[Entry]] {
         var chunks: [[Entry]] = []
         var current: [Entry] = []
         var bytes = 0
@@ -152,6 +202,23 @@ extension Replica {
     }
 
     // MARK: Requesting
+
+    private func applyRepair(_ chunk: SyncChunk, from index: Int) {
+        if chunk.isUnavailable {
+            logger.info("\(chunk.origin) no longer holds the updates we lost; syncing instead")
+            peers[index].repair = nil
+            peers[index].missing.removeAll()
+            requestSync(with: index, reason: "lost updates no longer buffered")
+            return
+        }
+        for entry in chunk.entries { accept(entry, from: chunk.origin) }
+        counters.repairedUpdates += chunk.entries.count
+        peers[index].repair?.lastProgress = .now
+        if chunk.isLast {
+            peers[index].repair = nil
+            peers[index].repairsCompleted += 1
+        }
+    }
 
     func receiveSyncChunks(from index: Int) {
         // A bounded intake per loop turn (at most 8 chunks, about 8,000 entries), so one commit
@@ -181,6 +248,10 @@ extension Replica {
 
     private func apply(_ chunk: SyncChunk, bytes: Int, from index: Int) {
         heard(from: index, node: chunk.origin)
+        if let repair = peers[index].repair, repair.requestID == chunk.requestID {
+            applyRepair(chunk, from: index)
+            return
+        }
         guard var sync = peers[index].sync, sync.requestID == chunk.requestID else {
             return  // a reply to a request we abandoned
         }

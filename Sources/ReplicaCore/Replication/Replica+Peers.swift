@@ -31,9 +31,9 @@ extension Replica {
             if heartbeat.sequence > last {
                 // Every update up to this sequence was sent before the heartbeat on one ordered
                 // stream, so these were dropped (high-water mark, reconnect).
-                peer.sequenceGaps += 1
-                peer.syncWanted = true
-                peer.syncReason = "missed updates \(last + 1)...\(heartbeat.sequence)"
+                peers[index] = peer
+                noteMissing(last + 1...heartbeat.sequence, of: index)
+                peer = peers[index]
             } else if heartbeat.sequence < last {
                 peer.syncWanted = true  // the peer restarted: its sequence began again
                 peer.syncReason = "peer restarted"
@@ -173,6 +173,16 @@ extension Replica {
         }
     }
 
+    /// Records lost updates of a peer; `runTimers` asks the peer to resend them.
+    func noteMissing(_ range: ClosedRange<UInt64>, of index: Int) {
+        peers[index].sequenceGaps += 1
+        if let last = peers[index].missing.last, last.upperBound + 1 >= range.lowerBound {
+            peers[index].missing[peers[index].missing.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+        } else {
+            peers[index].missing.append(range)
+        }
+    }
+
     func requestSync(with index: Int, reason: String) {
         peers[index].syncWanted = true
         peers[index].syncReason = reason
@@ -211,6 +221,15 @@ extension Replica {
             }
             if peers[index].syncWanted && peers[index].sync == nil && peers[index].state != .down {
                 startSync(with: index)
+            }
+            if let repair = peers[index].repair, now - repair.lastProgress >= configuration.syncTimeout {
+                logger.warning("repair from \(peers[index].endpoint) timed out; syncing instead")
+                peers[index].repair = nil
+                peers[index].missing.removeAll()
+                requestSync(with: index, reason: "repair timed out")
+            }
+            if peers[index].repair == nil && peers[index].sync == nil && !peers[index].missing.isEmpty && peers[index].state != .down {
+                startRepair(with: index)
             }
         }
     }

@@ -53,7 +53,7 @@ extension Replica {
                 switch try codec.decodePublished(message.frames) {
                 case .update(let update): receive(update, from: index)
                 case .heartbeat(let heartbeat): receive(heartbeat, from: index)
-                case .syncRequest, .syncChunk: throw WireError.unknownKind(0)
+                case .syncRequest, .syncChunk, .repairRequest: throw WireError.unknownKind(0)
                 }
             } catch {
                 dropMalformed(error, from: peers[index].endpoint.description)
@@ -69,8 +69,11 @@ extension Replica {
     private func receive(_ update: Update, from index: Int) {
         heard(from: index, node: update.origin)
         if let last = peers[index].lastSequence, update.sequence != last &+ 1 {
-            peers[index].sequenceGaps += 1
-            requestSync(with: index, reason: "sequence gap (expected \(last &+ 1), got \(update.sequence))")
+            if update.sequence > last {
+                noteMissing(last + 1...update.sequence - 1, of: index)
+            } else {
+                requestSync(with: index, reason: "peer restarted (sequence \(update.sequence) after \(last))")
+            }
         }
         peers[index].lastSequence = update.sequence
         accept(update.entry, from: update.origin)
@@ -126,10 +129,19 @@ extension Replica {
             saveErrors.removeAll()
         }
 
+        // Which peer each remote winner came through, for observers only (a dictionary of keys
+        // costs a hash per entry on the hot path, so none is built when nobody observes).
         var remoteOrigin: [String: NodeID] = [:]
-        for item in remote { remoteOrigin[item.entry.key] = item.from }
+        if !observers.isEmpty {
+            remoteOrigin.reserveCapacity(remote.count)
+            for item in remote { remoteOrigin[item.entry.key] = item.from }
+        }
         // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
-        let localStamps = Set(local.flatMap { $0.entries.map(\.version.timestamp) })
+        var localStamps = Set<HybridTimestamp>()
+        if !local.isEmpty {
+            localStamps.reserveCapacity(local.reduce(0) { $0 + $1.entries.count })
+            for write in local { for entry in write.entries { localStamps.insert(entry.version.timestamp) } }
+        }
         if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
         for entry in winners {
             let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
@@ -138,7 +150,9 @@ extension Replica {
             } else {
                 counters.updatesApplied += 1
             }
-            notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
+            if !observers.isEmpty {
+                notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
+            }
         }
         for write in local { write.continuation.resume(returning: write.entries) }
     }
@@ -146,6 +160,7 @@ extension Replica {
     private func publish(_ entry: Entry) {
         guard let publisher else { return }
         sequence &+= 1
+        retransmit.record(entry, sequence: sequence)
         let frames = codec.publishFrames(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))
         do {
             try publisher.send(frames)

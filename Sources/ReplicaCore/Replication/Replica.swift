@@ -30,6 +30,7 @@ public actor Replica: PollLoopOwner {
 
     // Outgoing state.
     var sequence: UInt64 = 0
+    var retransmit: RetransmitBuffer
     var nextRequestID: UInt64 = 1
     var pendingWrites: [PendingWrite] = []
     var inbound: [(entry: Entry, from: NodeID)] = []
@@ -102,6 +103,7 @@ public actor Replica: PollLoopOwner {
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp)
         nextPeriodicSync = .now + configuration.periodicSyncInterval
+        retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)
         nextTombstoneSweep = .now
 
         context = try ZMQContext()
@@ -117,7 +119,9 @@ public actor Replica: PollLoopOwner {
             self.authenticator = authenticator
         }
         let publisher = try context.socket(.pub)
-        try publisher.setHighWaterMarks(send: 100_000, receive: 1000)
+        // Queued per subscriber before PUB drops: kept well inside the retransmit window, so a
+        // receiver that falls behind finds what it lost still there to repair.
+        try publisher.setHighWaterMarks(send: 20_000, receive: 1000)
         try publisher.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve { try publisher.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try publisher.bind(configuration.listen.publishAddress)

@@ -24,6 +24,10 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var syncEntriesApplied = 0
         public var syncBytesReceived = 0
         public var syncRequestsServed = 0
+        /// Lost updates received again from their publisher's retransmit buffer, and repair
+        /// requests this node answered.
+        public var repairedUpdates = 0
+        public var repairsServed = 0
         /// Tombstones deleted after `tombstoneRetention`, and expired ones received and ignored.
         public var tombstonesCollected = 0
         public var expiredTombstonesDropped = 0

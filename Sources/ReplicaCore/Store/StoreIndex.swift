@@ -53,6 +53,7 @@ struct StoreIndex {
     /// one per key, in first-seen order. `stored` reads the current entry for a version tie.
     func winners(of batch: [Entry], stored: (String) throws -> Entry?) rethrows -> [Entry] {
         var best: [String: Int] = [:]
+        best.reserveCapacity(batch.count)
         var result: [Entry] = []
         result.reserveCapacity(batch.count)
         for entry in batch {

@@ -35,7 +35,7 @@ public struct WireCodec: Sendable {
             }
         case .heartbeat:
             guard frames[0] == [Self.heartbeatTopic] else { throw .topicMismatch }
-        case .syncRequest, .syncChunk:
+        case .syncRequest, .syncChunk, .repairRequest:
             throw .unknownKind(message.kind.rawValue)  // sync messages never travel on PUB/SUB
         }
         return message
@@ -66,9 +66,13 @@ public struct WireCodec: Sendable {
         case .syncChunk(let chunk):
             writer.write(chunk.requestID)
             writer.write(chunk.index)
-            writer.write(UInt8(chunk.isLast ? 1 : 0))
+            writer.write(UInt8((chunk.isLast ? 1 : 0) | (chunk.isUnavailable ? 2 : 0)))
             writer.write(UInt16(chunk.entries.count))
             for entry in chunk.entries { writeEntry(entry, to: &writer) }
+        case .repairRequest(let request):
+            writer.write(request.requestID)
+            writer.write(request.first)
+            writer.write(request.last)
         }
         return writer.bytes
     }
@@ -111,8 +115,8 @@ public struct WireCodec: Sendable {
         case .syncChunk:
             let requestID = try reader.readUInt64()
             let index = try reader.readUInt32()
-            let last = try reader.readByte()
-            guard last <= 1 else { throw .invalidField("chunk flags") }
+            let flags = try reader.readByte()
+            guard flags <= 3 else { throw .invalidField("chunk flags") }
             let count = Int(try reader.readUInt16())
             guard count <= limits.maxEntriesPerChunk else {
                 throw .tooLarge(field: "chunk entry count", size: count, limit: limits.maxEntriesPerChunk)
@@ -120,7 +124,15 @@ public struct WireCodec: Sendable {
             var entries: [Entry] = []
             entries.reserveCapacity(count)
             for _ in 0..<count { entries.append(try readEntry(&reader)) }
-            message = .syncChunk(SyncChunk(origin: origin, requestID: requestID, index: index, isLast: last == 1, entries: entries))
+            message = .syncChunk(SyncChunk(
+                origin: origin, requestID: requestID, index: index, isLast: flags & 1 != 0, isUnavailable: flags & 2 != 0,
+                entries: entries))
+        case .repairRequest:
+            let requestID = try reader.readUInt64()
+            let first = try reader.readUInt64()
+            let last = try reader.readUInt64()
+            guard first <= last else { throw .invalidField("repair range") }
+            message = .repairRequest(RepairRequest(origin: origin, requestID: requestID, first: first, last: last))
         }
         try reader.expectEnd()
         return message

@@ -8,11 +8,13 @@ public enum WireMessage: Equatable, Sendable {
     case heartbeat(Heartbeat)
     /// A DEALER asks a peer's ROUTER for the entries of the buckets where digests differ.
     case syncRequest(SyncRequest)
-    /// One bounded piece of a sync reply, ROUTER to DEALER.
+    /// One bounded piece of a sync or repair reply, ROUTER to DEALER.
     case syncChunk(SyncChunk)
+    /// A DEALER asks a peer's ROUTER to resend the updates it published with these sequences.
+    case repairRequest(RepairRequest)
 
     public enum Kind: UInt8, Sendable {
-        case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4
+        case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4, repairRequest = 5
     }
 
     public var kind: Kind {
@@ -21,6 +23,7 @@ public enum WireMessage: Equatable, Sendable {
         case .heartbeat: .heartbeat
         case .syncRequest: .syncRequest
         case .syncChunk: .syncChunk
+        case .repairRequest: .repairRequest
         }
     }
 
@@ -30,6 +33,7 @@ public enum WireMessage: Equatable, Sendable {
         case .heartbeat(let m): m.origin
         case .syncRequest(let m): m.origin
         case .syncChunk(let m): m.origin
+        case .repairRequest(let m): m.origin
         }
     }
 }
@@ -85,13 +89,32 @@ public struct SyncChunk: Equatable, Sendable {
     public var requestID: UInt64
     public var index: UInt32
     public var isLast: Bool
+    /// A repair the responder cannot serve (the updates left its retransmit buffer): the
+    /// requester falls back to a full sync.
+    public var isUnavailable: Bool
     public var entries: [Entry]
 
-    public init(origin: NodeID, requestID: UInt64, index: UInt32, isLast: Bool, entries: [Entry]) {
+    public init(origin: NodeID, requestID: UInt64, index: UInt32, isLast: Bool, isUnavailable: Bool = false, entries: [Entry]) {
         self.origin = origin
         self.requestID = requestID
         self.index = index
         self.isLast = isLast
+        self.isUnavailable = isUnavailable
         self.entries = entries
+    }
+}
+
+public struct RepairRequest: Equatable, Sendable {
+    public var origin: NodeID
+    public var requestID: UInt64
+    /// The first and last missing update sequence numbers of the responder.
+    public var first: UInt64
+    public var last: UInt64
+
+    public init(origin: NodeID, requestID: UInt64, first: UInt64, last: UInt64) {
+        self.origin = origin
+        self.requestID = requestID
+        self.first = first
+        self.last = last
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import ReplicaCore
 import Synchronization
 
 /// The `replica-node` binary built beside the test bundle (or $REPLICA_NODE_BINARY).
@@ -13,14 +14,8 @@ let replicaNodeBinary: URL = {
     return URL(fileURLWithPath: ".build/debug/replica-node")
 }()
 
-/// Hands out loopback port pairs (PUB on even, ROUTER on the next) distinct across the tests of
-/// this process, in a range chosen by process id so concurrent test runs rarely collide.
-enum TestPorts {
-    private static let next = Mutex<UInt16>(UInt16(20_000 + (ProcessInfo.processInfo.processIdentifier % 300) * 100))
-    static func pair() -> UInt16 {
-        next.withLock { port in defer { port += 2 }; return port }
-    }
-}
+/// Loopback port pairs for the processes these tests start (see `LoopbackPorts`).
+let TestPorts = LoopbackPorts(range: 20_000..<30_000)
 
 /// What a finished CLI invocation printed and returned.
 struct CommandResult: CustomStringConvertible {
