@@ -18,6 +18,7 @@ public final class SQLiteStore: ReplicaStore {
     /// Set when the file found at start-up could not be opened and was moved aside.
     public let recoveredFromCorruption: CorruptFileMovedAside?
     private let database: DatabaseQueue
+    private let checkpointer: WALCheckpointer
     private var index = StoreIndex()
 
     /// A database file that could not be opened, kept under a new name instead of deleted.
@@ -54,6 +55,7 @@ public final class SQLiteStore: ReplicaStore {
             database = try Self.open(url, synchronous: synchronous)
         }
         self.database = database
+        checkpointer = try WALCheckpointer(path: url.path)
         recoveredFromCorruption = moved
         identity = try database.write { db in try Self.identity(in: db, node: node) }
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
@@ -63,17 +65,19 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
+    deinit { checkpointer.stop() }
+
     private static func open(_ url: URL, synchronous: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-            // A page cache and a memory map large enough for a few hundred thousand entries,
-            // and checkpoints every 32 MB of WAL rather than every 4 MB: most writes then touch
-            // pages already in memory, and checkpoint fsyncs are rare.
+            // A page cache and a memory map large enough for a few hundred thousand entries, so
+            // most writes touch pages already in memory.
             try db.execute(sql: "PRAGMA cache_size = -65536")
             try db.execute(sql: "PRAGMA mmap_size = 268435456")
-            try db.execute(sql: "PRAGMA wal_autocheckpoint = 8192")
+            // Checkpoints run on their own thread (WALCheckpointer), never inside a commit.
+            try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
         let queue = try DatabaseQueue(path: url.path, configuration: configuration)
         try migrator.migrate(queue)
