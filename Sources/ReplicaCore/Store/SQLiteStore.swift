@@ -69,6 +69,9 @@ public final class SQLiteStore: ReplicaStore {
 
     private static func open(_ url: URL, synchronous: String) throws -> DatabaseQueue {
         var configuration = Configuration()
+        // Other connections (the checkpointer, readers, a store being closed) hold locks for
+        // moments: wait for them instead of failing.
+        configuration.busyMode = .timeout(2)
         configuration.prepareDatabase { db in
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
@@ -267,6 +270,7 @@ public final class SQLiteStore: ReplicaStore {
     public func makeReader() throws -> any StoreReader {
         var configuration = Configuration()
         configuration.readonly = true
+        configuration.busyMode = .timeout(2)
         return Reader(database: try DatabaseQueue(path: url.path, configuration: configuration))
     }
 

@@ -16,7 +16,9 @@ final class WALCheckpointer: Sendable {
     private let stopped = StopFlag()
 
     init(path: String, every interval: Duration = .milliseconds(500)) throws {
-        let connection = try DatabaseQueue(path: path)
+        var configuration = Configuration()
+        configuration.busyMode = .timeout(1)
+        let connection = try DatabaseQueue(path: path, configuration: configuration)
         let stopped = self.stopped
         let thread = Thread {
             while !stopped.value.withLock({ $0 }) {
