@@ -11,7 +11,8 @@ extension Replica {
         var identity: [UInt8]
         var requester: NodeID
         var requestID: UInt64
-        var remainingBuckets: ArraySlice<Int>
+        /// The keys of the differing buckets not sent yet, found once when the request came.
+        var remainingKeys: ArraySlice<String>
         var nextChunk: UInt32 = 0
         var entriesSent = 0
     }
@@ -20,8 +21,8 @@ extension Replica {
 
     static let maxConcurrentReplies = 16
 
-    /// Buckets read from the store per loop turn for one reply.
-    static let bucketsPerTurn = 16
+    /// Entries read from the store and sent per loop turn for one reply.
+    static let keysPerTurn = 2048
 
     func startSync(with index: Int) {
         let requestID = nextRequestID
@@ -129,7 +130,7 @@ extension Replica {
                 }
                 syncResponses.append(SyncResponse(
                     identity: message.frames[0], requester: request.origin, requestID: request.requestID,
-                    remainingBuckets: differing[...]))
+                    remainingKeys: store.keys(inBuckets: differing)[...]))
                 counters.syncRequestsServed += 1
             } catch {
                 dropMalformed(error, from: "sync client")
@@ -143,17 +144,17 @@ extension Replica {
         var finished: [Int] = []
         for index in syncResponses.indices {
             var response = syncResponses[index]
-            let buckets = Array(response.remainingBuckets.prefix(Self.bucketsPerTurn))
-            response.remainingBuckets = response.remainingBuckets.dropFirst(buckets.count)
+            let keys = Array(response.remainingKeys.prefix(Self.keysPerTurn))
+            response.remainingKeys = response.remainingKeys.dropFirst(keys.count)
             let entries: [Entry]
             do {
-                entries = try store.entries(inBuckets: buckets)
+                entries = try store.entries(forKeys: keys)
             } catch {
                 logger.error("sync read failed: \(error)")
                 finished.append(index)
                 continue
             }
-            let isDone = response.remainingBuckets.isEmpty
+            let isDone = response.remainingKeys.isEmpty
             var chunks = split(entries)
             if chunks.isEmpty && isDone { chunks = [[]] }
             do {

@@ -39,12 +39,12 @@ public actor Replica: PollLoopOwner {
 
     /// Each connect attempt to a peer gives up after this (then retries 100 ms later, without
     /// back-off): a healed link is reconnected within about 0.6 s. Plenty for a LAN handshake.
-    static let connectTimeout: Duration = .milliseconds(500)
+    static let connectTimeout: Duration = .milliseconds(250)
     /// Idle time before the kernel starts probing a silent TCP connection (then 3 probes, 1 s apart).
     static let keepaliveIdle: Duration = .seconds(5)
     /// A socket whose handshake has not completed is re-dialled at this interval; one whose
     /// peer has gone silent (suspect) at `redialSilentEvery`.
-    static let redialUnconnectedEvery: Duration = .milliseconds(500)
+    static let redialUnconnectedEvery: Duration = .milliseconds(300)
     static let redialSilentEvery: Duration = .seconds(1)
 
     // Timers.

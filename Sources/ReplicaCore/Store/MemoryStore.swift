@@ -38,8 +38,13 @@ public final class MemoryStore: ReplicaStore {
     }
 
     public func entries(inBuckets buckets: [Int]) -> [Entry] {
-        let keys = index.keys(inBuckets: buckets)
-        return table.entries.withLock { entries in keys.compactMap { entries[$0] } }
+        entries(forKeys: index.keys(inBuckets: buckets))
+    }
+
+    public func keys(inBuckets buckets: [Int]) -> [String] { index.keys(inBuckets: buckets) }
+
+    public func entries(forKeys keys: [String]) -> [Entry] {
+        table.entries.withLock { entries in keys.compactMap { entries[$0] } }
     }
 
     public func entries(prefix: String) -> [Entry] { table.entries(prefix: prefix) }

@@ -27,6 +27,10 @@ public protocol ReplicaStore: AnyObject {
     func keys(prefix: String) throws -> [String]
     /// All entries (tombstones included) whose key falls in one of `buckets`, in key order.
     func entries(inBuckets buckets: [Int]) throws -> [Entry]
+    /// Every key (tombstones included) whose key falls in one of `buckets`, in byte order.
+    func keys(inBuckets buckets: [Int]) -> [String]
+    /// The entries of `keys` that exist, in the order given.
+    func entries(forKeys keys: [String]) throws -> [Entry]
     /// All entries (tombstones included) whose key starts with `prefix`, in key order: the
     /// members of one counter or log family.
     func entries(prefix: String) throws -> [Entry]

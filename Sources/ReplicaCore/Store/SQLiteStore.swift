@@ -208,7 +208,12 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func entries(inBuckets buckets: [Int]) throws -> [Entry] {
-        let keys = index.keys(inBuckets: buckets)
+        try entries(forKeys: index.keys(inBuckets: buckets))
+    }
+
+    public func keys(inBuckets buckets: [Int]) -> [String] { index.keys(inBuckets: buckets) }
+
+    public func entries(forKeys keys: [String]) throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
         return try database.read { db in
             var entries: [Entry] = []
