@@ -137,30 +137,23 @@ extension Replica {
     /// Re-dials the SUB and DEALER of peers that need it. libzmq's own reconnection is off
     /// (see `ZMQSocket.setClusterConnectionOptions`), so this is how connections come back:
     /// a socket whose handshake has not completed (peer not up yet, refused, partitioned) is
-    /// re-dialled every 0.5 s, and one whose peer fell silent while the connection looked up
+    /// re-dialled every 0.3 s, and one whose peer fell silent while the connection looked up
     /// (a partition leaves TCP connections established but dead) every second.
     func redialPeers(now: ContinuousClock.Instant) {
         for index in peers.indices {
             let silent = now - (peers[index].lastHeard ?? started) >= configuration.suspectAfter
+            func due(connected: Bool, dialed: ContinuousClock.Instant) -> Bool {
+                (!connected && now - dialed >= Self.redialUnconnectedEvery) || (silent && now - dialed >= Self.redialSilentEvery)
+            }
             let peer = peers[index]
-            if (!peer.subscriberConnected && now - peer.subscriberDialed >= Self.redialUnconnectedEvery)
-                || (silent && now - peer.subscriberDialed >= Self.redialSilentEvery) {
-                do {
-                    try peers[index].subscriber.redial(peer.publishAddress)
-                } catch {
-                    logger.warning("re-dialling \(peer.endpoint) failed: \(error)")
-                }
+            if due(connected: peer.subscriberConnected, dialed: peer.subscriberDialed) {
+                redial(peer.subscriber, peer.publishAddress, of: peer)
                 peers[index].subscriberDialed = now
-                // Updates lost with the old pipe show up as a sequence gap and trigger a sync.
+                // Updates lost with the old pipe show up as a sequence gap and are repaired.
                 peers[index].subscriberConnected = false
             }
-            if (!peer.dealerConnected && now - peer.dealerDialed >= Self.redialUnconnectedEvery)
-                || (silent && now - peer.dealerDialed >= Self.redialSilentEvery) {
-                do {
-                    try peers[index].dealer.redial(peer.syncAddress)
-                } catch {
-                    logger.warning("re-dialling \(peer.endpoint) failed: \(error)")
-                }
+            if due(connected: peer.dealerConnected, dialed: peer.dealerDialed) {
+                redial(peer.dealer, peer.syncAddress, of: peer)
                 peers[index].dealerDialed = now
                 peers[index].dealerConnected = false
                 // The request in flight went with the old pipe; the next handshake syncs afresh.
@@ -170,6 +163,14 @@ extension Replica {
                     peers[index].syncWanted = true
                 }
             }
+        }
+    }
+
+    private func redial(_ socket: ZMQSocket, _ address: String, of peer: PeerLink) {
+        do {
+            try socket.redial(address)
+        } catch {
+            logger.warning("re-dialling \(peer.endpoint) failed: \(error)")
         }
     }
 

@@ -110,7 +110,7 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
     }
 
     private func run<Owner: PollLoopOwner>(owner: Owner?) {
-        weak var weakOwner = owner
+        weak let weakOwner = owner
         var items: [zmq_pollitem_t] = []
         while true {
             let jobs = mailbox.withLock { box in
