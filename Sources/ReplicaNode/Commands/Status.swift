@@ -32,11 +32,20 @@ struct Status: ParsableCommand {
         line("uptime", String(format: "%.1f s", status.uptimeSeconds))
         line("entries", "\(status.liveEntryCount) live, \(status.entryCount) with tombstones")
         line("digest", status.digest)
+        line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
         let counters = status.counters
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
             + "sync entries \(counters.syncEntriesApplied), syncs served \(counters.syncRequestsServed)")
-        line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps")
+        line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsServed) repairs served")
+        line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps, "
+            + "\(counters.handshakesFailed) failed handshakes")
         out += "\npeers\n" + renderPeers(status.peers)
+        if !status.refusedHandshakes.isEmpty {
+            out += "\nrefused connections (key not trusted)\n"
+            for refusal in status.refusedHandshakes {
+                out += "  \(refusal.address): \(refusal.count)x, key \(refusal.publicKey ?? "-"), last \(ISO8601DateFormatter().string(from: refusal.last))\n"
+            }
+        }
         for (title, problems) in [("load errors", status.loadErrors), ("save errors", status.saveErrors)] {
             out += "\n\(title)\n"
             if problems.isEmpty { out += "  (none)\n" }
