@@ -139,11 +139,7 @@ public struct CounterKey: SharedKey, DeltaSavingKey {
         switch effect {
         case .add: break
         case .problem(let entry, let error):
-            let isNewer = if case .newerSchema = error { true } else { false }
-            Task {
-                if !isNewer { try? await replica.quarantine(entry, reason: error.description) }
-                await replica.reportLoadError(subject, message: error.description)
-            }
+            replica.reportUnreadable(entry, of: subject, error: error)
         case .cleared:
             Task { await replica.clearLoadError(subject) }
         }

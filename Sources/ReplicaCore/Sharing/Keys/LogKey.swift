@@ -153,11 +153,7 @@ public struct LogKey<Element: Codable & Sendable & Equatable>: SharedKey, DeltaS
         switch effect {
         case .apply: break
         case .problem(let entry, let error):
-            let isNewer = if case .newerSchema = error { true } else { false }
-            Task {
-                if !isNewer { try? await replica.quarantine(entry, reason: error.description) }
-                await replica.reportLoadError(subject, message: error.description)
-            }
+            replica.reportUnreadable(entry, of: subject, error: error)
         case .cleared:
             Task { await replica.clearLoadError(subject) }
         }
