@@ -41,13 +41,10 @@ struct PeerLink {
     var incarnation: UUID?
     var state: PeerState = .unknown
     var lastHeard: ContinuousClock.Instant?
-    var lastHeardDate: Date?
     /// The last update sequence received from this peer (nil: none yet since it (re)started).
     var lastSequence: UInt64?
     var lastDigestRoot: UInt64?
-    var lastEntryCount: UInt64 = 0
     /// Consecutive heartbeats whose root differed from ours.
-    var digestMismatches = 0
     /// Our digest root when this peer's previous heartbeat arrived (see `receive(_: Heartbeat)`).
     var ourRootAtLastHeartbeat: UInt64?
     var sequenceGaps = 0
@@ -66,7 +63,6 @@ struct PeerLink {
     var sync: SyncInFlight?
     var syncWanted = false
     var syncReason = "start-up"
-    var lastSyncCompleted: Date?
 
     struct SyncInFlight {
         var requestID: UInt64
@@ -76,6 +72,5 @@ struct PeerLink {
         var chunks = 0
         var entries = 0
         var bytes = 0
-        var applied = 0
     }
 }

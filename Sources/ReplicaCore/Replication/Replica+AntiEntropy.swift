@@ -272,7 +272,6 @@ extension Replica {
             logger.log(level: level, "sync from \(chunk.origin) done (\(sync.reason)): \(sync.entries) entries, \(sync.bytes) bytes in \(elapsed)")
             peers[index].sync = nil
             peers[index].syncsCompleted += 1
-            peers[index].lastSyncCompleted = Date()
         } else {
             peers[index].sync = sync
         }

@@ -6,7 +6,6 @@ extension Replica {
     func heard(from index: Int, node: NodeID) {
         let now = ContinuousClock.now
         peers[index].lastHeard = now
-        peers[index].lastHeardDate = Date()
         if peers[index].node != node {
             if let old = peers[index].node {
                 logger.warning("peer \(peers[index].endpoint) changed id from \(old) to \(node)")
@@ -40,21 +39,15 @@ extension Replica {
             }
         }
         peer.lastSequence = heartbeat.sequence
-        peer.lastEntryCount = heartbeat.entryCount
         // Digests differ all the time while writes are in flight. Divergence is a difference
         // that holds while neither side changes: our root and the peer's root both stayed put
         // for a whole heartbeat interval and are still not equal. (Losses during writes are
         // found by sequence numbers instead.)
         let ourRoot = store.digest.root
         let bothQuiet = peer.lastDigestRoot == heartbeat.digestRoot && peer.ourRootAtLastHeartbeat == ourRoot
-        if heartbeat.digestRoot == ourRoot {
-            peer.digestMismatches = 0
-        } else if bothQuiet {
-            peer.digestMismatches += 1
-            if peer.sync == nil {
-                peer.syncWanted = true
-                peer.syncReason = "digests differ while both are quiet"
-            }
+        if heartbeat.digestRoot != ourRoot && bothQuiet && peer.sync == nil {
+            peer.syncWanted = true
+            peer.syncReason = "digests differ while both are quiet"
         }
         peer.lastDigestRoot = heartbeat.digestRoot
         peer.ourRootAtLastHeartbeat = ourRoot

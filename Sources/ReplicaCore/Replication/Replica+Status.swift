@@ -31,6 +31,7 @@ extension Replica {
                     inSync: peer.lastDigestRoot == root,
                     sequenceGaps: peer.sequenceGaps,
                     syncsCompleted: peer.syncsCompleted,
+                    repairsCompleted: peer.repairsCompleted,
                     syncInProgress: peer.sync != nil)
             },
             refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },

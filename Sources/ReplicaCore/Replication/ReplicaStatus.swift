@@ -13,6 +13,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var inSync: Bool
         public var sequenceGaps: Int
         public var syncsCompleted: Int
+        /// Lost-update repairs completed with this peer (see docs/operations.md).
+        public var repairsCompleted: Int
         public var syncInProgress: Bool
     }
 
