@@ -1,0 +1,113 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+/// Lost updates are resent from the publisher's retransmit buffer (wire kind 5), not by a full
+/// anti-entropy pass: the buffer, the serving side, and the receiving side end to end.
+@Suite struct RepairTests {
+    static func entry(_ key: String, node: NodeID = "fake") -> Entry {
+        Entry(key: key, version: Version(timestamp: HybridTimestamp(wallMillis: UInt64(Date().timeIntervalSince1970 * 1000), logical: 0), node: node),
+              payload: Array("\"\(key)\"".utf8))
+    }
+
+    @Test func theBufferKeepsTheLatestUpdatesAndRefusesOverwrittenOnes() {
+        var buffer = RetransmitBuffer(capacity: 4)
+        for sequence in 1...10 { buffer.record(Self.entry("k\(sequence)"), sequence: UInt64(sequence)) }
+        #expect(buffer.entries(7...10)?.map(\.key) == ["k7", "k8", "k9", "k10"])
+        #expect(buffer.entries(9...9)?.map(\.key) == ["k9"])
+        #expect(buffer.entries(6...7) == nil, "6 was overwritten")
+        #expect(buffer.entries(1...1) == nil)
+        #expect(buffer.entries(5...10) == nil, "more than the buffer holds")
+    }
+
+    @Test func aNodeResendsWhatItStillHoldsAndSaysWhenItDoesNot() async throws {
+        let port = testPorts.pair()
+        var configuration = ReplicaConfiguration(node: "pub", listen: Endpoint(host: "127.0.0.1", port: port), storage: .memory)
+        configuration.retransmitWindow = 8
+        let replica = try Replica(configuration)
+        for index in 1...10 { try await replica.write("k\(index)", payload: Array("\(index)".utf8)) }  // sequences 1...10
+
+        let context = try ZMQContext()
+        let client = try context.socket(.dealer)
+        try client.connect("tcp://127.0.0.1:\(port + 1)")
+        let codec = WireCodec()
+        func ask(_ first: UInt64, _ last: UInt64, id: UInt64) throws -> SyncChunk {
+            try client.send([codec.encode(.repairRequest(RepairRequest(origin: "asker", requestID: id, first: first, last: last)))], wait: true)
+            guard try client.waitUntilReadable(timeout: .seconds(5)), let reply = try client.receive(),
+                  case .syncChunk(let chunk) = try codec.decode(reply.frames[0])
+            else { throw WireError.truncated }
+            return chunk
+        }
+        let resent = try ask(5, 7, id: 1)
+        #expect(resent.requestID == 1 && resent.isLast && !resent.isUnavailable)
+        #expect(resent.entries.map(\.key) == ["k5", "k6", "k7"])
+        let gone = try ask(1, 2, id: 2)
+        #expect(gone.requestID == 2 && gone.isUnavailable && gone.entries.isEmpty)
+        #expect(await replica.counterSnapshot().repairsServed == 1)
+    }
+
+    /// The test plays a peer: it publishes updates 1 and 3 but not 2, and answers the node's
+    /// requests on its own ROUTER. The node must ask for exactly update 2 and apply it.
+    @Test func aGapIsRepairedWithExactlyTheMissingUpdate() async throws {
+        let peerPort = testPorts.pair()
+        let nodePort = testPorts.pair()
+        var configuration = ReplicaConfiguration(
+            node: "node", listen: Endpoint(host: "127.0.0.1", port: nodePort),
+            peers: [Endpoint(host: "127.0.0.1", port: peerPort)], storage: .memory)
+        configuration.heartbeatInterval = .milliseconds(200)
+        let context = try ZMQContext()
+        let publisher = try context.socket(.pub)
+        try publisher.bind("tcp://127.0.0.1:\(peerPort)")
+        let router = try context.socket(.router)
+        try router.bind("tcp://127.0.0.1:\(peerPort + 1)")
+        let replica = try Replica(configuration)
+        let codec = WireCodec()
+        let updates = (1...3).map { Update(origin: "fake", sequence: UInt64($0), entry: Self.entry("key\($0)")) }
+        var repairsAsked: [ClosedRange<UInt64>] = []
+
+        /// Answers the node's sync requests (nothing to send) and repair requests (from `updates`).
+        func serveRequests() throws {
+            while let message = try router.receive(), message.frames.count == 2 {
+                switch try codec.decode(message.frames[1]) {
+                case .syncRequest(let request):
+                    let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: [])
+                    try router.send([message.frames[0], codec.encode(.syncChunk(empty))])
+                case .repairRequest(let request):
+                    repairsAsked.append(request.first...request.last)
+                    let entries = updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
+                    let chunk = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: entries)
+                    try router.send([message.frames[0], codec.encode(.syncChunk(chunk))])
+                default:
+                    break
+                }
+            }
+        }
+        func heartbeat(sequence: UInt64) throws {
+            try publisher.send(codec.publishFrames(.heartbeat(Heartbeat(
+                origin: "fake", incarnation: UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)),
+                sequence: sequence, timestamp: updates[0].entry.version.timestamp, digestRoot: 0, entryCount: 0))))
+        }
+
+        // Until the node's SUB is connected, PUB drops: announce sequence 0 until it is heard.
+        let connected = try await eventually {
+            try heartbeat(sequence: 0)
+            try serveRequests()
+            return await replica.status().peers.first?.state == .alive
+        }
+        #expect(connected)
+        try publisher.send(codec.publishFrames(.update(updates[0])))
+        try publisher.send(codec.publishFrames(.update(updates[2])))  // update 2 is "lost"
+        let repaired = try await eventually {
+            try serveRequests()
+            return try await replica.entry(for: "key2") != nil
+        }
+        #expect(repaired)
+        #expect(repairsAsked == [2...2])
+        #expect(try await replica.entry(for: "key1") != nil)
+        #expect(try await replica.entry(for: "key3") != nil)
+        let counters = await replica.counterSnapshot()
+        #expect(counters.repairedUpdates == 1)
+        #expect(counters.syncEntriesApplied == 0, "no full sync was needed")
+        #expect(await replica.status().peers.first?.repairsCompleted == 1)
+    }
+}
