@@ -118,16 +118,17 @@ def wait_seen_down(cluster, observers, target, timeout=10):
 
 # ---- scenarios ------------------------------------------------------------------------------
 
-def scenario_partition(ctx, binary):
-    """Majority/minority partition {1,2} | {3}, writes on both sides, heal."""
-    with Cluster(binary, 3, "partition") as c:
+def cut_write_heal(ctx, binary, name, key_prefix, cut, what):
+    """Writes on all nodes, applies `cut` until node3 is seen down by the others, heals, and
+    checks convergence and that no acknowledged write was lost."""
+    with Cluster(binary, 3, name) as c:
         c.start_all()
-        w = Workload(c, [f"p{i}" for i in range(6)], writers=3).start()
+        w = Workload(c, [f"{key_prefix}{i}" for i in range(6)], writers=3).start()
         time.sleep(1.0)
-        c.partition({1, 2}, {3})
-        ctx.say("partitioned {node1,node2} | {node3}")
+        cut(c)
+        ctx.say(what)
         if not wait_seen_down(c, [1, 2], 3):
-            raise Failure("node3 was not seen down by the majority during the partition")
+            raise Failure("node3 was not seen down by node1/node2 during the cut")
         time.sleep(1.0)
         w.stop()
         c.heal()
@@ -135,26 +136,20 @@ def scenario_partition(ctx, binary):
         ctx.say(f"healed; acknowledged writes per node: {writes_by_node(w)}")
         converge(ctx, c, healed, DEFAULT_BOUND)
         verify(ctx, c, w)
+
+
+def scenario_partition(ctx, binary):
+    """Majority/minority partition {1,2} | {3}, writes on both sides, heal."""
+    cut_write_heal(ctx, binary, "partition", "p", lambda c: c.partition({1, 2}, {3}),
+                   "partitioned {node1,node2} | {node3}")
 
 
 def scenario_one_way(ctx, binary):
     """node3 cannot send to node1 and node2 but receives from them; writes everywhere; heal."""
-    with Cluster(binary, 3, "oneway") as c:
-        c.start_all()
-        w = Workload(c, [f"o{i}" for i in range(6)], writers=3).start()
-        time.sleep(1.0)
+    def cut(c):
         c.cut_one_way(3, 1)
         c.cut_one_way(3, 2)
-        ctx.say("dropping every packet node3 -> node1 and node3 -> node2")
-        if not wait_seen_down(c, [1, 2], 3):
-            raise Failure("node3 was not seen down by node1/node2")
-        time.sleep(1.0)
-        w.stop()
-        c.heal()
-        healed = time.monotonic()
-        ctx.say(f"healed; acknowledged writes per node: {writes_by_node(w)}")
-        converge(ctx, c, healed, DEFAULT_BOUND)
-        verify(ctx, c, w)
+    cut_write_heal(ctx, binary, "oneway", "o", cut, "dropping every packet node3 -> node1 and node3 -> node2")
 
 
 def scenario_packet_loss(ctx, binary):
