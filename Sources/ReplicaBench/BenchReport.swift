@@ -4,19 +4,13 @@ struct BenchReport: Codable {
     struct Throughput: Codable {
         var messages: Int
         var seconds: Double
-        var perSecond: Double { Double(messages) / seconds }
-        enum CodingKeys: String, CodingKey { case messages, seconds, perSecond }
-        init(messages: Int, seconds: Double) { self.messages = messages; self.seconds = seconds }
-        init(from decoder: any Decoder) throws {
-            let c = try decoder.container(keyedBy: CodingKeys.self)
-            messages = try c.decode(Int.self, forKey: .messages)
-            seconds = try c.decode(Double.self, forKey: .seconds)
-        }
-        func encode(to encoder: any Encoder) throws {
-            var c = encoder.container(keyedBy: CodingKeys.self)
-            try c.encode(messages, forKey: .messages)
-            try c.encode(seconds, forKey: .seconds)
-            try c.encode(perSecond.rounded(), forKey: .perSecond)
+        /// Stored (not computed) so that it appears in --json.
+        var perSecond: Double
+
+        init(messages: Int, seconds: Double) {
+            self.messages = messages
+            self.seconds = seconds
+            perSecond = (Double(messages) / seconds).rounded()
         }
     }
 
