@@ -70,6 +70,16 @@ import Testing
         #expect(try cluster.client(2, ["get", "secret"]).status == 1)
     }
 
+    @Test func theControlSocketIsReachableOnlyThroughAPrivateDirectory() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "private")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let directory = try FileManager.default.attributesOfItem(atPath: cluster.nodes[0].data.path)
+        #expect((directory[.posixPermissions] as? Int) == 0o700)
+        let socket = try FileManager.default.attributesOfItem(atPath: cluster.nodes[0].data.appendingPathComponent("control.sock").path)
+        #expect((socket[.posixPermissions] as? Int) == 0o600)
+    }
+
     @Test func serveDemandsKeysOrAnExplicitInsecureFlag() throws {
         let result = try replicaNode(["serve", "--id", "n1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--data", "/tmp/replica-unused"])
         #expect(result.status == 64)
