@@ -49,65 +49,110 @@ import Testing
     /// The test plays a peer: it publishes updates 1 and 3 but not 2, and answers the node's
     /// requests on its own ROUTER. The node must ask for exactly update 2 and apply it.
     @Test func aGapIsRepairedWithExactlyTheMissingUpdate() async throws {
-        let peerPort = testPorts.pair()
-        let nodePort = testPorts.pair()
-        var configuration = ReplicaConfiguration(
-            node: "node", listen: Endpoint(host: "127.0.0.1", port: nodePort),
-            peers: [Endpoint(host: "127.0.0.1", port: peerPort)], storage: .memory)
-        configuration.heartbeatInterval = .milliseconds(200)
-        let context = try ZMQContext()
-        let publisher = try context.socket(.pub)
-        try publisher.bind("tcp://127.0.0.1:\(peerPort)")
-        let router = try context.socket(.router)
-        try router.bind("tcp://127.0.0.1:\(peerPort + 1)")
-        let replica = try Replica(configuration)
-        let codec = WireCodec()
-        let updates = (1...3).map { Update(origin: "fake", sequence: UInt64($0), entry: Self.entry("key\($0)")) }
-        var repairsAsked: [ClosedRange<UInt64>] = []
-
-        /// Answers the node's sync requests (nothing to send) and repair requests (from `updates`).
-        func serveRequests() throws {
-            while let message = try router.receive(), message.frames.count == 2 {
-                switch try codec.decode(message.frames[1]) {
-                case .syncRequest(let request):
-                    let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: [])
-                    try router.send([message.frames[0], codec.encode(.syncChunk(empty))])
-                case .repairRequest(let request):
-                    repairsAsked.append(request.first...request.last)
-                    let entries = updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
-                    let chunk = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: entries)
-                    try router.send([message.frames[0], codec.encode(.syncChunk(chunk))])
-                default:
-                    break
-                }
-            }
-        }
-        func heartbeat(sequence: UInt64) throws {
-            try publisher.send(codec.publishFrames(.heartbeat(Heartbeat(
-                origin: "fake", incarnation: UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)),
-                sequence: sequence, timestamp: updates[0].entry.version.timestamp, digestRoot: 0, entryCount: 0))))
-        }
-
-        // Until the node's SUB is connected, PUB drops: announce sequence 0 until it is heard.
-        let connected = try await eventually {
-            try heartbeat(sequence: 0)
-            try serveRequests()
-            return await replica.status().peers.first?.state == .alive
-        }
-        #expect(connected)
-        try publisher.send(codec.publishFrames(.update(updates[0])))
-        try publisher.send(codec.publishFrames(.update(updates[2])))  // update 2 is "lost"
+        let peer = try FakePeer()
+        let replica = try peer.makeNode()
+        #expect(try await peer.waitUntilHeard(by: replica))
+        try peer.publish(peer.updates[0])
+        try peer.publish(peer.updates[2])  // update 2 is "lost"
         let repaired = try await eventually {
-            try serveRequests()
+            try peer.serveRequests()
             return try await replica.entry(for: "key2") != nil
         }
         #expect(repaired)
-        #expect(repairsAsked == [2...2])
+        #expect(peer.repairsAsked == [2...2])
         #expect(try await replica.entry(for: "key1") != nil)
         #expect(try await replica.entry(for: "key3") != nil)
         let counters = await replica.counterSnapshot()
         #expect(counters.repairedUpdates == 1)
         #expect(counters.syncEntriesApplied == 0, "no full sync was needed")
         #expect(await replica.status().peers.first?.repairsCompleted == 1)
+    }
+
+    /// Digests that differ while both sides are still (no writes on either) mean divergence that
+    /// sequence numbers cannot show: the node must start a full sync by itself.
+    @Test func digestsThatDifferWhileBothAreQuietStartASync() async throws {
+        let peer = try FakePeer()
+        let replica = try peer.makeNode()
+        #expect(try await peer.waitUntilHeard(by: replica))
+        // Let the start-up syncs finish, then count only what the digests cause.
+        #expect(try await eventually {
+            try peer.serveRequests()
+            let status = await replica.status().peers.first
+            return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
+        })
+        let before = peer.syncRequests
+        let synced = try await eventually {
+            try peer.heartbeat(sequence: 0, digestRoot: 42)  // unchanged, and unlike the node's
+            try peer.serveRequests()
+            return peer.syncRequests > before
+        }
+        #expect(synced)
+    }
+}
+
+/// A peer played by the test over real sockets: a PUB it publishes on and a ROUTER that
+/// answers the node's sync requests (with nothing) and repair requests (from `updates`).
+final class FakePeer {
+    let port = testPorts.pair()
+    let context: ZMQContext
+    let publisher: ZMQSocket
+    let router: ZMQSocket
+    let codec = WireCodec()
+    let updates = (1...3).map { Update(origin: "fake", sequence: UInt64($0), entry: RepairTests.entry("key\($0)")) }
+    private(set) var repairsAsked: [ClosedRange<UInt64>] = []
+    private(set) var syncRequests = 0
+
+    init() throws {
+        context = try ZMQContext()
+        publisher = try context.socket(.pub)
+        try publisher.bind("tcp://127.0.0.1:\(port)")
+        router = try context.socket(.router)
+        try router.bind("tcp://127.0.0.1:\(port + 1)")
+    }
+
+    /// A node whose only peer is this fake.
+    func makeNode() throws -> Replica {
+        var configuration = ReplicaConfiguration(
+            node: "node", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()),
+            peers: [Endpoint(host: "127.0.0.1", port: port)], storage: .memory)
+        configuration.heartbeatInterval = .milliseconds(200)
+        return try Replica(configuration)
+    }
+
+    func publish(_ update: Update) throws {
+        try publisher.send(codec.publishFrames(.update(update)))
+    }
+
+    func heartbeat(sequence: UInt64, digestRoot: UInt64 = 0) throws {
+        try publisher.send(codec.publishFrames(.heartbeat(Heartbeat(
+            origin: "fake", incarnation: UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16)),
+            sequence: sequence, timestamp: updates[0].entry.version.timestamp, digestRoot: digestRoot, entryCount: 0))))
+    }
+
+    /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.
+    func waitUntilHeard(by replica: Replica) async throws -> Bool {
+        try await eventually {
+            try heartbeat(sequence: 0)
+            try serveRequests()
+            return await replica.status().peers.first?.state == .alive
+        }
+    }
+
+    func serveRequests() throws {
+        while let message = try router.receive(), message.frames.count == 2 {
+            switch try codec.decode(message.frames[1]) {
+            case .syncRequest(let request):
+                syncRequests += 1
+                let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: [])
+                try router.send([message.frames[0], codec.encode(.syncChunk(empty))])
+            case .repairRequest(let request):
+                repairsAsked.append(request.first...request.last)
+                let entries = updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
+                let chunk = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: entries)
+                try router.send([message.frames[0], codec.encode(.syncChunk(chunk))])
+            default:
+                break
+            }
+        }
     }
 }
