@@ -19,7 +19,17 @@ public struct ReplicaConfiguration: Sendable {
 
     public var node: NodeID
     public var listen: Endpoint
+    /// Seeds: members to contact at start-up (and whenever this node hears no member). One
+    /// reachable member is enough; the others are learnt from it by gossip. Listing this node
+    /// itself is harmless, so every node of a cluster can share one list.
     public var peers: [Endpoint]
+    /// The address other members dial to reach this node (NAT, containers, proxies); nil: `listen`.
+    public var advertise: Endpoint?
+    /// Find members on the local network segment by UDP broadcast beacons on this port
+    /// (`serve --discover`); nil: no beacons.
+    public var discoveryPort: UInt16?
+    /// How often a discovery beacon is sent.
+    public var beaconInterval: Duration = .seconds(1)
     public var storage: Storage
     /// SQLite `PRAGMA synchronous`: NORMAL survives a process crash, FULL also a power cut.
     public var synchronous: String = "NORMAL"
@@ -32,6 +42,8 @@ public struct ReplicaConfiguration: Sendable {
     /// Silence after which a peer is suspect, then down.
     public var suspectAfter: Duration = .milliseconds(1500)
     public var downAfter: Duration = .seconds(5)
+    /// How long `leave()` waits for the members to acknowledge the departure.
+    public var leaveTimeout: Duration = .seconds(2)
     /// A full digest comparison with every peer at this interval, whatever else happened.
     public var periodicSyncInterval: Duration = .seconds(30)
     /// A sync that has received nothing for this long is abandoned (and retried by a trigger).
@@ -55,17 +67,22 @@ public struct ReplicaConfiguration: Sendable {
     }
 }
 
-/// CURVE settings: this node's key pair, who may connect, and who each peer must be.
+/// CURVE settings: this node's key pair, who may connect, and who each seed must be.
 public struct CurveSecurity: Sendable {
     public var keys: CurveKeyPair
-    /// Public keys (Z85) of the nodes allowed to connect to this node's sockets.
+    /// Public keys (Z85) of the nodes allowed to connect to this node's sockets, and to be
+    /// admitted as members.
     public var trusted: Set<String>
-    /// The public key each peer must prove when this node connects to it.
+    /// The public key each seed must prove when this node connects to it.
     public var peerKeys: [Endpoint: String]
+    /// Which node id a trusted key belongs to, where the trust source says (a trust directory
+    /// names keys `ID.pub`): a member record is admitted only with its own id's key.
+    public var keyOwners: [String: NodeID]
 
-    public init(keys: CurveKeyPair, trusted: Set<String>, peerKeys: [Endpoint: String]) {
+    public init(keys: CurveKeyPair, trusted: Set<String>, peerKeys: [Endpoint: String], keyOwners: [String: NodeID] = [:]) {
         self.keys = keys
         self.trusted = trusted
         self.peerKeys = peerKeys
+        self.keyOwners = keyOwners
     }
 }

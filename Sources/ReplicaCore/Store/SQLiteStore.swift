@@ -211,7 +211,20 @@ public final class SQLiteStore: ReplicaStore {
         try entries(forKeys: index.keys(inBuckets: buckets))
     }
 
-    public func keys(inBuckets buckets: [Int]) -> [String] { index.keys(inBuckets: buckets) }
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String] {
+        index.keys(inBuckets: buckets, storedAfter: serial)
+    }
+
+    public var serial: UInt64 { index.serial }
+
+    public func beginEpoch(atLeast: UInt64) throws -> UInt64 {
+        try database.write { db in
+            let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'last_epoch'").flatMap { UInt64($0) } ?? 0
+            let epoch = max(atLeast, stored + 1)
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('last_epoch', ?)", arguments: [String(epoch)])
+            return epoch
+        }
+    }
 
     public func entries(forKeys keys: [String]) throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
@@ -353,7 +366,7 @@ public final class SQLiteStore: ReplicaStore {
                 }
             }
         }
-        for entry in winners { index.record(entry) }
+        index.record(stored: winners)
         return winners
     }
 }
