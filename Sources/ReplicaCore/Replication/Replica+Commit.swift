@@ -75,7 +75,7 @@ extension Replica {
     private func publish(_ entry: Entry) {
         guard let publisher else { return }
         sequence &+= 1
-        retransmit.record(entry, sequence: sequence)
+        retransmit.record(entry.key, sequence: sequence)
         let frames = codec.publishFrames(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))
         do {
             try publisher.send(frames)

@@ -9,7 +9,10 @@ extension Replica {
         let candidates = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
             SyncPlanner.Candidate(
                 node: session.node,
-                reachable: session.liveness.state == .alive && session.dealer.isConnected && session.hearsDirectly(now: now, base: timing),
+                // Heard directly, or its sync connection just came back (a healed partition: the
+                // sync need not wait for the next heartbeat).
+                reachable: session.dealer.isConnected && (session.hearsDirectly(now: now, base: timing)
+                    || session.dealer.connectedRecently(now: now, window: session.timing(timing).suspectAfter)),
                 coversMissing: covers(session),
                 progress: (session.heartbeat?.reports.values.reduce(0) { $0 &+ $1.through } ?? 0) &+ (session.heartbeat?.sequence ?? 0))
         }

@@ -45,8 +45,8 @@ extension Replica {
         let since = request.since.epoch == epoch ? request.since.serial : 0
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID,
-            mark: StoreMark(epoch: epoch, serial: store.serial),
-            pending: .keys(store.keys(inBuckets: differing, storedAfter: since)[...]), lastProgress: now)
+            mark: StoreMark(epoch: epoch, serial: store.serial), isRepair: false,
+            pending: store.keys(inBuckets: differing, storedAfter: since)[...], lastProgress: now)
         if responder.accept(reply) == .refused {
             // A bounded number of replies at once, so requests cannot grow memory; a refused
             // requester times out and asks again.
@@ -56,16 +56,17 @@ extension Replica {
         }
     }
 
-    /// Resends published updates from the retransmit buffer, or says at once that they are gone.
+    /// Resends published updates (the current entries of their keys), or says at once that they
+    /// have left the retransmit buffer.
     private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: ZMQSocket, now: ContinuousClock.Instant) {
-        guard request.last - request.first < PeerSession.maxRepair, let entries = retransmit.entries(request.first...request.last) else {
+        guard request.last - request.first < PeerSession.maxRepair, let keys = retransmit.keys(request.first...request.last) else {
             let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
             _ = try? socket.send([client, codec.encode(.syncChunk(gone))])
             return
         }
         let reply = SyncResponder.Reply(
-            client: client, requester: request.origin, requestID: request.requestID, mark: .none,
-            pending: .entries(entries[...]), lastProgress: now)
+            client: client, requester: request.origin, requestID: request.requestID, mark: .none, isRepair: true,
+            pending: keys[...], lastProgress: now)
         if responder.accept(reply) == .refused {
             counters.syncRequestsRefused += 1
         } else {
@@ -79,19 +80,14 @@ extension Replica {
         let now = ContinuousClock.now
         var finished: [Int] = []
         for index in responder.replies.indices {
-            let slice = responder.take(from: index, limit: Self.keysPerTurn)
+            let keys = responder.take(from: index, limit: Self.keysPerTurn)
             let entries: [Entry]
-            switch slice {
-            case .entries(let taken):
-                entries = Array(taken)
-            case .keys(let keys):
-                do {
-                    entries = try store.entries(forKeys: Array(keys))
-                } catch {
-                    logger.error("sync read failed: \(error)")
-                    finished.append(index)
-                    continue
-                }
+            do {
+                entries = try store.entries(forKeys: responder.replies[index].isRepair ? Self.once(keys) : Array(keys))
+            } catch {
+                logger.error("sync read failed: \(error)")
+                finished.append(index)
+                continue
             }
             let reply = responder.replies[index]
             let isDone = responder.isDone(index)
@@ -117,11 +113,7 @@ extension Replica {
             if queued > 0 { responder.sent(chunks: queued, entries: queuedEntries, at: index, now: now) }
             if queued < chunks.count {
                 // Its queue is full (it is not reading): what did not fit waits for a later turn.
-                let unsent = Array(chunks[queued...].joined())
-                switch slice {
-                case .entries: responder.putBack(.entries(unsent[...]), at: index)
-                case .keys: responder.putBack(.keys(unsent.map(\.key)[...]), at: index)
-                }
+                responder.putBack(chunks[queued...].joined().map(\.key), at: index)
                 continue
             }
             if isDone {
@@ -130,6 +122,12 @@ extension Replica {
             }
         }
         responder.remove(at: finished)
+    }
+
+    /// A key published twice in a repaired range is read (and sent) once, first place kept.
+    private static func once(_ keys: ArraySlice<String>) -> [String] {
+        var seen = Set<String>()
+        return keys.filter { seen.insert($0).inserted }
     }
 
     /// Cuts entries into chunks that respect the entry-count and byte limits.

@@ -183,7 +183,7 @@ public actor Replica: PollLoopOwner {
     static let zapEndpoint = "inproc://zeromq.zap.01"
     static let zapDomain = "replica"
     /// The first TCP connect attempt's limit; later ones adapt to the round trip (`LinkDialer`).
-    static let connectTimeout: Duration = .milliseconds(500)
+    static let connectTimeout: Duration = .seconds(1)
     /// Idle time before the kernel starts probing a silent TCP connection (then 3 probes, 1 s apart).
     static let keepaliveIdle: Duration = .seconds(5)
     static let maxConcurrentReplies = 16

@@ -54,8 +54,9 @@ public struct ReplicaConfiguration: Sendable {
     public var tombstoneRetention: Duration = .seconds(7 * 24 * 3600)
     /// How often expired tombstones are looked for.
     public var tombstoneSweepInterval: Duration = .seconds(60)
-    /// How many of its latest published updates a node keeps to resend to a peer that lost some.
-    public var retransmitWindow: Int = 65_536
+    /// How many of its latest published updates a node can resend to a peer that lost some (it
+    /// keeps their keys; see `RetransmitBuffer`).
+    public var retransmitWindow: Int = 262_144
     /// Messages read from the network before a batch is committed (group commit size).
     public var maxBatch: Int = 8192
 

@@ -31,8 +31,8 @@ import Testing
     @Test func oneSyncAtATime() {
         var planner = SyncPlanner()
         planner.wantCatchUp(.startUp)
-        planner.want(.reconnected, with: "a")
-        planner.want(.reconnected, with: "b")
+        planner.want(.memberJoined, with: "a")
+        planner.want(.memberJoined, with: "b")
         let candidates = [Self.candidate("a"), Self.candidate("b")]
         let first = planner.next(candidates)!
         #expect(first.reason == .startUp)
@@ -41,7 +41,7 @@ import Testing
         let check1 = planner.received(requestID: 1, from: first.peer, entries: 10, bytes: 100, isLast: true, now: now) != .unrelated
         #expect(check1)
         let second = planner.next(candidates)!
-        #expect(second.peer != first.peer && second.reason == .reconnected, "the other member's want remains; the first's was met")
+        #expect(second.peer != first.peer && second.reason == .memberJoined, "the other member's want remains; the first's was met")
         planner.started(with: second.peer, requestID: 2, reason: second.reason, now: now)
         _ = planner.received(requestID: 2, from: second.peer, entries: 0, bytes: 10, isLast: true, now: now)
         #expect(planner.next(candidates) == nil, "nothing left")
@@ -73,21 +73,21 @@ import Testing
 
     @Test func anAbandonedSyncIsWantedAgain() {
         var planner = SyncPlanner()
-        planner.want(.reconnected, with: "a")
-        planner.started(with: "a", requestID: 1, reason: .reconnected, now: now)
+        planner.want(.peerRestarted, with: "a")
+        planner.started(with: "a", requestID: 1, reason: .peerRestarted, now: now)
         let check2 = planner.received(requestID: 9, from: "a", entries: 1, bytes: 1, isLast: true, now: now) == .unrelated
         #expect(check2, "an old request's reply")
         let check3 = planner.expire(now: now + .seconds(9), timeout: .seconds(10)) == nil
         #expect(check3)
         let check4 = planner.expire(now: now + .seconds(10), timeout: .seconds(10))?.peer == "a"
         #expect(check4)
-        #expect(planner.wanted["a"] == .reconnected)
-        planner.started(with: "a", requestID: 2, reason: .reconnected, now: now)
+        #expect(planner.wanted["a"] == .peerRestarted)
+        planner.started(with: "a", requestID: 2, reason: .peerRestarted, now: now)
         let check5 = planner.connectionLost(to: "b") == nil
         #expect(check5)
         let check6 = planner.connectionLost(to: "a")?.requestID == 2
         #expect(check6)
-        #expect(planner.inFlight == nil && planner.wanted["a"] == .reconnected)
+        #expect(planner.inFlight == nil && planner.wanted["a"] == .peerRestarted)
     }
 
     @Test func aDepartedMemberIsAskedNothing() {
@@ -115,8 +115,8 @@ import Testing
 
     func reply(_ client: UInt8, keys: [String], repair: Bool = false) -> SyncResponder.Reply {
         SyncResponder.Reply(
-            client: [client], requester: "r", requestID: UInt64(client), mark: .none,
-            pending: repair ? .entries([]) : .keys(keys[...]), lastProgress: now)
+            client: [client], requester: "r", requestID: UInt64(client), mark: .none, isRepair: repair,
+            pending: keys[...], lastProgress: now)
     }
 
     @Test func repliesAreBoundedAndOnePerConnection() {
@@ -135,10 +135,10 @@ import Testing
     @Test func whatDoesNotFitWaitsAtTheFront() {
         var responder = SyncResponder(maxReplies: 4)
         _ = responder.accept(reply(1, keys: ["a", "b", "c", "d", "e"]))
-        guard case .keys(let first) = responder.take(from: 0, limit: 2) else { Issue.record("keys expected"); return }
+        let first = responder.take(from: 0, limit: 2)
         #expect(Array(first) == ["a", "b"])
-        responder.putBack(.keys(["b"]), at: 0)
-        guard case .keys(let again) = responder.take(from: 0, limit: 10) else { Issue.record("keys expected"); return }
+        responder.putBack(["b"], at: 0)
+        let again = responder.take(from: 0, limit: 10)
         #expect(Array(again) == ["b", "c", "d", "e"])
         #expect(responder.isDone(0))
     }

@@ -57,6 +57,13 @@ struct LinkDialer: Equatable, Sendable {
         return false
     }
 
+    /// Connected, and the handshake completed less than `window` ago: the connection is fresh
+    /// proof of a path to the member even before its next heartbeat arrives.
+    func connectedRecently(now: ContinuousClock.Instant, window: Duration) -> Bool {
+        if case .connected(let since) = phase { return now - since < window }
+        return false
+    }
+
     /// The owner dialled (again): a fresh TCP connection is on its way.
     mutating func dialed(now: ContinuousClock.Instant) {
         if isConnected || handshakes > 0 { interrupted = true }

@@ -29,10 +29,12 @@ enum SyncReason: String, Sendable, Comparable, CaseIterable {
     }
 
     /// Any member that holds the data serves it: these are best served by the member that has
-    /// the most, one sync for the whole difference, not one per member.
+    /// the most, one sync for the whole difference, not one per member. (After a healed
+    /// partition every member reconnects at once: one catch-up, preferring the first, replaces
+    /// a sync per member, and the repairs that would fetch the same updates again.)
     var isCatchUp: Bool {
         switch self {
-        case .startUp, .repairUnavailable, .repairTimedOut, .behindMember, .commitFailed: true
+        case .startUp, .repairUnavailable, .repairTimedOut, .reconnected, .behindMember, .commitFailed: true
         default: false
         }
     }

@@ -1,10 +1,11 @@
 /// The replies this node is streaming to other nodes' sync and repair requests.
 ///
-/// A reply is sent a slice per loop turn (so a large one never stalls local writes), and only
-/// as fast as its requester reads: the ROUTER's per-connection send queue is small, and a slice
-/// that does not fit is put back and tried again next turn. What a node holds for requesters is
-/// so bounded: `maxReplies` replies, each a list of keys (or of the entries of one repair) plus
-/// what sits in one connection's queue. A reply nobody reads for `timeout` is dropped.
+/// A reply is a list of keys whose entries are read from the store a slice per loop turn (so a
+/// large one never stalls local writes), and sent only as fast as its requester reads: the
+/// ROUTER's per-connection send queue is small, and a slice that does not fit is put back and
+/// tried again next turn. What a node holds for requesters is so bounded: `maxReplies` replies,
+/// each a list of keys plus what sits in one connection's queue. A reply nobody reads for
+/// `timeout` is dropped.
 struct SyncResponder: Sendable {
     struct Reply: Sendable {
         /// The ROUTER routing id of the requesting connection.
@@ -12,29 +13,13 @@ struct SyncResponder: Sendable {
         var requester: NodeID
         var requestID: UInt64
         var mark: StoreMark
-        var pending: Pending
+        /// A repair (keys from the retransmit buffer) rather than a sync.
+        var isRepair: Bool
+        /// The keys whose entries are still to be sent.
+        var pending: ArraySlice<String>
         var nextChunk: UInt32 = 0
         var entriesSent = 0
         var lastProgress: ContinuousClock.Instant
-
-        var isRepair: Bool {
-            if case .entries = pending { return true }
-            return false
-        }
-    }
-
-    /// What is left to send: keys to read from the store (a sync), or entries already at hand
-    /// (a repair, from the retransmit buffer).
-    enum Pending: Sendable {
-        case keys(ArraySlice<String>)
-        case entries(ArraySlice<Entry>)
-
-        var isEmpty: Bool {
-            switch self {
-            case .keys(let keys): keys.isEmpty
-            case .entries(let entries): entries.isEmpty
-            }
-        }
     }
 
     let maxReplies: Int
@@ -61,25 +46,16 @@ struct SyncResponder: Sendable {
         return replaced ? .replacedEarlier : .accepted
     }
 
-    /// The next slice of reply `index`: at most `limit` keys or entries.
-    mutating func take(from index: Int, limit: Int) -> Pending {
-        switch replies[index].pending {
-        case .keys(let keys):
-            replies[index].pending = .keys(keys.dropFirst(limit))
-            return .keys(keys.prefix(limit))
-        case .entries(let entries):
-            replies[index].pending = .entries(entries.dropFirst(limit))
-            return .entries(entries.prefix(limit))
-        }
+    /// The next slice of reply `index`: at most `limit` keys.
+    mutating func take(from index: Int, limit: Int) -> ArraySlice<String> {
+        let slice = replies[index].pending.prefix(limit)
+        replies[index].pending = replies[index].pending.dropFirst(limit)
+        return slice
     }
 
-    /// A slice could not be queued (the requester is not reading): it goes back to the front.
-    mutating func putBack(_ slice: Pending, at index: Int) {
-        switch (slice, replies[index].pending) {
-        case (.keys(let front), .keys(let rest)): replies[index].pending = .keys(ArraySlice(front + rest))
-        case (.entries(let front), .entries(let rest)): replies[index].pending = .entries(ArraySlice(front + rest))
-        default: preconditionFailure("a slice put back into a reply of another kind")
-        }
+    /// Keys that could not be queued (the requester is not reading) go back to the front.
+    mutating func putBack(_ keys: [String], at index: Int) {
+        replies[index].pending = ArraySlice(keys + replies[index].pending)
     }
 
     /// `chunks` chunks with `entries` entries of reply `index` were queued.
