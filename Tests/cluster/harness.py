@@ -52,6 +52,8 @@ class Node:
         self.process = None
         self.paused = False
         self.starts = 0
+        # The network namespace the node runs in (None: the cluster's own).
+        self.namespace = None
 
     @property
     def listen(self):
@@ -166,7 +168,7 @@ class Cluster:
         node = self.nodes[k]
         if node.process is not None and node.process.poll() is None:
             raise RuntimeError(f"{node.id} is already running")
-        cmd = ["ip", "netns", "exec", self.namespace, self.binary, "serve",
+        cmd = ["ip", "netns", "exec", node.namespace or self.namespace, self.binary, "serve",
                "--id", node.id, "--listen", node.listen, "--data", node.data,
                "--key", os.path.join(self.root, "keys", f"{node.id}.key"),
                "--trust", os.path.join(self.root, "keys")]

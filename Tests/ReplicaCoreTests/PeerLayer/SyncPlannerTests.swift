@@ -9,21 +9,33 @@ import Testing
         SyncPlanner.Candidate(node: node, reachable: reachable, coversMissing: covers, progress: progress)
     }
 
-    @Test func aCatchUpGoesToTheMemberThatCoversWhatWeMiss() {
+    @Test func aCatchUpGoesToTheMemberItWasWantedWith() {
         var planner = SyncPlanner()
-        planner.wantCatchUp(.repairUnavailable, preferring: "a")
+        planner.wantCatchUp(.reconnected, preferring: "a")
         let choice = planner.next([Self.candidate("a"), Self.candidate("b", covers: true), Self.candidate("c", progress: 99)])
-        #expect(choice?.peer == "b" && choice?.reason == .repairUnavailable)
+        #expect(choice?.peer == "a" && choice?.reason == .reconnected, "the link that came back has the news, whatever stale reports say")
     }
 
-    @Test func thenThePreferredThenTheMostUpToDate() {
+    @Test func elseToTheMemberThatCoversWhatWeMissThenTheMostUpToDate() {
         var planner = SyncPlanner()
         planner.wantCatchUp(.startUp)
         #expect(planner.next([Self.candidate("a", progress: 5), Self.candidate("b", progress: 9)])?.peer == "b")
+        #expect(planner.next([Self.candidate("a", covers: true, progress: 5), Self.candidate("b", progress: 9)])?.peer == "a")
         planner.wantCatchUp(.repairUnavailable, preferring: "a")
-        #expect(planner.next([Self.candidate("a", progress: 5), Self.candidate("b", progress: 9)])?.peer == "a")
         #expect(planner.next([Self.candidate("a", reachable: false), Self.candidate("b", progress: 9)])?.peer == "b")
         #expect(planner.next([Self.candidate("a", reachable: false)]) == nil, "nobody reachable: wait")
+    }
+
+    /// A healed partition brings every link back at once: one catch-up, not one per link.
+    @Test func linksThatComeBackDuringACatchUpAreServedByIt() {
+        var planner = SyncPlanner()
+        planner.wantCatchUp(.reconnected, preferring: "a")
+        planner.started(with: "a", requestID: 1, reason: .reconnected, now: now)
+        planner.want(.reconnected, with: "b")
+        #expect(planner.catchUp?.preferred == "b")
+        _ = planner.received(requestID: 1, from: "a", entries: 5, bytes: 50, isLast: true, now: now)
+        #expect(planner.catchUp == nil)
+        #expect(planner.next([Self.candidate("a"), Self.candidate("b")]) == nil)
     }
 
     /// The "catch-up from everyone at once": after a pause every member has something

@@ -72,10 +72,13 @@ struct SyncPlanner: Sendable {
         return specific.min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
     }
 
+    /// The member a catch-up goes to: the one it was wanted with (the link that came back, the
+    /// origin whose updates are lost, the member that said it holds more), else one whose reports
+    /// show it holds what we miss, else the most up to date.
     private static func best(for preferred: NodeID?, among candidates: [Candidate]) -> NodeID? {
         candidates.min { a, b in
-            if a.coversMissing != b.coversMissing { return a.coversMissing }
             if (a.node == preferred) != (b.node == preferred) { return a.node == preferred }
+            if a.coversMissing != b.coversMissing { return a.coversMissing }
             if a.progress != b.progress { return a.progress > b.progress }
             return a.node < b.node
         }?.node
@@ -104,6 +107,11 @@ struct SyncPlanner: Sendable {
         sync.lastProgress = now
         if isLast {
             inFlight = nil
+            // Links that came back while a catch-up ran are served by it: it asked the member
+            // that had the most, and what another one still holds shows as sequence gaps
+            // (repairs) or as digests that differ while quiet. A sync per link would fetch the
+            // same difference again from each.
+            if sync.reason.isCatchUp, catchUp?.reason == .reconnected { catchUp = nil }
             return .completed(sync)
         }
         inFlight = sync
