@@ -5,7 +5,9 @@ import Foundation
 extension Replica {
     func flush() {
         guard !commits.isEmpty else { return }
-        let (local, remote) = commits.takeBatch()
+        // Until this node's clock has been compared with its members', local writes wait.
+        let (local, remote) = commits.takeBatch(holdingWrites: clockCheck.holdsWrites(now: .now))
+        guard !local.isEmpty || !remote.isEmpty else { return }
         let winners: [Entry]
         do {
             winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
@@ -15,11 +17,12 @@ extension Replica {
         }
         if let ended = commits.committed() {
             logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
+            problems.clear(.commit, Self.receivedEntries)
             planner.wantCatchUp(.commitFailed)
         }
-        if !local.isEmpty && !saveErrors.isEmpty {
-            logger.info("saves succeed again; clearing \(saveErrors.count) save error(s)")
-            saveErrors.removeAll()
+        if !local.isEmpty && !problems.of(.save).isEmpty {
+            logger.info("saves succeed again; clearing \(problems.of(.save).count) save error(s)")
+            problems.clearAll(.save)
         }
 
         // Which member each remote winner came through, for observers only (a dictionary of keys
@@ -56,20 +59,34 @@ extension Replica {
         let reason = "\(error)"
         if commits.failed(reason, now: .now) {
             logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+        } else if case let (true, suppressed) = warnings.admit("commit", now: .now) {
+            logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
         }
         // Queued counter increments were not committed: re-read slot totals from the store.
         counterSlots.removeAll()
         for write in local {
-            for entry in write.entries {
-                saveErrors[entry.key] = Problem(kind: .save, subject: entry.key, message: reason)
-            }
+            for entry in write.entries { problems.raise(.save, entry.key, reason) }
             let key = write.entries.first?.key ?? ""
             write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
         }
         if !remote.isEmpty {
             counters.inboundDroppedOnFailedCommit += remote.count
+            problems.raise(.commit, Self.receivedEntries, "\(remote.count) received entries could not be committed (\(reason)); "
+                + "they are fetched again once commits work, retried with back-off")
             planner.wantCatchUp(.commitFailed)
         }
+    }
+
+    /// The subject of the problem of failing replicated commits.
+    static let receivedEntries = "received entries"
+
+    /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members'
+    /// (each refusal counts in the clock problem).
+    func refuseIfClockSkewed() throws {
+        guard let offset = clockCheck.refusal else { return }
+        let error = ReplicaError.clockSkew(offsetMillis: offset, limitMillis: clockCheck.limitMillis)
+        problems.raise(.clock, identity.node.rawValue, error.description)
+        throw error
     }
 
     private func publish(_ entry: Entry) {

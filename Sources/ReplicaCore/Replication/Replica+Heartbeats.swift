@@ -16,7 +16,7 @@ extension Replica {
         }
         let heartbeat = Heartbeat(
             origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: sequence,
-            timestamp: clock.tick(), wallMillis: HybridLogicalClock.systemClock(), digestRoot: store.digest.root,
+            timestamp: clock.peek(), wallMillis: HybridLogicalClock.systemClock(), digestRoot: store.digest.root,
             entryCount: UInt64(store.count), membersDigest: membership.digest, storeSerial: store.serial,
             reports: reports)
         do {

@@ -26,7 +26,8 @@ extension Replica {
 
     public var pollTimeout: Duration? {
         guard !isShutDown else { return nil }
-        if !commits.isEmpty || !responder.replies.isEmpty { return .zero }
+        let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: .now)
+        if !commits.inbound.isEmpty || writesReady || !responder.replies.isEmpty { return .zero }
         // Wake at least every 100 ms to age peer states and start syncs.
         return min(max(.zero, nextHeartbeat - .now), .milliseconds(100))
     }
@@ -94,6 +95,7 @@ extension Replica {
             collectTombstones()
             nextTombstoneSweep = now + configuration.tombstoneSweepInterval
         }
+        checkClock(now: now)
         if commits.failure != nil && commits.acceptsInbound(now: now) {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
             planner.wantCatchUp(.commitFailed)

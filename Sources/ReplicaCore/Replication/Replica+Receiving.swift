@@ -19,7 +19,10 @@ extension Replica {
                 guard !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
                 let bytes = message.frames.reduce(0) { $0 + $1.count }
                 let decoded = try codec.decodePublished(message.frames)
-                guard decoded.origin == node else { throw WireError.invalidField("origin \(decoded.origin) on \(node)'s connection") }
+                guard decoded.origin == node else {
+                    dropForged(decoded.origin, on: node)
+                    continue
+                }
                 sessions[node]?.countBytes(update: bytes)
                 let now = ContinuousClock.now
                 if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
@@ -38,8 +41,30 @@ extension Replica {
     }
 
     func dropMalformed(_ error: any Error, from source: String) {
-        counters.malformedDropped += 1
-        logger.debug("dropped malformed message", metadata: ["from": "\(source)", "error": "\(error)"])
+        let cause: String
+        if case WireError.tooLarge(field: "message", _, _) = error {
+            counters.oversizedDropped += 1
+            cause = "oversized"
+        } else {
+            counters.malformedDropped += 1
+            cause = "malformed"
+        }
+        warn(cause, "dropped a \(cause) message from \(source): \(error)")
+    }
+
+    /// A message on member `node`'s own connection that claims another origin (another member,
+    /// or this node): a member speaks for itself only; forwarded entries travel in syncs,
+    /// repairs and relays, which keep their writers.
+    func dropForged(_ origin: NodeID, on node: NodeID) {
+        counters.forgedOriginsDropped += 1
+        warn("forged origin", "dropped a message claiming origin \(origin) on \(node)'s connection")
+    }
+
+    /// Logs a warning at most once per cause per interval, with the count of those not logged.
+    func warn(_ cause: String, _ message: @autoclosure () -> String) {
+        let (log, suppressed) = warnings.admit(cause, now: .now)
+        guard log else { return }
+        logger.warning("\(message())\(suppressed > 0 ? " (and \(suppressed) more since the last such line)" : "")")
     }
 
     private func receive(_ update: Update, from node: NodeID) {
@@ -63,15 +88,22 @@ extension Replica {
     }
 
     private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: ContinuousClock.Instant) {
-        do {
-            try clock.receive(heartbeat.timestamp)
-        } catch {
-            counters.futureTimestampsRejected += 1
+        // A heartbeat is not data: its timestamp never moves our clock. From a member whose clock
+        // is beyond the limit ahead of ours it keeps the member alive and measures its clock (so
+        // the skew shows), and does nothing else: no gap, repair, sync or exchange.
+        let wall = HybridLogicalClock.systemClock()
+        let ahead = Int64(bitPattern: heartbeat.wallMillis &- wall)
+        if ahead > clockCheck.limitMillis + Int64(clockCheck.allowanceMillis) {
+            counters.skewedHeartbeats += 1
+            if let actions = sessions[node]?.skewedHeartbeatReceived(heartbeat, local: identity.node, now: now, wallMillis: wall) {
+                perform(actions, for: node, now: now)
+            }
+            return
         }
         let local = PeerSession.LocalView(
             node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
             syncing: planner.inFlight?.peer == node)
-        guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: HybridLogicalClock.systemClock()) else { return }
+        guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
         perform(actions, for: node, now: now)
         // What the member says about the others: whom it hears (indirect liveness), and how far it
         // has their streams (updates of members we cannot hear that we lack).
@@ -99,7 +131,10 @@ extension Replica {
             try clock.receive(entry.version.timestamp)
         } catch {
             counters.futureTimestampsRejected += 1
-            logger.warning("rejected a timestamp from the future", metadata: ["from": "\(node)", "key": "\(entry.key)", "error": "\(error)"])
+            sessions[entry.version.node]?.countFutureRejection()
+            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(HybridLogicalClock.systemClock())) / 1000
+            warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
+                + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
             return
         }
         _ = commits.accept(entry, from: node, now: .now)

@@ -45,12 +45,45 @@ extension Replica {
                     clockOffsetMillis: session.clock.offsetMillis,
                     incarnation: record.incarnation.uuidString,
                     trusted: isAdmitted(record),
-                    bytesReceived: .init(published: session.stats.updateBytes, sync: session.stats.syncBytes, repair: session.stats.repairBytes))
+                    bytesReceived: .init(published: session.stats.updateBytes, sync: session.stats.syncBytes, repair: session.stats.repairBytes),
+                    futureTimestampsRejected: session.stats.futureTimestampsRejected,
+                    skewedHeartbeats: session.stats.skewedHeartbeats)
             },
             pendingSeeds: seeds.map(\.address.description),
             refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: counters,
-            loadErrors: loadErrors.values.sorted { $0.since < $1.since },
-            saveErrors: saveErrors.values.sorted { $0.since < $1.since })
+            clock: clockStatus,
+            problems: currentProblems,
+            loadErrors: problems.of(.load),
+            saveErrors: problems.of(.save))
+    }
+
+    /// The node's health: see `ReplicaHealth`.
+    public func health() -> ReplicaHealth {
+        let current = currentProblems
+        let serving = !isShutDown && membership.local.status == .active
+        return ReplicaHealth(healthy: serving && !current.contains(where: \.failsHealth), serving: serving, problems: current)
+    }
+
+    /// Every problem, with the state of failing commits folded in (its count and times).
+    private var currentProblems: [Problem] {
+        var all = problems.all
+        if let failure = commits.failure, let index = all.firstIndex(where: { $0.kind == .commit }) {
+            all[index].count = failure.count
+            all[index].last = failure.last
+            all[index].message = "received entries could not be committed (\(failure.message)); they are fetched again once commits work, "
+                + "retried with back-off"
+        }
+        return all
+    }
+
+    private var clockStatus: ReplicaStatus.Clock {
+        let (verdict, median): (String, Int64?) = switch clockCheck.verdict {
+        case .alone: ("alone", nil)
+        case .unverified: ("unverified", nil)
+        case .agrees(let median): ("agrees", median)
+        case .skewed(let median): ("skewed", median)
+        }
+        return ReplicaStatus.Clock(verdict: verdict, medianOffsetMillis: median, limitMillis: clockCheck.limitMillis)
     }
 }

@@ -77,7 +77,10 @@ extension Replica {
             do {
                 guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
                 let decoded = try codec.decode(message.frames[0])
-                guard decoded.origin == node else { throw WireError.invalidField("origin \(decoded.origin) on \(node)'s connection") }
+                guard decoded.origin == node else {
+                    dropForged(decoded.origin, on: node)
+                    continue
+                }
                 let now = ContinuousClock.now
                 if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
                 switch decoded {

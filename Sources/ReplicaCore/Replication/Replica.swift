@@ -67,6 +67,8 @@ public actor Replica: PollLoopOwner {
     var nextTombstoneSweep: ContinuousClock.Instant
     var nextBeacon = ContinuousClock.now
     var lastTurn = ContinuousClock.now
+    /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
+    var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
     /// Since when this node has heard no member at all (seeds are contacted again after a while).
     var isolatedSince: ContinuousClock.Instant?
     /// Set while a sync's intake is still busy reading what connections queued.
@@ -75,8 +77,9 @@ public actor Replica: PollLoopOwner {
 
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
-    var loadErrors: [String: Problem] = [:]
-    var saveErrors: [String: Problem] = [:]
+    var problems = ProblemBoard()
+    var warnings = WarningLimiter()
+    var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
@@ -128,6 +131,7 @@ public actor Replica: PollLoopOwner {
             startingAfter: store.highestTimestamp)
         epoch = try store.beginEpoch(atLeast: HybridLogicalClock.systemClock())
         nextPeriodicSync = .now + configuration.periodicSyncInterval
+        clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)
         nextTombstoneSweep = .now
 
@@ -169,7 +173,7 @@ public actor Replica: PollLoopOwner {
             beacon = try UDPBeaconSocket(port: port, interfaceAddress: configuration.listen.host)
         }
         if let corruption {
-            loadErrors[corruption.originalPath] = Problem(kind: .load, subject: corruption.originalPath, message: corruption.description)
+            problems.raise(.load, corruption.originalPath, corruption.description)
         }
         loop = PollLoop(name: "replica-\(configuration.node)")
         // Whatever the cluster wrote while this node was away comes with one sync, from the
@@ -242,6 +246,7 @@ public actor Replica: PollLoopOwner {
     public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
         guard !isShutDown else { throw ReplicaError.shutDown }
         guard !batch.isEmpty else { return [] }
+        try refuseIfClockSkewed()
         for request in batch {
             do {
                 try configuration.limits.validate(key: request.key)
@@ -302,14 +307,13 @@ public actor Replica: PollLoopOwner {
 
     /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
     public func reportLoadError(_ subject: String, message: String) {
-        if loadErrors[subject]?.message != message {
+        if problems.raise(.load, subject, message) {
             logger.error("load error", metadata: ["subject": "\(subject)", "error": "\(message)"])
-            loadErrors[subject] = Problem(kind: .load, subject: subject, message: message)
         }
     }
 
     public func clearLoadError(_ subject: String) {
-        if loadErrors.removeValue(forKey: subject) != nil {
+        if problems.clear(.load, subject) != nil {
             logger.info("load error cleared", metadata: ["subject": "\(subject)"])
         }
     }
@@ -338,6 +342,7 @@ public actor Replica: PollLoopOwner {
         pollItemsCache = nil
         for observer in observers.values { observer.continuation.finish() }
         observers.removeAll()
+        store.closeForWriting()
         logger.info("replica stopped")
     }
 }

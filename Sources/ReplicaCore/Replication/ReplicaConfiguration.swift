@@ -36,8 +36,12 @@ public struct ReplicaConfiguration: Sendable {
     /// `.insecure` by default in the library; `replica-node serve` demands an explicit choice.
     public var security: Security = .insecure
     public var limits: WireLimits = .standard
-    /// How far ahead of our clock a remote timestamp may be before it is rejected.
+    /// How far ahead of our clock a remote timestamp may be before it is rejected, and how far
+    /// this node's clock may be from its members' (median) before it refuses local writes.
     public var maxClockDrift: Duration = .seconds(60)
+    /// How long local writes wait, after members are first heard, for the first comparison of
+    /// this node's clock with theirs (see `ClockCheck`); then they go ahead unchecked.
+    public var clockCheckGrace: Duration = .seconds(3)
     public var heartbeatInterval: Duration = .seconds(1)
     /// Silence after which a peer is suspect, then down.
     public var suspectAfter: Duration = .milliseconds(1500)

@@ -36,6 +36,10 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// Bytes received from it: published (updates, heartbeats, announcements, relays),
         /// full syncs, and repairs.
         public var bytesReceived: Bytes
+        /// Entries it wrote that were refused for a timestamp too far ahead of our clock, and its
+        /// heartbeats taken for liveness only for the same reason.
+        public var futureTimestampsRejected: Int
+        public var skewedHeartbeats: Int
 
         public struct Bytes: Sendable, Codable, Equatable {
             public var published: Int
@@ -44,9 +48,20 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         }
     }
 
+    /// Every drop is counted by its cause (see docs/operations.md, "Drops").
     public struct Counters: Sendable, Codable, Equatable {
+        /// Messages that failed the codec's checks (docs/protocol.md).
         public var malformedDropped = 0
+        /// Messages larger than the frame limit that libzmq still delivered (up to 4 x the limit;
+        /// libzmq itself disconnects a peer that sends more, without saying why).
+        public var oversizedDropped = 0
+        /// Messages on a member's connection that claimed another origin.
+        public var forgedOriginsDropped = 0
+        /// Entries refused for a timestamp beyond `maxClockDrift` ahead of our clock.
         public var futureTimestampsRejected = 0
+        /// Heartbeats from members whose clocks are beyond the limit ahead: used for liveness
+        /// and clock measurement only.
+        public var skewedHeartbeats = 0
         public var updatesPublished = 0
         public var updatesApplied = 0
         /// Updates of other members passed on to members that cannot hear them.
@@ -100,6 +115,26 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
     public var pendingSeeds: [String]
     public var refusedHandshakes: [RefusedHandshake]
     public var counters: Counters
+    /// This node's clock against its members': the median of their offsets (theirs minus ours),
+    /// and whether local writes are accepted ("alone", "unverified", "agrees", "skewed").
+    public var clock: Clock
+    /// Every current problem (load and save errors included), by kind then time.
+    public var problems: [Problem]
     public var loadErrors: [Problem]
     public var saveErrors: [Problem]
+
+    public struct Clock: Sendable, Codable, Equatable {
+        public var verdict: String
+        public var medianOffsetMillis: Int64?
+        public var limitMillis: Int64
+    }
+}
+
+/// What `replica-node health` reports: healthy only when the node serves, its last commits
+/// (local and replicated) succeeded and its clock agrees with its members'.
+public struct ReplicaHealth: Sendable, Codable, Equatable {
+    public var healthy: Bool
+    public var serving: Bool
+    /// Every current problem; those with `failsHealth` make the node unhealthy.
+    public var problems: [Problem]
 }

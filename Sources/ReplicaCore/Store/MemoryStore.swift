@@ -47,6 +47,8 @@ public final class MemoryStore: ReplicaStore {
 
     public var serial: UInt64 { index.serial }
 
+    public func closeForWriting() {}
+
     private var lastEpoch: UInt64 = 0
 
     public func beginEpoch(atLeast: UInt64) -> UInt64 {

@@ -47,6 +47,10 @@ public protocol ReplicaStore: AnyObject {
     /// Applies a batch in one transaction; returns the entries that won and were written.
     func merge(_ batch: [Entry]) throws -> [Entry]
 
+    /// The owner stops writing (it shut down): the data directory is released for another
+    /// store to open; reads keep working.
+    func closeForWriting()
+
     /// A reader of committed entries that any thread may use, for synchronous loads.
     func makeReader() throws -> any StoreReader
 

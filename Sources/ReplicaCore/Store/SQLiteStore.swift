@@ -20,8 +20,8 @@ public final class SQLiteStore: ReplicaStore {
     public let recoveredFromCorruption: CorruptFileMovedAside?
     private let database: DatabaseQueue
     private let checkpointer: WALCheckpointer
-    /// Held while the store is open: one data directory, one replica.
-    private let lock: DataDirectoryLock
+    /// Held while the store is open for writing: one data directory, one replica.
+    private var lock: DataDirectoryLock?
     private var index = StoreIndex()
 
     /// A database file that could not be opened, kept under a new name instead of deleted.
@@ -77,6 +77,11 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     deinit { checkpointer.stop() }
+
+    public func closeForWriting() {
+        checkpointer.stop()
+        lock = nil
+    }
 
     private static func open(_ url: URL, synchronous: String) throws -> DatabaseQueue {
         var configuration = Configuration()

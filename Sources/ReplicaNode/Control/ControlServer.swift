@@ -137,7 +137,7 @@ actor ControlServer: PollLoopOwner {
             return ControlReply(error: failure)
         } catch let error as ReplicaError {
             let code: ControlFailure.Code = switch error {
-            case .saveFailed: .saveFailed
+            case .saveFailed, .clockSkew: .saveFailed
             case .shutDown: .shutDown
             case .invalidKey, .valueTooLarge: .invalidValue
             }

@@ -56,13 +56,20 @@ struct CommitQueue: Sendable {
         return true
     }
 
-    /// Everything queued, to commit now.
-    mutating func takeBatch() -> (writes: [PendingWrite], inbound: [Inbound]) {
+    /// Everything queued, to commit now; with `holdingWrites`, the received entries only (local
+    /// writes wait, e.g. for the clock check).
+    mutating func takeBatch(holdingWrites: Bool = false) -> (writes: [PendingWrite], inbound: [Inbound]) {
         defer {
-            writes.removeAll(keepingCapacity: true)
+            if !holdingWrites { writes.removeAll(keepingCapacity: true) }
             inbound.removeAll(keepingCapacity: true)
         }
-        return (writes, inbound)
+        return (holdingWrites ? [] : writes, inbound)
+    }
+
+    /// Takes the queued local writes out (to fail them).
+    mutating func takeWrites() -> [PendingWrite] {
+        defer { writes.removeAll() }
+        return writes
     }
 
     /// The commit succeeded; returns the failure it ended, if any.

@@ -75,6 +75,10 @@ struct PeerSession: Sendable {
         var updateBytes = 0
         var syncBytes = 0
         var repairBytes = 0
+        /// Entries it wrote that were refused for a timestamp too far ahead, and its heartbeats
+        /// taken for liveness only for the same reason.
+        var futureTimestampsRejected = 0
+        var skewedHeartbeats = 0
     }
 
     /// What we know that the session's decisions depend on.
@@ -186,6 +190,23 @@ struct PeerSession: Sendable {
     mutating func heldElsewhere(epoch: UInt64, through sequence: UInt64) {
         _ = stream.learned(epoch: epoch, through: sequence)
     }
+
+    /// A heartbeat from this member whose clock is too far ahead of ours: it proves the member
+    /// alive and measures its clock, and nothing else is taken from it.
+    mutating func skewedHeartbeatReceived(_ message: Heartbeat, local node: NodeID, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
+        let actions = heardDirectly(now: now)
+        if let echo = message.reports.first(where: { $0.node == node }) {
+            clock.record(echoedWallMillis: echo.echoWallMillis, heldMillis: echo.heldMillis,
+                         peerWallMillis: message.wallMillis, receivedWallMillis: wallMillis)
+        }
+        stats.skewedHeartbeats += 1
+        return actions
+    }
+
+    mutating func countFutureRejection() { stats.futureTimestampsRejected += 1 }
+
+    /// Our wall clock was stepped: offsets measured against the old one are void.
+    mutating func resetClock() { clock = ClockEstimate() }
 
     mutating func countBytes(update: Int = 0, sync: Int = 0, repair: Int = 0) {
         stats.updateBytes += update
