@@ -103,6 +103,7 @@ final class FakePeer {
     private(set) var syncRequests = 0
     /// Join and membership-exchange requests answered.
     private(set) var joins = 0
+    private var lastHeartbeat = ContinuousClock.now - .seconds(1)
 
     init() throws {
         context = try ZMQContext()
@@ -121,8 +122,14 @@ final class FakePeer {
         return try Replica(configuration)
     }
 
+    /// The highest sequence published, announced by heartbeats (as a real member would).
+    private(set) var lastSequence: UInt64 = 0
+    /// The digest root heartbeats announce (set it to the node's to keep digests agreeing).
+    var digestRoot: UInt64 = 0
+
     func publish(_ update: Update) throws {
         try publisher.send(codec.publishFrames(.update(update)))
+        lastSequence = max(lastSequence, update.sequence)
     }
 
     static let incarnation = UUID(uuid: (1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16))
@@ -134,10 +141,14 @@ final class FakePeer {
                      address: Endpoint(host: "127.0.0.1", port: port), publicKey: nil)
     }
 
-    func heartbeat(sequence: UInt64, digestRoot: UInt64 = 0) throws {
+    func heartbeat(sequence: UInt64? = nil, digestRoot: UInt64? = nil, incarnation: UUID = FakePeer.incarnation, epoch: UInt64 = FakePeer.epoch,
+                   aheadMillis: UInt64 = 0) throws {
+        let sequence = sequence ?? lastSequence
+        let digestRoot = digestRoot ?? self.digestRoot
+        let wall = UInt64(Date().timeIntervalSince1970 * 1000) + aheadMillis
         try publisher.send(codec.publishFrames(.heartbeat(Heartbeat(
-            origin: "fake", incarnation: Self.incarnation, epoch: Self.epoch,
-            sequence: sequence, timestamp: updates[0].entry.version.timestamp, digestRoot: digestRoot, entryCount: 0))))
+            origin: "fake", incarnation: incarnation, epoch: epoch, sequence: sequence,
+            timestamp: HybridTimestamp(wallMillis: wall, logical: 0), wallMillis: wall, digestRoot: digestRoot, entryCount: 0))))
     }
 
     /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.
@@ -149,7 +160,12 @@ final class FakePeer {
         }
     }
 
+    /// Answers what the node asked, and heartbeats (a member that goes silent would be suspected).
     func serveRequests() throws {
+        if ContinuousClock.now - lastHeartbeat >= .milliseconds(200) {
+            try heartbeat()
+            lastHeartbeat = .now
+        }
         while let message = try router.receive(), message.frames.count == 2 {
             switch try codec.decode(message.frames[1]) {
             case .syncRequest(let request):

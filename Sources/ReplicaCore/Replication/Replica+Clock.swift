@@ -4,7 +4,7 @@ import Foundation
 /// raises, and what changes when the wall clock is stepped.
 extension Replica {
     func checkClock(now: ContinuousClock.Instant) {
-        let wall = HybridLogicalClock.systemClock()
+        let wall = configuration.wallClock()
         noticeClockStep(wall: wall, now: now)
         var offsets: [Int64] = []
         var unmeasured = 0
@@ -25,6 +25,11 @@ extension Replica {
             }
         }
         clock.extraDriftMillis = clockCheck.allowanceMillis
+        // A node with seeds or members has something to compare with, even before it hears them:
+        // until it has (or the grace runs out), its clock is unverified and local writes wait.
+        if offsets.isEmpty && unmeasured == 0 && (!configuration.peers.isEmpty || !membership.active.isEmpty) {
+            unmeasured = 1
+        }
         if let verdict = clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
             clock.extraDriftMillis = clockCheck.allowanceMillis
             switch verdict {

@@ -6,13 +6,18 @@ extension Replica {
     func flush() {
         guard !commits.isEmpty else { return }
         // Until this node's clock has been compared with its members', local writes wait.
-        let (local, remote) = commits.takeBatch(holdingWrites: clockCheck.holdsWrites(now: .now))
-        guard !local.isEmpty || !remote.isEmpty else { return }
+        let (writes, remote) = commits.takeBatch(holdingWrites: clockCheck.holdsWrites(now: .now))
+        guard !writes.isEmpty || !remote.isEmpty else { return }
+        let local = writes.map { write in
+            (entries: write.requests.map { request in
+                Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
+            }, continuation: write.continuation)
+        }
         let winners: [Entry]
         do {
             winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
         } catch {
-            commitFailed(error, local: local, remote: remote)
+            commitFailed(error, local: writes, remote: remote)
             return
         }
         if let ended = commits.committed() {
@@ -65,8 +70,8 @@ extension Replica {
         // Queued counter increments were not committed: re-read slot totals from the store.
         counterSlots.removeAll()
         for write in local {
-            for entry in write.entries { problems.raise(.save, entry.key, reason) }
-            let key = write.entries.first?.key ?? ""
+            for request in write.requests { problems.raise(.save, request.key, reason) }
+            let key = write.requests.first?.key ?? ""
             write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
         }
         if !remote.isEmpty {

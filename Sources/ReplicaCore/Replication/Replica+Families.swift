@@ -45,7 +45,7 @@ extension Replica {
 
     /// Tombstones stamped before this are expired: collected here, ignored when received.
     var tombstoneCutoff: HybridTimestamp {
-        let now = HybridLogicalClock.systemClock()
+        let now = configuration.wallClock()
         let retention = UInt64(max(0, configuration.tombstoneRetention / .milliseconds(1)))
         guard now > retention else { return .zero }
         return HybridTimestamp(wallMillis: min(now - retention, HybridTimestamp.maxWallMillis), logical: 0)

@@ -7,16 +7,16 @@ extension Replica {
         var reports: [PeerReport] = []
         reports.reserveCapacity(sessions.count)
         for session in sessions.values where session.record.status == .active {
-            let heard = session.heartbeat
+            let echo = session.echo
             reports.append(PeerReport(
                 node: session.node, epoch: session.stream.epoch, through: session.stream.contiguousThrough,
-                echoWallMillis: heard?.wallMillis ?? 0,
-                heldMillis: heard.map { UInt32(clamping: Int64(max(0, $0.receivedAt.duration(to: now) / .milliseconds(1)))) } ?? 0,
+                echoWallMillis: echo?.wallMillis ?? 0,
+                heldMillis: echo.map { UInt32(clamping: Int64(max(0, $0.receivedAt.duration(to: now) / .milliseconds(1)))) } ?? 0,
                 hearsDirectly: session.hearsDirectly(now: now, base: timing)))
         }
         let heartbeat = Heartbeat(
             origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: sequence,
-            timestamp: clock.peek(), wallMillis: HybridLogicalClock.systemClock(), digestRoot: store.digest.root,
+            timestamp: clock.peek(), wallMillis: configuration.wallClock(), digestRoot: store.digest.root,
             entryCount: UInt64(store.count), membersDigest: membership.digest, storeSerial: store.serial,
             reports: reports)
         do {

@@ -6,7 +6,7 @@ extension Replica {
     /// Merges member records (a join reply, an exchange, an announcement) and acts on what changed.
     func mergeMembers(_ records: [MemberRecord], from source: NodeID) {
         let now = ContinuousClock.now
-        let result = membership.merge(records, wallMillis: HybridLogicalClock.systemClock())
+        let result = membership.merge(records, wallMillis: configuration.wallClock())
         if result.reasserted {
             logger.warning("\(source) holds a record of this node that would replace ours (a forget, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
         }

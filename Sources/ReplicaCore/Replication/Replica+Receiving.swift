@@ -91,7 +91,7 @@ extension Replica {
         // A heartbeat is not data: its timestamp never moves our clock. From a member whose clock
         // is beyond the limit ahead of ours it keeps the member alive and measures its clock (so
         // the skew shows), and does nothing else: no gap, repair, sync or exchange.
-        let wall = HybridLogicalClock.systemClock()
+        let wall = configuration.wallClock()
         let ahead = Int64(bitPattern: heartbeat.wallMillis &- wall)
         if ahead > clockCheck.limitMillis + Int64(clockCheck.allowanceMillis) {
             counters.skewedHeartbeats += 1
@@ -132,7 +132,7 @@ extension Replica {
         } catch {
             counters.futureTimestampsRejected += 1
             sessions[entry.version.node]?.countFutureRejection()
-            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(HybridLogicalClock.systemClock())) / 1000
+            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(configuration.wallClock())) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
             return

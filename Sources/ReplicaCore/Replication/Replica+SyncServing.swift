@@ -34,10 +34,12 @@ extension Replica {
     }
 
     private func acceptSync(_ request: SyncRequest, from client: [UInt8], now: ContinuousClock.Instant) {
+        defer { if now - lastRequestCollection >= .seconds(1) { lastRequestCollection = now } }
         var differing = store.digest.differingBuckets(from: request.buckets)
         // Expired tombstones are collected before being offered: the requester would drop them
-        // anyway, and keeping them would keep our digests apart.
-        if !differing.isEmpty && collectTombstones() > 0 {
+        // anyway, and keeping them would keep our digests apart. (At most once a second: a
+        // collection looks at every key, and requests may come in floods.)
+        if !differing.isEmpty && now - lastRequestCollection >= .seconds(1) && collectTombstones() > 0 {
             differing = store.digest.differingBuckets(from: request.buckets)
         }
         // A mark from this life of ours: the requester holds what we held then; only what we
@@ -46,7 +48,7 @@ extension Replica {
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), isRepair: false,
-            pending: store.keys(inBuckets: differing, storedAfter: since)[...], lastProgress: now)
+            pending: [], buckets: differing[...], storedAfter: since, lastProgress: now)
         if responder.accept(reply) == .refused {
             // A bounded number of replies at once, so requests cannot grow memory; a refused
             // requester times out and asks again.
@@ -80,6 +82,10 @@ extension Replica {
         let now = ContinuousClock.now
         var finished: [Int] = []
         for index in responder.replies.indices {
+            // A sync lists its buckets' keys as it goes: a slice's worth per turn.
+            while responder.replies[index].pending.count < Self.keysPerTurn, let bucket = responder.nextBucket(of: index) {
+                responder.append(store.keys(inBuckets: [bucket], storedAfter: responder.replies[index].storedAfter), to: index)
+            }
             let keys = responder.take(from: index, limit: Self.keysPerTurn)
             let entries: [Entry]
             do {

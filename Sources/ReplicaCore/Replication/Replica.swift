@@ -65,6 +65,7 @@ public actor Replica: PollLoopOwner {
     var nextHeartbeat = ContinuousClock.now
     var nextPeriodicSync: ContinuousClock.Instant
     var nextTombstoneSweep: ContinuousClock.Instant
+    var lastRequestCollection = ContinuousClock.now - .seconds(1)
     var nextBeacon = ContinuousClock.now
     var lastTurn = ContinuousClock.now
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
@@ -128,10 +129,12 @@ public actor Replica: PollLoopOwner {
         reader = try store.makeReader()
         clock = HybridLogicalClock(
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
-            startingAfter: store.highestTimestamp)
-        epoch = try store.beginEpoch(atLeast: HybridLogicalClock.systemClock())
+            startingAfter: store.highestTimestamp, physical: configuration.wallClock)
+        epoch = try store.beginEpoch(atLeast: configuration.wallClock())
         nextPeriodicSync = .now + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
+        // With seeds to compare with, local writes wait for the first clock comparison from the start.
+        _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: .now)
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)
         nextTombstoneSweep = .now
 
@@ -258,11 +261,8 @@ public actor Replica: PollLoopOwner {
             }
             if let known { try refuseNewerSchema(request.key, known: known) }
         }
-        let entries = batch.map { request in
-            Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
-        }
         return try await withCheckedThrowingContinuation { continuation in
-            commits.enqueue(CommitQueue.PendingWrite(entries: entries, continuation: continuation))
+            commits.enqueue(CommitQueue.PendingWrite(requests: batch, continuation: continuation))
         }
     }
 

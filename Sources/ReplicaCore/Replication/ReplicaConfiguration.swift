@@ -39,6 +39,9 @@ public struct ReplicaConfiguration: Sendable {
     /// How far ahead of our clock a remote timestamp may be before it is rejected, and how far
     /// this node's clock may be from its members' (median) before it refuses local writes.
     public var maxClockDrift: Duration = .seconds(60)
+    /// The wall clock (ms since 1970) the node stamps and compares with: the system clock. A
+    /// simulation or a test of clock skew may shift it.
+    public var wallClock: HybridLogicalClock.PhysicalClock = HybridLogicalClock.systemClock
     /// How long local writes wait, after members are first heard, for the first comparison of
     /// this node's clock with theirs (see `ClockCheck`); then they go ahead unchecked.
     public var clockCheckGrace: Duration = .seconds(3)

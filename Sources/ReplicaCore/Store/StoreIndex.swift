@@ -15,6 +15,9 @@ struct StoreIndex {
     }
 
     private(set) var slots: [String: Slot] = [:]
+    /// The keys of each digest bucket (unordered), so that a sync reply lists one bucket's keys
+    /// without scanning every key. Grows only when a key is new; shrinks when one is removed.
+    private var bucketKeys: [[String]] = Array(repeating: [], count: StoreDigest.bucketCount)
     private(set) var digest = StoreDigest()
     private(set) var highestTimestamp = HybridTimestamp.zero
     private(set) var liveCount = 0
@@ -40,6 +43,7 @@ struct StoreIndex {
             Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone, bucket: UInt16(bucket), storedSerial: serial),
             forKey: entry.key)
         digest.replace(oldHash: old?.hash, newHash: hash, bucket: bucket)
+        if old == nil { bucketKeys[bucket].append(entry.key) }
         highestTimestamp = max(highestTimestamp, entry.version.timestamp)
         liveCount += (entry.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
     }
@@ -47,16 +51,18 @@ struct StoreIndex {
     mutating func remove(_ key: String) {
         guard let old = slots.removeValue(forKey: key) else { return }
         digest.replace(oldHash: old.hash, newHash: 0, bucket: Int(old.bucket))
+        if let position = bucketKeys[Int(old.bucket)].firstIndex(of: key) { bucketKeys[Int(old.bucket)].remove(at: position) }
         if !old.isTombstone { liveCount -= 1 }
     }
 
     /// Every key (tombstones included) whose bucket is in `buckets` and whose entry was stored
     /// after serial `since` (0: whenever), in byte order.
     func keys(inBuckets buckets: [Int], storedAfter since: UInt64 = 0) -> [String] {
-        var wanted = [Bool](repeating: false, count: StoreDigest.bucketCount)
-        for bucket in buckets where wanted.indices.contains(bucket) { wanted[bucket] = true }
-        return slots.compactMap { wanted[Int($0.value.bucket)] && (since == 0 || $0.value.storedSerial > since) ? $0.key : nil }
-            .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        var keys: [String] = []
+        for bucket in Set(buckets) where bucketKeys.indices.contains(bucket) {
+            keys += since == 0 ? bucketKeys[bucket] : bucketKeys[bucket].filter { (slots[$0]?.storedSerial ?? 0) > since }
+        }
+        return keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
     /// Keys of tombstones stamped before `cutoff`.

@@ -10,8 +10,11 @@ import Foundation
 /// back-off that doubles up to `maxBackoff` (a full disk must not turn into a busy loop); local
 /// writes are still tried, one commit each, since a caller is waiting for the answer.
 struct CommitQueue: Sendable {
+    /// A local write waiting for the commit. It is stamped (given its version) only when the
+    /// commit takes it: a write that waits (for the clock check) or is refused never moves the
+    /// clock, and the stamps of one commit follow everything it received.
     struct PendingWrite: Sendable {
-        var entries: [Entry]
+        var requests: [Replica.WriteRequest]
         var continuation: CheckedContinuation<[Entry], any Error>
     }
 

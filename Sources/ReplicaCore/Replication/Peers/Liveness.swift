@@ -45,6 +45,12 @@ struct Liveness: Equatable, Sendable {
         lastDirect.map { now - $0 < window } ?? false
     }
 
+    /// Not heard on its own connections for `window`, counting from when it became known: a
+    /// member just learnt of is given the same time to be heard as one that was heard.
+    func silentDirectly(now: ContinuousClock.Instant, window: Duration) -> Bool {
+        now - (lastDirect ?? known) >= window
+    }
+
     mutating func heardDirectly(now: ContinuousClock.Instant) -> Transition? {
         lastDirect = now
         return move(to: .alive, now: now)

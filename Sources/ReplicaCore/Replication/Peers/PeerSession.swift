@@ -40,6 +40,10 @@ struct PeerSession: Sendable {
     private(set) var clock = ClockEstimate()
     private(set) var incarnation: UUID?
     private(set) var heartbeat: HeardHeartbeat?
+    /// The member's wall clock in its last heartbeat and when that arrived: echoed in ours, so
+    /// that it can measure its round trip and clock (kept even from a heartbeat that is
+    /// otherwise ignored for a skewed clock: that is how the member learns it is skewed).
+    private(set) var echo: (wallMillis: UInt64, receivedAt: ContinuousClock.Instant)?
     private(set) var repair: RepairInFlight?
     /// Where the last completed sync with this member left off: the next one asks only for
     /// what it stored since.
@@ -123,6 +127,11 @@ struct PeerSession: Sendable {
         liveness.hearsDirectly(now: now, window: timing(base).suspectAfter)
     }
 
+    /// Not heard on its own connections for its suspect time (see `Liveness.silentDirectly`).
+    func silentDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
+        liveness.silentDirectly(now: now, window: timing(base).suspectAfter)
+    }
+
     /// Members this one says it hears directly (from its last heartbeat).
     var hears: Set<NodeID> {
         Set(heartbeat?.reports.values.filter(\.hearsDirectly).map(\.node) ?? [])
@@ -142,6 +151,7 @@ struct PeerSession: Sendable {
 
     mutating func heartbeatReceived(_ message: Heartbeat, local: LocalView, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
         var actions = heardDirectly(now: now)
+        echo = (message.wallMillis, now)
         if let known = incarnation, known != message.incarnation {
             actions.append(.wantSync(.newIncarnation))
         }
@@ -195,6 +205,7 @@ struct PeerSession: Sendable {
     /// alive and measures its clock, and nothing else is taken from it.
     mutating func skewedHeartbeatReceived(_ message: Heartbeat, local node: NodeID, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
         let actions = heardDirectly(now: now)
+        echo = (message.wallMillis, now)
         if let echo = message.reports.first(where: { $0.node == node }) {
             clock.record(echoedWallMillis: echo.echoWallMillis, heldMillis: echo.heldMillis,
                          peerWallMillis: message.wallMillis, receivedWallMillis: wallMillis)
@@ -322,7 +333,7 @@ struct PeerSession: Sendable {
         if let transition = liveness.tick(now: now, suspectAfter: timing.suspectAfter, downAfter: timing.downAfter) {
             actions.append(.stateChanged(transition))
         }
-        let silent = !liveness.hearsDirectly(now: now, window: timing.suspectAfter)
+        let silent = liveness.silentDirectly(now: now, window: timing.suspectAfter)
         let dial = dialTiming(base)
         if subscriber.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialSubscriber) }
         if dealer.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialDealer) }

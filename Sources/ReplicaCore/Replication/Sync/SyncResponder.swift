@@ -17,6 +17,11 @@ struct SyncResponder: Sendable {
         var isRepair: Bool
         /// The keys whose entries are still to be sent.
         var pending: ArraySlice<String>
+        /// Digest buckets whose keys are still to be listed (a sync lists them a few at a time,
+        /// so a request costs nothing until its reply is read), and the serial its keys must be
+        /// stored after.
+        var buckets: ArraySlice<Int> = []
+        var storedAfter: UInt64 = 0
         var nextChunk: UInt32 = 0
         var entriesSent = 0
         var lastProgress: ContinuousClock.Instant
@@ -65,7 +70,13 @@ struct SyncResponder: Sendable {
         replies[index].lastProgress = now
     }
 
-    func isDone(_ index: Int) -> Bool { replies[index].pending.isEmpty }
+    func isDone(_ index: Int) -> Bool { replies[index].pending.isEmpty && replies[index].buckets.isEmpty }
+
+    /// The next bucket whose keys reply `index` must list, taken out (nil: none left).
+    mutating func nextBucket(of index: Int) -> Int? { replies[index].buckets.popFirst() }
+
+    /// Keys listed from a bucket join the reply's queue.
+    mutating func append(_ keys: [String], to index: Int) { replies[index].pending.append(contentsOf: keys) }
 
     /// Removes the replies at `indices` (finished or failed) and returns them.
     @discardableResult

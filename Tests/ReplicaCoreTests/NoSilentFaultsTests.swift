@@ -1,0 +1,96 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ReplicaCore
+
+/// Faults that used to pass unseen: input that is rejected must change nothing, forged origins
+/// are dropped and counted, and a node whose clock is wrong refuses to write rather than reorder
+/// history.
+@Suite(.serialized) struct NoSilentFaultsTests {
+    /// A heartbeat from a clock two minutes ahead keeps the sender alive and shows its clock, and
+    /// does nothing else: no gap, no repair, no sync, although it announces a sequence jump and a
+    /// new incarnation.
+    @Test func aFutureDatedHeartbeatChangesNothing() async throws {
+        let peer = try FakePeer()
+        let replica = try peer.makeNode()
+        #expect(try await peer.waitUntilHeard(by: replica))
+        #expect(try await eventually {
+            try peer.serveRequests()
+            let status = await replica.status().peers.first
+            return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
+        })
+        peer.digestRoot = await replica.digestRoot()  // no divergence to sync about
+        try await Task.sleep(for: .milliseconds(600))  // a sync the old digests asked for is done
+        try peer.serveRequests()
+        let (syncsBefore, before) = (peer.syncRequests, await replica.status())
+        for _ in 0..<5 {
+            try peer.heartbeat(sequence: 500, incarnation: UUID(), aheadMillis: 120_000)
+            try await Task.sleep(for: .milliseconds(100))
+            try peer.serveRequests()
+        }
+        #expect(await eventually { await replica.counterSnapshot().skewedHeartbeats >= 1 })
+        let after = await replica.status()
+        #expect(after.peers.first?.state == .alive)
+        #expect(after.peers.first?.sequenceGaps == before.peers.first?.sequenceGaps, "no gap counted")
+        #expect(peer.repairsAsked.isEmpty, "no repair asked")
+        #expect(peer.syncRequests == syncsBefore, "no sync started")
+        #expect(after.peers.first?.skewedHeartbeats ?? 0 >= 1)
+    }
+
+    /// On the fake member's own connection, updates that claim to be written by another node
+    /// (a third one, or the receiver itself) are dropped and counted, never stored.
+    @Test func aForgedOriginIsDroppedAndCounted() async throws {
+        let peer = try FakePeer()
+        let replica = try peer.makeNode()
+        #expect(try await peer.waitUntilHeard(by: replica))
+        let now = HybridTimestamp(wallMillis: UInt64(Date().timeIntervalSince1970 * 1000), logical: 0)
+        let forged = ["mallory", replica.identity.node].map { origin in
+            Update(origin: origin, sequence: 1, entry: Entry(key: "forged-\(origin)", version: Version(timestamp: now, node: origin), payload: [0x31]))
+        }
+        #expect(await eventually {
+            for update in forged { try? peer.publish(update) }
+            return await replica.counterSnapshot().forgedOriginsDropped >= 2
+        })
+        for update in forged { #expect(try await replica.entry(for: update.entry.key) == nil) }
+        try peer.publish(peer.updates[0])
+        #expect(await eventually { (try? await replica.entry(for: "key1")) != nil }, "the member's own updates still count")
+    }
+
+    /// Node b's clock runs 120 s ahead of a's and c's. It must not acknowledge a write (not even
+    /// one made before it first compared clocks), it says why, a shows b's clock as a problem;
+    /// once b's clock is fixed, its writes flow again within seconds, without a restart.
+    @Test func aNodeWithAWrongClockRefusesWritesUntilItIsFixed() async throws {
+        let skew = Mutex<UInt64>(120_000)
+        let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())
+        func configuration(_ node: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
+            var configuration = ReplicaConfiguration(node: node, listen: Endpoint(host: "127.0.0.1", port: port),
+                                                     peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
+            configuration.heartbeatInterval = .milliseconds(200)
+            return configuration
+        }
+        let a = try Replica(configuration("a", ports.0, ports.1))
+        let c = try Replica(configuration("c", ports.2, ports.0))
+        var skewed = configuration("b", ports.1, ports.0)
+        skewed.wallClock = { HybridLogicalClock.systemClock() + skew.withLock { $0 } }
+        let b = try Replica(skewed)
+
+        // Before b has compared clocks, its write waits, and is then refused.
+        await #expect(throws: ReplicaError.self) { try await b.write("early", payload: Array("1".utf8)) }
+        await #expect(throws: ReplicaError.self) { try await b.write("late", payload: Array("1".utf8)) }
+        let bStatus = await b.status()
+        #expect(bStatus.clock.verdict == "skewed")
+        #expect(bStatus.problems.contains { $0.kind == .clock })
+        #expect(await !b.health().healthy)
+        #expect(await eventually { await a.status().problems.contains { $0.kind == .peerClock && $0.subject == "b" } })
+        #expect(await a.health().healthy, "another node's clock is not a's ill health")
+        #expect(try await a.entry(for: "early") == nil)
+
+        skew.withLock { $0 = 0 }  // the clock is fixed (stepped back)
+        let fixed = ContinuousClock.now
+        #expect(await eventually(timeout: .seconds(5)) { (try? await b.write("after", payload: Array("2".utf8))) != nil })
+        #expect(ContinuousClock.now - fixed < .seconds(5))
+        #expect(await eventually { (try? await a.entry(for: "after")) != nil })
+        #expect(await b.health().healthy)
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+}
