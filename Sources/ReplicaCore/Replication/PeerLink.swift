@@ -53,6 +53,11 @@ struct PeerLink {
     var missing: [ClosedRange<UInt64>] = []
     var repair: RepairInFlight?
     var repairsCompleted = 0
+    /// When this node first learned it lacks some of the peer's updates (nil: caught up);
+    /// status reports the time since as replication lag.
+    var behindSince: ContinuousClock.Instant?
+    /// The peer's wall clock minus ours in milliseconds, from its last heartbeat.
+    var clockOffsetMillis: Int64?
 
     struct RepairInFlight {
         var requestID: UInt64

@@ -84,7 +84,9 @@ extension Replica {
             let message = SyncChunk(
                 origin: self.identity.node, requestID: request.requestID, index: UInt32(position),
                 isLast: position == chunks.count - 1, entries: chunk)
-            guard try socket.send([identity, codec.encode(.syncChunk(message))]) else { return }
+            let frame = codec.encode(.syncChunk(message))
+            guard try socket.send([identity, frame]) else { return }
+            counters.repairBytesSent += frame.count
         }
         counters.repairsServed += 1
     }
@@ -162,9 +164,11 @@ extension Replica {
                     let message = SyncChunk(
                         origin: identity.node, requestID: response.requestID, index: response.nextChunk,
                         isLast: isDone && position == chunks.count - 1, entries: chunk)
-                    guard try syncServer.send([response.identity, codec.encode(.syncChunk(message))]) else {
+                    let frame = codec.encode(.syncChunk(message))
+                    guard try syncServer.send([response.identity, frame]) else {
                         throw ZMQError(code: EAGAIN, operation: "send sync chunk")
                     }
+                    counters.syncBytesSent += frame.count
                     response.nextChunk += 1
                     response.entriesSent += chunk.count
                 }
@@ -204,7 +208,7 @@ extension Replica {
 
     // MARK: Requesting
 
-    private func applyRepair(_ chunk: SyncChunk, from index: Int) {
+    private func applyRepair(_ chunk: SyncChunk, bytes: Int, from index: Int) {
         if chunk.isUnavailable {
             logger.info("\(chunk.origin) no longer holds the updates we lost; syncing instead")
             peers[index].repair = nil
@@ -214,11 +218,19 @@ extension Replica {
         }
         for entry in chunk.entries { accept(entry, from: chunk.origin) }
         counters.repairedUpdates += chunk.entries.count
+        counters.repairBytesReceived += bytes
         peers[index].repair?.lastProgress = .now
         if chunk.isLast {
             peers[index].repair = nil
             peers[index].repairsCompleted += 1
+            noteCaughtUpIfNothingMissing(index)
         }
+    }
+
+    /// Ends the peer's replication lag once no loss is left to repair (a finished sync brought
+    /// everything the peer had when it started; losses noted since are still in `missing`).
+    private func noteCaughtUpIfNothingMissing(_ index: Int) {
+        if peers[index].missing.isEmpty && peers[index].repair == nil { peers[index].behindSince = nil }
     }
 
     func receiveSyncChunks(from index: Int) {
@@ -250,7 +262,7 @@ extension Replica {
     private func apply(_ chunk: SyncChunk, bytes: Int, from index: Int) {
         heard(from: index, node: chunk.origin)
         if let repair = peers[index].repair, repair.requestID == chunk.requestID {
-            applyRepair(chunk, from: index)
+            applyRepair(chunk, bytes: bytes, from: index)
             return
         }
         guard var sync = peers[index].sync, sync.requestID == chunk.requestID else {
@@ -272,6 +284,7 @@ extension Replica {
             logger.log(level: level, "sync from \(chunk.origin) done (\(sync.reason)): \(sync.entries) entries, \(sync.bytes) bytes in \(elapsed)")
             peers[index].sync = nil
             peers[index].syncsCompleted += 1
+            noteCaughtUpIfNothingMissing(index)
         } else {
             peers[index].sync = sync
         }

@@ -51,6 +51,7 @@ extension Replica {
         }
         peer.lastDigestRoot = heartbeat.digestRoot
         peer.ourRootAtLastHeartbeat = ourRoot
+        peer.clockOffsetMillis = Int64(heartbeat.timestamp.wallMillis) - Int64(HybridLogicalClock.systemClock())
         do {
             try clock.receive(heartbeat.timestamp)
         } catch {
@@ -170,6 +171,7 @@ extension Replica {
     /// Records lost updates of a peer; `runTimers` asks the peer to resend them.
     func noteMissing(_ range: ClosedRange<UInt64>, of index: Int) {
         peers[index].sequenceGaps += 1
+        if peers[index].behindSince == nil { peers[index].behindSince = .now }
         if let last = peers[index].missing.last, last.upperBound + 1 >= range.lowerBound {
             peers[index].missing[peers[index].missing.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
         } else {

@@ -105,9 +105,15 @@ extension Replica {
         pendingWrites.removeAll(keepingCapacity: true)
         inbound.removeAll(keepingCapacity: true)
 
+        let commitStarted = ContinuousClock.now
+        let merged = Result { try store.merge(remote.map(\.entry) + local.flatMap(\.entries)) }
+        // The one metrics hook on the commit path: once per commit, counts by batch size.
+        commitMetrics.record(
+            elapsed: .now - commitStarted, local: local.reduce(0) { $0 + $1.entries.count }, remote: remote.count,
+            succeeded: (try? merged.get()) != nil)
         let winners: [Entry]
         do {
-            winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
+            winners = try merged.get()
         } catch {
             let reason = "\(error)"
             logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])

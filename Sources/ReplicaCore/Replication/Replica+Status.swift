@@ -27,12 +27,16 @@ extension Replica {
                     id: peer.node?.rawValue,
                     state: peer.state,
                     lastSeenSecondsAgo: peer.lastHeard.map { (now - $0) / .seconds(1) },
+                    lastSeen: peer.lastHeard.map { Date(timeIntervalSinceNow: -((now - $0) / .seconds(1))) },
                     lastSequence: peer.lastSequence,
                     inSync: peer.lastDigestRoot == root,
                     sequenceGaps: peer.sequenceGaps,
                     syncsCompleted: peer.syncsCompleted,
                     repairsCompleted: peer.repairsCompleted,
-                    syncInProgress: peer.sync != nil)
+                    syncInProgress: peer.sync != nil,
+                    replicationLagSeconds: peer.behindSince.map { (now - $0) / .seconds(1) } ?? 0,
+                    missingUpdates: peer.missing.reduce(peer.repair?.range.count ?? 0) { $0 + $1.count },
+                    clockOffsetSeconds: peer.clockOffsetMillis.map { Double($0) / 1000 })
             },
             refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: counters,

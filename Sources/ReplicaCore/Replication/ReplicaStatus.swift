@@ -6,8 +6,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var address: String
         public var id: String?
         public var state: PeerState
-        /// Seconds since the peer was last heard (nil: never).
+        /// Seconds since the peer was last heard (nil: never), and that moment as a time.
         public var lastSeenSecondsAgo: Double?
+        public var lastSeen: Date?
         public var lastSequence: UInt64?
         /// The peer's last advertised digest equals ours.
         public var inSync: Bool
@@ -16,6 +17,16 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// Lost-update repairs completed with this peer (see docs/operations.md).
         public var repairsCompleted: Int
         public var syncInProgress: Bool
+        /// Seconds since this node first learned it lacks updates the peer published (a
+        /// sequence gap) and has not got them back yet by repair or sync; 0 when caught up.
+        public var replicationLagSeconds: Double
+        /// Updates of this peer known lost and not yet repaired.
+        public var missingUpdates: Int
+        /// The peer's clock minus ours, in seconds, from the timestamp of its last heartbeat
+        /// (transit time not subtracted; nil before the first heartbeat). A hybrid logical
+        /// clock follows the highest time it has seen, so a peer behind us that receives our
+        /// writes shows about 0.
+        public var clockOffsetSeconds: Double?
     }
 
     public struct Counters: Sendable, Codable, Equatable {
@@ -25,6 +36,10 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var updatesApplied = 0
         public var syncEntriesApplied = 0
         public var syncBytesReceived = 0
+        /// Sync reply bytes sent to peers; repair bytes received and sent.
+        public var syncBytesSent = 0
+        public var repairBytesReceived = 0
+        public var repairBytesSent = 0
         public var syncRequestsServed = 0
         /// Lost updates received again from their publisher's retransmit buffer, and repair
         /// requests this node answered.
