@@ -108,7 +108,7 @@ actor ControlServer: PollLoopOwner {
     private static func answer(_ request: ControlRequest, replica: Replica) async throws -> ControlReply {
         switch request {
         case .get(let key):
-            return .entry(StoredEntry(try await currentEntry(key, replica)))
+            return .entry(StoredEntry(try liveEntry(key, replica)))
         case .set(let key, let json):
             try refuseReserved(key)
             guard let value = JSONText.minified(Array(json.utf8)) else {
@@ -116,7 +116,7 @@ actor ControlServer: PollLoopOwner {
             }
             return .entry(StoredEntry(try await replica.write(key, payload: value)))
         case .delete(let key):
-            _ = try await currentEntry(key, replica)
+            _ = try liveEntry(key, replica)
             return .entry(StoredEntry(try await replica.write(key, payload: nil)))
         case .importLines(let lines):
             let batch = try Self.writes(importing: lines)
@@ -134,9 +134,10 @@ actor ControlServer: PollLoopOwner {
         }
     }
 
-    /// The live entry of `key`, or an unknown-key failure.
-    private static func currentEntry(_ key: String, _ replica: Replica) async throws -> Entry {
-        guard let entry = try await replica.entry(for: key), !entry.isTombstone else {
+    /// The committed, live entry of `key`, or an unknown-key failure. Read straight from the
+    /// store's reader, so a `get` never waits behind the replica's commits (an import, a sync).
+    private static func liveEntry(_ key: String, _ replica: Replica) throws -> Entry {
+        guard let entry = try replica.reader.entry(for: key), !entry.isTombstone else {
             throw ControlFailure(.unknownKey, "unknown key: \(key)")
         }
         return entry
