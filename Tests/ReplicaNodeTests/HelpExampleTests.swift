@@ -112,15 +112,13 @@ import Testing
         return directory
     }
 
-    static func shell(_ command: String, in directory: URL) -> Process {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: "/bin/sh")
-        process.arguments = ["-c", command]
-        process.currentDirectoryURL = directory
-        let path = replicaNodeBinary.deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin")
-        process.environment = ProcessInfo.processInfo.environment.merging(["PATH": path, "REPLICA_DATA": ""]) { $1 }
-        return process
+    /// `PATH` with the tested `replica-node` first, and no `REPLICA_DATA` to lean on.
+    static var environment: [String: String] {
+        ["PATH": replicaNodeBinary.deletingLastPathComponent().path + ":" + (ProcessInfo.processInfo.environment["PATH"] ?? "/usr/bin:/bin"),
+         "REPLICA_DATA": ""]
     }
+
+    static let shell = URL(fileURLWithPath: "/bin/sh")
 
     static func run(_ example: String, in directory: URL, cluster: ProcessCluster) async throws {
         if example.contains("greeting") {
@@ -133,48 +131,39 @@ import Testing
             try await runUntilServing(example, kind: String(words[1]), in: directory)
             return
         }
-        let process = shell(example, in: directory)
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        let complaint = errors.fileHandleForReading.readDataToEndOfFile()
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "\(example)\nstdout: \(String(decoding: printed, as: UTF8.self))\nstderr: \(String(decoding: complaint, as: UTF8.self))")
+        let process = Process()
+        process.executableURL = shell
+        process.arguments = ["-c", example]
+        process.currentDirectoryURL = directory
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let result = try runCapturingOutput(process)
+        #expect(result.status == 0, "\(example)\n\(result)")
     }
 
     /// Starts a command that runs until stopped, waits for the sign that it serves, stops it.
     static func runUntilServing(_ example: String, kind: String, in directory: URL) async throws {
-        let process = shell("exec " + example, in: directory)
-        let output = Pipe(), errors = Pipe()
-        process.standardOutput = output
-        process.standardError = errors
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        let command = try RunningCommand(["-c", "exec " + example], executable: shell, directory: directory, environment: environment)
         var serving = false
         switch kind {
         case "serve":
             let words = example.split(separator: " ").map(String.init)
             let data = try #require(words.firstIndex(of: "--data").map { words[$0 + 1] })
             serving = try await eventually(timeout: .seconds(15)) {
-                guard process.isRunning else { return false }
+                guard command.process.isRunning else { return false }
                 return try replicaNode(["status", "--data", directory.appendingPathComponent(data).path]).status == 0
             }
         case "cluster":
-            let lines = LineReader(output.fileHandleForReading)
-            while let line = await lines.next(timeout: .seconds(30)) {
+            while let line = await command.output.next(timeout: .seconds(30)) {
                 if line.contains("Press Ctrl-C") { serving = true; break }
             }
         default:  // watch: its banner says the node accepted the watch
-            serving = await LineReader(errors.fileHandleForReading).next(timeout: .seconds(10))?.hasPrefix("watching") == true
+            serving = await command.errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true
         }
         #expect(serving, "\(example) did not start serving")
         // Ctrl-C for the node and the cluster (a graceful stop). A test runner's threads block
         // SIGINT and SIGTERM, and a child inherits that mask, so the watch client (which has no
         // handler of its own to unblock them) is killed instead.
-        kill(process.processIdentifier, kind == "watch" ? SIGKILL : SIGINT)
-        process.waitUntilExit()
-        if kind != "watch" { #expect(process.terminationStatus == 0, "\(example) stops cleanly on SIGINT") }
+        let status = command.stop(kind == "watch" ? SIGKILL : SIGINT)
+        if kind != "watch" { #expect(status == 0, "\(example) stops cleanly on SIGINT") }
     }
 }

@@ -7,19 +7,12 @@ import Testing
         let cluster = try ProcessCluster(size: 2, name: "watch")
         defer { cluster.stop() }
         #expect(try await cluster.waitUntilConnected())
-        let watcher = Process()
-        watcher.executableURL = replicaNodeBinary
-        watcher.arguments = ["watch", "greet", "--json", "--data", cluster.nodes[1].data.path]
-        let output = Pipe(), banner = Pipe()
-        watcher.standardOutput = output
-        watcher.standardError = banner
-        try watcher.run()
-        defer { watcher.terminate() }
+        let watcher = try RunningCommand(["watch", "greet", "--json", "--data", cluster.nodes[1].data.path])
         // `watch` prints its banner on stderr once the node has confirmed the subscription.
-        let bannerLine = await LineReader(banner.fileHandleForReading).next(timeout: .seconds(10))
+        let bannerLine = await watcher.errors.next(timeout: .seconds(10))
         #expect(bannerLine?.hasPrefix("watching what starts with greet") == true)
         #expect(try cluster.client(0, ["set", "greeting", "\"hi from node1\""]).status == 0)
-        let line = try #require(await LineReader(output.fileHandleForReading).next(timeout: .seconds(10)))
+        let line = try #require(await watcher.output.next(timeout: .seconds(10)))
         let seen = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         let change = try #require(seen)
         #expect(change["origin"] as? String == "node1")

@@ -74,18 +74,10 @@ import Testing
         #expect(try cluster.client(0, ["incr", "visits", "--by", "5"]).status == 0)
         #expect(try await eventually { try cluster.client(1, ["counter", "visits"]).stdout == "5\n" })
 
-        let watcher = Process()
-        watcher.executableURL = replicaNodeBinary
-        watcher.arguments = ["watch", "--json", "--data", cluster.nodes[1].data.path]
-        let output = Pipe(), banner = Pipe()
-        watcher.standardOutput = output
-        watcher.standardError = banner
-        try watcher.run()
-        defer { watcher.terminate() }
-        #expect(await LineReader(banner.fileHandleForReading).next(timeout: .seconds(10))?.hasPrefix("watching everything") == true)
-        let lines = LineReader(output.fileHandleForReading)
+        let watcher = try RunningCommand(["watch", "--json", "--data", cluster.nodes[1].data.path])
+        #expect(await watcher.errors.next(timeout: .seconds(10))?.hasPrefix("watching everything") == true)
         func next() async throws -> [String: Any] {
-            let line = try #require(await lines.next(timeout: .seconds(10)))
+            let line = try #require(await watcher.output.next(timeout: .seconds(10)))
             return try #require(try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any])
         }
 
@@ -128,23 +120,15 @@ import Testing
         let cluster = try ProcessCluster(size: 1, name: "watch-text")
         defer { cluster.stop() }
         #expect(try await eventually { try cluster.status(0) != nil })
-        let watcher = Process()
-        watcher.executableURL = replicaNodeBinary
-        watcher.arguments = ["watch", "--data", cluster.nodes[0].data.path]
-        let output = Pipe(), banner = Pipe()
-        watcher.standardOutput = output
-        watcher.standardError = banner
-        try watcher.run()
-        defer { watcher.terminate() }
-        #expect(await LineReader(banner.fileHandleForReading).next(timeout: .seconds(10)) != nil)
-        let lines = LineReader(output.fileHandleForReading)
+        let watcher = try RunningCommand(["watch", "--data", cluster.nodes[0].data.path])
+        #expect(await watcher.errors.next(timeout: .seconds(10)) != nil)
         #expect(try cluster.client(0, ["set", "greeting", #""hi""#]).status == 0)
         #expect(try cluster.client(0, ["incr", "visits", "--by", "3"]).status == 0)
         #expect(try cluster.client(0, ["drinks", "add", "--name", "Mocha", "--mg", "90", "--date", "2024-05-01T08:30:00Z"]).status == 0)
         let stamp = #"^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z  "#
         let version = #"  \(local, version \d+\.\d+@node1\)$"#
         for expected in [#"greeting = "hi""#, "visits \\+3 = 3", "drinks: added Mocha 90 mg at 2024-05-01T08:30:00.000Z"] {
-            let line = try #require(await lines.next(timeout: .seconds(10)))
+            let line = try #require(await watcher.output.next(timeout: .seconds(10)))
             #expect(line.range(of: stamp + expected + version, options: .regularExpression) != nil, "\(line)")
         }
     }
