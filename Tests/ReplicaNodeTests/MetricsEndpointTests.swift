@@ -24,13 +24,14 @@ import Testing
             ("replica_commit_duration_seconds", "histogram"), ("replica_commits_total", "counter"),
             ("replica_updates_published_total", "counter"), ("replica_updates_applied_total", "counter"),
             ("replica_sync_bytes_total", "counter"), ("replica_repair_bytes_total", "counter"),
+            ("replica_peer_bytes_received_total", "counter"), ("replica_peer_round_trip_seconds", "gauge"),
             ("replica_dropped_total", "counter"), ("replica_peer_state", "gauge"),
             ("replica_peer_replication_lag_seconds", "gauge"), ("replica_peer_clock_offset_seconds", "gauge"),
             ("replica_load_errors", "gauge"), ("replica_save_errors", "gauge"),
         ] {
             #expect(before.types[name] == type, "\(name) is a \(type)")
         }
-        for state in ["unknown", "suspect", "down"] {
+        for state in ["suspect", "down", "left"] {
             #expect(before.value("replica_peer_state", peer.merging(["state": state]) { $1 }) == 0)
         }
         #expect(before.value("replica_dropped_total", ["cause": "malformed"]) == 0)

@@ -1,6 +1,6 @@
 /// The name of every metric a replica reports through swift-metrics (with a Prometheus backend
 /// these are the exposed names). Every metric carries a `node` dimension with the replica's id;
-/// per-peer metrics also carry `peer` (the peer's id, or its address until it has been heard).
+/// per-peer metrics also carry `peer` (the member's id).
 /// docs/operations.md, "Metrics", describes each one with a sample query.
 public enum ReplicaMetricName {
     // Recorded by the commit itself (`CommitMetrics`).
@@ -12,6 +12,7 @@ public enum ReplicaMetricName {
     // Recorded from status snapshots (`ReplicaMetricsReporter`).
     public static let updatesPublished = "replica_updates_published_total"
     public static let updatesApplied = "replica_updates_applied_total"
+    public static let updatesRelayed = "replica_updates_relayed_total"
     public static let syncEntriesReceived = "replica_sync_entries_received_total"
     public static let repairedUpdates = "replica_repaired_updates_total"
     public static let syncBytes = "replica_sync_bytes_total"
@@ -33,6 +34,8 @@ public enum ReplicaMetricName {
     public static let peerReplicationLag = "replica_peer_replication_lag_seconds"
     public static let peerMissingUpdates = "replica_peer_missing_updates"
     public static let peerClockOffset = "replica_peer_clock_offset_seconds"
+    public static let peerRoundTrip = "replica_peer_round_trip_seconds"
+    public static let peerBytesReceived = "replica_peer_bytes_received_total"
     public static let peerSequenceGaps = "replica_peer_sequence_gaps_total"
     public static let peerSyncsCompleted = "replica_peer_syncs_completed_total"
     public static let peerRepairsCompleted = "replica_peer_repairs_completed_total"

@@ -6,7 +6,7 @@ import Metrics
 ///
 /// The replica's own counters only grow; each snapshot adds what they grew by since the last one
 /// to a swift-metrics `Counter`. Peer metrics carry a `peer` dimension and are destroyed when the
-/// peer leaves the snapshot (or becomes known by id instead of address), so a backend does not
+/// member leaves the snapshot (forgotten), so a backend does not
 /// keep reporting a peer that is gone. The commit path records its own latency histogram
 /// (`CommitMetrics`); everything here costs one `status()` call per interval.
 ///
@@ -38,18 +38,21 @@ public struct ReplicaMetricsReporter: Sendable {
         totals = [
             total(Name.updatesPublished) { $0.counters.updatesPublished },
             total(Name.updatesApplied) { $0.counters.updatesApplied },
-            total(Name.syncEntriesReceived) { $0.counters.syncEntriesApplied },
+            total(Name.updatesRelayed) { $0.counters.updatesRelayed },
+            total(Name.syncEntriesReceived) { $0.counters.syncEntriesReceived },
             total(Name.repairedUpdates) { $0.counters.repairedUpdates },
-            total(Name.syncBytes, [("direction", "received")]) { $0.counters.syncBytesReceived },
-            total(Name.syncBytes, [("direction", "sent")]) { $0.counters.syncBytesSent },
-            total(Name.repairBytes, [("direction", "received")]) { $0.counters.repairBytesReceived },
-            total(Name.repairBytes, [("direction", "sent")]) { $0.counters.repairBytesSent },
+            total(Name.syncBytes) { $0.counters.syncBytesReceived },
+            total(Name.repairBytes) { $0.peers.reduce(0) { $0 + $1.bytesReceived.repair } },
             total(Name.syncsServed) { $0.counters.syncRequestsServed },
             total(Name.repairsServed) { $0.counters.repairsServed },
             total(Name.tombstonesCollected) { $0.counters.tombstonesCollected },
             // Every way a message or a connection is refused, by cause.
             total(Name.dropped, [("cause", "malformed")]) { $0.counters.malformedDropped },
+            total(Name.dropped, [("cause", "oversized")]) { $0.counters.oversizedDropped },
+            total(Name.dropped, [("cause", "forged_origin")]) { $0.counters.forgedOriginsDropped },
             total(Name.dropped, [("cause", "future_timestamp")]) { $0.counters.futureTimestampsRejected },
+            total(Name.dropped, [("cause", "skewed_heartbeat")]) { $0.counters.skewedHeartbeats },
+            total(Name.dropped, [("cause", "failed_commit")]) { $0.counters.inboundDroppedOnFailedCommit },
             total(Name.dropped, [("cause", "expired_tombstone")]) { $0.counters.expiredTombstonesDropped },
             total(Name.dropped, [("cause", "sync_refused")]) { $0.counters.syncRequestsRefused },
             total(Name.dropped, [("cause", "failed_handshake")]) { $0.counters.handshakesFailed },
@@ -88,11 +91,11 @@ public struct ReplicaMetricsReporter: Sendable {
         }
 
         var seen: Set<String> = []
+        let now = ContinuousClock.now
         for peer in status.peers {
-            let label = peer.id ?? peer.address
-            seen.insert(label)
-            if peers[label] == nil { peers[label] = PeerSeries(node: node, peer: label, factory: factory) }
-            peers[label]?.update(from: peer)
+            seen.insert(peer.id)
+            if peers[peer.id] == nil { peers[peer.id] = PeerSeries(node: node, peer: peer.id, factory: factory) }
+            peers[peer.id]?.update(from: peer, now: now)
         }
         for (label, series) in peers where !seen.contains(label) {
             series.destroy()
@@ -117,60 +120,67 @@ private struct Cumulative<Snapshot>: Sendable {
 
 /// The metrics of one peer.
 private struct PeerSeries: Sendable {
-    /// States a peer can be in; each gets a 0/1 series so that a query for any of them finds
-    /// one (a state this list lacks still gets its series once a peer is in it).
-    private static let knownStates = ["unknown", "alive", "suspect", "down", "left"]
-
     private let dimensions: [(String, String)]
-    private let factory: any MetricsFactory
-    private var states: [String: Gauge] = [:]
+    /// One 0/1 series per state, so that a query for any state finds one.
+    private let states: [(state: PeerState, gauge: Gauge)]
     private let inSync: Gauge
     private let lastSeen: Gauge
     private let lag: Gauge
     private let missing: Gauge
     private let clockOffset: Gauge
+    private let roundTrip: Gauge
     private var totals: [Cumulative<ReplicaStatus.Peer>]
+    /// When a snapshot first showed this peer's updates missing (nil: none missing).
+    private var missingSince: ContinuousClock.Instant?
 
     init(node: (String, String), peer: String, factory: any MetricsFactory) {
         let dimensions = [node, ("peer", peer)]
         self.dimensions = dimensions
-        self.factory = factory
         inSync = Gauge(label: ReplicaMetricName.peerInSync, dimensions: dimensions, factory: factory)
         lastSeen = Gauge(label: ReplicaMetricName.peerLastSeen, dimensions: dimensions, factory: factory)
         lag = Gauge(label: ReplicaMetricName.peerReplicationLag, dimensions: dimensions, factory: factory)
         missing = Gauge(label: ReplicaMetricName.peerMissingUpdates, dimensions: dimensions, factory: factory)
         clockOffset = Gauge(label: ReplicaMetricName.peerClockOffset, dimensions: dimensions, factory: factory)
-        func total(_ label: String, _ read: @escaping @Sendable (ReplicaStatus.Peer) -> Int) -> Cumulative<ReplicaStatus.Peer> {
-            Cumulative(counter: Counter(label: label, dimensions: dimensions, factory: factory), read: read)
+        roundTrip = Gauge(label: ReplicaMetricName.peerRoundTrip, dimensions: dimensions, factory: factory)
+        func total(_ label: String, _ extra: [(String, String)] = [], _ read: @escaping @Sendable (ReplicaStatus.Peer) -> Int)
+            -> Cumulative<ReplicaStatus.Peer> {
+            Cumulative(counter: Counter(label: label, dimensions: dimensions + extra, factory: factory), read: read)
         }
         totals = [
             total(ReplicaMetricName.peerSequenceGaps) { $0.sequenceGaps },
             total(ReplicaMetricName.peerSyncsCompleted) { $0.syncsCompleted },
             total(ReplicaMetricName.peerRepairsCompleted) { $0.repairsCompleted },
+            total(ReplicaMetricName.peerBytesReceived, [("kind", "published")]) { $0.bytesReceived.published },
+            total(ReplicaMetricName.peerBytesReceived, [("kind", "sync")]) { $0.bytesReceived.sync },
+            total(ReplicaMetricName.peerBytesReceived, [("kind", "repair")]) { $0.bytesReceived.repair },
         ]
-        for state in Self.knownStates { states[state] = stateGauge(state) }
+        states = PeerState.allCases.map { state in
+            (state, Gauge(label: ReplicaMetricName.peerState, dimensions: dimensions + [("state", state.rawValue)], factory: factory))
+        }
     }
 
-    private func stateGauge(_ state: String) -> Gauge {
-        Gauge(label: ReplicaMetricName.peerState, dimensions: dimensions + [("state", state)], factory: factory)
-    }
-
-    mutating func update(from peer: ReplicaStatus.Peer) {
-        let current = peer.state.rawValue
-        if states[current] == nil { states[current] = stateGauge(current) }
-        for (state, gauge) in states { gauge.record(state == current ? 1 : 0) }
+    mutating func update(from peer: ReplicaStatus.Peer, now: ContinuousClock.Instant) {
+        for (state, gauge) in states { gauge.record(state == peer.state ? 1 : 0) }
         inSync.record(peer.inSync ? 1 : 0)
         // Never heard: no age to report (a huge number would distort averages).
         if let seconds = peer.lastSeenSecondsAgo { lastSeen.record(seconds) }
-        lag.record(peer.replicationLagSeconds)
+        // Replication lag: how long updates of this peer have been known missing, from the
+        // snapshots (so to the reporting interval); 0 when none are.
+        if peer.missingUpdates == 0 {
+            missingSince = nil
+        } else if missingSince == nil {
+            missingSince = now
+        }
+        lag.record(missingSince.map { (now - $0) / .seconds(1) } ?? 0)
         missing.record(peer.missingUpdates)
-        if let offset = peer.clockOffsetSeconds { clockOffset.record(offset) }
+        if let offset = peer.clockOffsetMillis { clockOffset.record(Double(offset) / 1000) }
+        if let millis = peer.roundTripMillis { roundTrip.record(millis / 1000) }
         for index in totals.indices { totals[index].update(from: peer) }
     }
 
     func destroy() {
-        for gauge in states.values { gauge.destroy() }
-        for gauge in [inSync, lastSeen, lag, missing, clockOffset] { gauge.destroy() }
+        for (_, gauge) in states { gauge.destroy() }
+        for gauge in [inSync, lastSeen, lag, missing, clockOffset, roundTrip] { gauge.destroy() }
         for total in totals { total.counter.destroy() }
     }
 }

@@ -3,7 +3,7 @@ import ArgumentParser
 struct Peers: ClientCommand {
     static let configuration = CommandConfiguration(
         commandName: "peers",
-        abstract: "List a node's peers: address, id, state, last seen, in sync, lag, clock offset.",
+        abstract: "List a node's members: id, address, state and since when, last seen, relay, sync, clock.",
         discussion: """
             The peers table of `status` alone (see `status --help`); with --json, an array of \
             the peers as `status --json` has them.

@@ -159,7 +159,6 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "replica.\(settings.id)")
-        let lock: DataDirectoryLock
         let replica: Replica
         let control: ControlServer
         var metricsServer: MetricsServer?
@@ -174,7 +173,6 @@ struct Serve: AsyncParsableCommand {
                 }
             }
             try FileManager.default.createDirectory(at: settings.data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            lock = try DataDirectoryLock(directory: settings.data)
             var configuration = ReplicaConfiguration(
                 node: settings.id, listen: settings.listen, peers: settings.peers, storage: .directory(settings.data))
             configuration.synchronous = sync.rawValue.uppercased()
@@ -204,7 +202,6 @@ struct Serve: AsyncParsableCommand {
         await metricsServer?.stop()
         await control.stop()
         await replica.shutdown()
-        withExtendedLifetime(lock) {}
     }
 
     struct MetricsUnavailable: Error, CustomStringConvertible {

@@ -7,11 +7,12 @@ struct Status: ClientCommand {
         commandName: "status",
         abstract: "Show a node's identity, peers, digest, counters, and load and save errors.",
         discussion: """
-            Equal digests on two nodes mean equal replicated state. Peers are alive, suspect \
-            (silent > 1.5 s), down (silent > 5 s) or unknown (never heard); LAG is how long \
-            this node has been missing updates a peer published, CLOCK the peer's clock minus \
-            ours. Times are UTC. Exits with 1 if the node is not running, so it also serves as \
-            a health check. --json prints every field (docs/operations.md).
+            Equal digests on two nodes mean equal replicated state. Members are alive, suspect \
+            (silent > 1.5 s), down (silent > 5 s) or left (announced their departure); SINCE is \
+            when they entered that state, VIA whether their updates come directly or through a \
+            relay, RTT the round trip, OFFSET their clock minus ours, MISSING the updates of \
+            theirs known lost and not yet repaired. Times are UTC. Exits with 1 if the node is \
+            not running. --json prints every field (docs/operations.md).
 
             Examples:
               replica-node status --data cluster-data/node1
@@ -31,6 +32,7 @@ struct Status: ClientCommand {
         line("id", status.id)
         line("incarnation", status.incarnation)
         line("listen", "\(status.listen) (sync on port + 1)")
+        line("advertise", status.advertise + (status.membership == "left" ? " (left the cluster)" : ""))
         let started = now.addingTimeInterval(-status.uptimeSeconds)
         line("started", "\(TimeText.iso8601(started)) (up \(TimeText.duration(seconds: status.uptimeSeconds)))")
         line("hlc", status.hlc + (TimeText.iso8601(hybridTimestamp: status.hlc).map { " (\($0))" } ?? ""))
@@ -39,11 +41,12 @@ struct Status: ClientCommand {
         line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
         let counters = status.counters
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
-            + "sync entries \(counters.syncEntriesApplied), syncs served \(counters.syncRequestsServed)")
+            + "relayed \(counters.updatesRelayed), sync entries received \(counters.syncEntriesReceived), syncs served \(counters.syncRequestsServed)")
         line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsServed) repairs served")
         line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps, "
             + "\(counters.handshakesFailed) failed handshakes")
         out += "\npeers\n" + renderPeers(status.peers)
+        if !status.pendingSeeds.isEmpty { out += "  joining through: \(status.pendingSeeds.joined(separator: ", "))\n" }
         if !status.refusedHandshakes.isEmpty {
             out += "\nrefused connections (key not trusted)\n"
             for refusal in status.refusedHandshakes {
@@ -60,19 +63,22 @@ struct Status: ClientCommand {
         return out
     }
 
-    static func renderPeers(_ peers: [ReplicaStatus.Peer]) -> String {
+    static func renderPeers(_ peers: [ReplicaStatus.Peer], now: Date = Date()) -> String {
         guard !peers.isEmpty else { return "  (none)\n" }
-        let header = ["ADDRESS", "ID", "STATE", "LAST SEEN", "IN SYNC", "LAG", "CLOCK", "GAPS", "SYNCS"]
+        let header = ["ID", "ADDRESS", "STATE", "SINCE", "LAST SEEN", "VIA", "IN SYNC", "RTT", "OFFSET", "MISSING", "GAPS", "SYNCS"]
         var rows = [header]
         for peer in peers {
-            let lastSeen = zip(peer.lastSeen, peer.lastSeenSecondsAgo).map {
-                "\(TimeText.iso8601($0)) (\(TimeText.duration(seconds: $1)) ago)"
+            let lastSeen = peer.lastSeenSecondsAgo.map {
+                "\(TimeText.iso8601(now.addingTimeInterval(-$0))) (\(TimeText.duration(seconds: $0)) ago)"
             }
             rows.append([
-                peer.address, peer.id ?? "-", peer.state.rawValue, lastSeen ?? "never",
+                peer.id + (peer.trusted ? "" : " (untrusted)"), peer.address, peer.state.rawValue, TimeText.iso8601(peer.since),
+                lastSeen ?? "never",
+                peer.relayedBy.map { "relay \($0)" } ?? "direct",
                 peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
-                peer.replicationLagSeconds == 0 ? "0" : TimeText.duration(seconds: peer.replicationLagSeconds),
-                peer.clockOffsetSeconds.map(TimeText.offset) ?? "-",
+                peer.roundTripMillis.map { "\(Int($0.rounded())) ms" } ?? "-",
+                peer.clockOffsetMillis.map { TimeText.offset(seconds: Double($0) / 1000) } ?? "-",
+                "\(peer.missingUpdates)",
                 "\(peer.sequenceGaps)", "\(peer.syncsCompleted)",
             ])
         }
@@ -85,12 +91,6 @@ struct Status: ClientCommand {
             return text + "\n"
         }.joined()
     }
-}
-
-/// `zip` for two optionals: both or nothing.
-private func zip<A, B>(_ a: A?, _ b: B?) -> (A, B)? {
-    guard let a, let b else { return nil }
-    return (a, b)
 }
 
 extension String {

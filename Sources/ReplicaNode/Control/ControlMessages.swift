@@ -71,7 +71,7 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
             self = failure
         case let error as ReplicaError:
             let code: Code = switch error {
-            case .saveFailed: .saveFailed
+            case .saveFailed, .clockSkew: .saveFailed
             case .shutDown: .shutDown
             case .invalidKey, .valueTooLarge: .invalidValue
             }
