@@ -16,6 +16,11 @@ let package = Package(
         .package(url: "https://github.com/apple/swift-log", from: "1.16.2"),
         .package(url: "https://github.com/x-sheep/swift-property-based", from: "2.0.1"),
         .package(url: "https://github.com/HdrHistogram/hdrhistogram-swift", from: "0.2.0"),
+        // Metrics: the library emits through swift-metrics (any backend); replica-node serves
+        // them to Prometheus over SwiftNIO's HTTP/1 (swift-prometheus needs Swift 6.2 or later).
+        .package(url: "https://github.com/apple/swift-metrics", from: "2.13.0"),
+        .package(url: "https://github.com/swift-server/swift-prometheus", from: "2.4.1"),
+        .package(url: "https://github.com/apple/swift-nio", from: "2.101.2"),
     ],
     targets: [
         .systemLibrary(
@@ -35,6 +40,7 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
             ]
         ),
         .executableTarget(
@@ -43,6 +49,11 @@ let package = Package(
                 "ReplicaCore",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
+                .product(name: "Metrics", package: "swift-metrics"),
+                .product(name: "Prometheus", package: "swift-prometheus"),
+                .product(name: "NIOCore", package: "swift-nio"),
+                .product(name: "NIOPosix", package: "swift-nio"),
+                .product(name: "NIOHTTP1", package: "swift-nio"),
             ]
         ),
         .executableTarget(
@@ -64,6 +75,7 @@ let package = Package(
             dependencies: [
                 "ReplicaCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
+                .product(name: "MetricsTestKit", package: "swift-metrics"),
             ],
             exclude: ["Fixtures"]  // read from the source tree (bytes written by older versions)
         ),

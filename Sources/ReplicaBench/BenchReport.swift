@@ -36,6 +36,41 @@ struct BenchReport: Codable {
         var residentMegabytes: Double
     }
 
+    /// Client commands, process start included (milliseconds).
+    struct ClientCommands: Codable {
+        struct Times: Codable {
+            var medianMillis: Double
+            var p90Millis: Double
+        }
+        var runs: Int
+        /// The Swift runtime and Foundation linked into the binary (the release build of
+        /// scripts/install) rather than loaded as shared libraries.
+        var staticallyLinked: Bool
+        var version: Times
+        var get: Times
+        var set: Times
+    }
+
+    /// `import` into A of a two-node cluster, until B's digest equals A's.
+    struct Import: Codable {
+        var keys: Int
+        var payloadBytes: Int
+        /// Until `import` exited (A committed everything).
+        var importSeconds: Double
+        /// Until B held every key and its digest matched A's.
+        var convergedSeconds: Double
+        /// Stored (not computed) so that it appears in --json.
+        var keysPerSecond: Double
+
+        init(keys: Int, payloadBytes: Int, importSeconds: Double, convergedSeconds: Double) {
+            self.keys = keys
+            self.payloadBytes = payloadBytes
+            self.importSeconds = importSeconds
+            self.convergedSeconds = convergedSeconds
+            keysPerSecond = (Double(keys) / convergedSeconds).rounded()
+        }
+    }
+
     struct FailureDetection: Codable {
         var suspectSeconds: Double
         var downSeconds: Double
@@ -52,6 +87,8 @@ struct BenchReport: Codable {
     var catchUp: [CatchUp] = []
     var memory: Memory?
     var failureDetection: FailureDetection?
+    var commandLine: ClientCommands?
+    var importRate: Import?
 
     func table() -> String {
         var lines: [String] = []
@@ -84,6 +121,17 @@ struct BenchReport: Codable {
         if let memory { row("resident size, \(memory.keys) keys of \(memory.payloadBytes) B", String(format: "%.1f MB", memory.residentMegabytes), "goal <= 150 MB at 100,000 keys") }
         if let failureDetection {
             row("SIGSTOP -> suspect / down", String(format: "%.2f s / %.2f s", failureDetection.suspectSeconds, failureDetection.downSeconds), "configured 1.5 s / 5 s, heartbeat 1 s")
+        }
+        if let commandLine {
+            let linking = commandLine.staticallyLinked ? "static" : "dynamic Swift runtime"
+            for (name, times) in [("--version", commandLine.version), ("get", commandLine.get), ("set", commandLine.set)] {
+                row("CLI round trip, \(name) (\(linking))", String(format: "median %.1f ms", times.medianMillis),
+                    String(format: "p90 %.1f ms; goal <= 5 ms median%@", times.p90Millis, name == "get" ? "" : " (for client commands)"))
+            }
+        }
+        if let importRate {
+            row("import \(importRate.keys) keys to A, B caught up", String(format: "%.0f keys/s", importRate.keysPerSecond),
+                String(format: "goal >= 150000 keys/s; import itself %.2f s, B matched at %.2f s", importRate.importSeconds, importRate.convergedSeconds))
         }
         return lines.joined(separator: "\n")
     }

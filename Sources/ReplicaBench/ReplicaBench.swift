@@ -18,7 +18,7 @@ struct ReplicaBench: AsyncParsableCommand {
     @Flag(help: "Small sizes that finish in under a minute (a smoke run, not figures).") var quick = false
     @Flag(help: "Print JSON instead of a table.") var json = false
     @Option(help: "Payload size in bytes.") var payload = 100
-    @Option(help: "Only these sections (comma-separated): raw, store, replicated, latency, catchup, memory, failure.")
+    @Option(help: "Only these sections (comma-separated): raw, store, replicated, latency, catchup, memory, failure, cli.")
     var only: String?
 
     func run() async throws {
@@ -66,6 +66,12 @@ struct ReplicaBench: AsyncParsableCommand {
             progress.say("failure detection ...")
             report.failureDetection = try FailureDetectionBench.run()
         }
+        if wanted("cli") {
+            progress.say("CLI round trips ...")
+            report.commandLine = try CLIBench.roundTrip(runs: sizes.commandRuns)
+            progress.say("import of \(sizes.importKeys) keys into a two-node cluster ...")
+            report.importRate = try CLIBench.importRate(keys: sizes.importKeys, payload: payload)
+        }
         if json {
             let encoder = JSONEncoder()
             encoder.outputFormatting = [.prettyPrinted, .sortedKeys]
@@ -83,11 +89,13 @@ struct BenchSizes {
     var fixedRate: Int
     var catchUpKeys: [Int]
     var memoryKeys: Int
+    var commandRuns: Int
+    var importKeys: Int
 
     static let full = BenchSizes(rawMessages: 2_000_000, replicatedSaves: 500_000, latencySaves: 50_000, fixedRate: 10_000,
-                                 catchUpKeys: [10_000, 100_000], memoryKeys: 100_000)
+                                 catchUpKeys: [10_000, 100_000], memoryKeys: 100_000, commandRuns: 50, importKeys: 100_000)
     static let quick = BenchSizes(rawMessages: 100_000, replicatedSaves: 20_000, latencySaves: 5_000, fixedRate: 10_000,
-                                  catchUpKeys: [10_000], memoryKeys: 10_000)
+                                  catchUpKeys: [10_000], memoryKeys: 10_000, commandRuns: 10, importKeys: 10_000)
 }
 
 /// Progress lines on stderr, so long runs show where they are.

@@ -14,16 +14,22 @@ import Testing
         #expect(unknown.stdout.isEmpty)
 
         let invalid = try cluster.client(0, ["set", "k", "{not json"])
-        #expect(invalid.status != 0)
-        #expect(invalid.stderr.contains("invalid JSON value"))
+        #expect(invalid.status == 64, "a value that is not JSON is a usage error")
+        #expect(invalid.stderr.hasPrefix("replica-node: invalid JSON value"))
+        #expect(invalid.stderr.split(separator: "\n").count == 1)
 
         let notRunning = try replicaNode(["get", "k", "--data", cluster.root.appendingPathComponent("nowhere").path])
         #expect(notRunning.status == 1)
         #expect(notRunning.stderr.hasPrefix("replica-node: no replica-node is serving"))
         #expect(notRunning.stderr.split(separator: "\n").count == 1)
 
-        let badFlag = try replicaNode(["get", "k", "--bogus"])
+        let badFlag = try replicaNode(["get", "k", "--bogus", "--data", "/nowhere"])
         #expect(badFlag.status == 64)
+        #expect(badFlag.stderr == "replica-node: Unknown option '--bogus'\n", "one line, not the usage text")
+        let missingData = try replicaNode(["get", "k"], environment: ["REPLICA_DATA": ""])
+        #expect(missingData.status == 64)
+        #expect(missingData.stderr.hasPrefix("replica-node: Missing --data DIR"))
+        #expect(try replicaNode(["set", "\u{1F}counter/x", "1", "--data", "/nowhere"]).status == 64, "reserved keys are refused before connecting")
     }
 
     @Test func setGetKeysAndStatusWork() async throws {
@@ -35,7 +41,8 @@ import Testing
         #expect(try cluster.client(0, ["get", "count"]).stdout == "3\n")
         let json = try cluster.client(0, ["get", "config.theme", "--json"])
         let object = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [String: Any])
-        #expect(object["value"] as? String == "{\"dark\":true}")
+        #expect((object["value"] as? [String: Any])?["dark"] as? Bool == true, "a JSON value is embedded as JSON")
+        #expect(object["encoding"] as? String == "json")
         #expect(object["node"] as? String == "node1")
         #expect(try cluster.client(0, ["keys"]).stdout == "config.theme\ncount\n")
         #expect(try cluster.client(0, ["keys", "--prefix", "config."]).stdout == "config.theme\n")

@@ -7,26 +7,19 @@ import Testing
         let cluster = try ProcessCluster(size: 2, name: "watch")
         defer { cluster.stop() }
         #expect(try await cluster.waitUntilConnected())
-        let watcher = Process()
-        watcher.executableURL = replicaNodeBinary
-        watcher.arguments = ["watch", "greet", "--json", "--data", cluster.nodes[1].data.path]
-        let output = Pipe(), banner = Pipe()
-        watcher.standardOutput = output
-        watcher.standardError = banner
-        try watcher.run()
-        defer { watcher.terminate() }
+        let watcher = try RunningCommand(["watch", "greet", "--json", "--data", cluster.nodes[1].data.path])
         // `watch` prints its banner on stderr once the node has confirmed the subscription.
-        let bannerLine = await LineReader(banner.fileHandleForReading).next(timeout: .seconds(10))
-        #expect(bannerLine?.hasPrefix("watching keys starting with greet") == true)
+        let bannerLine = await watcher.errors.next(timeout: .seconds(10))
+        #expect(bannerLine?.hasPrefix("watching what starts with greet") == true)
         #expect(try cluster.client(0, ["set", "greeting", "\"hi from node1\""]).status == 0)
-        let line = try #require(await LineReader(output.fileHandleForReading).next(timeout: .seconds(10)))
+        let line = try #require(await watcher.output.next(timeout: .seconds(10)))
         let seen = try JSONSerialization.jsonObject(with: Data(line.utf8)) as? [String: Any]
         let change = try #require(seen)
-        #expect(change["from"] as? String == "node1")
-        let entry = try #require(change["entry"] as? [String: Any])
-        #expect(entry["key"] as? String == "greeting")
-        #expect(entry["value"] as? String == "\"hi from node1\"")
-        #expect((entry["version"] as? String)?.hasSuffix("@node1") == true)
+        #expect(change["origin"] as? String == "node1")
+        #expect(change["type"] as? String == "register")
+        #expect(change["key"] as? String == "greeting")
+        #expect(change["value"] as? String == "hi from node1")
+        #expect((change["version"] as? String)?.hasSuffix("@node1") == true)
     }
 
     @Test func peersListsEveryPeerWithItsState() async throws {

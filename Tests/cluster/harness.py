@@ -543,7 +543,9 @@ def check_register(cluster, ops, keys, ks=None):
                 seen[k] = None
                 continue
             version = version_key(entry["hlc"], entry["node"])
-            value = json.loads(entry["value"]) if entry.get("value") is not None else None
+            # `get --json` embeds a JSON value as JSON ("encoding": "json"); other bytes would be
+            # base64, which this workload never writes.
+            value = entry.get("value") if entry.get("encoding") == "json" else None
             seen[k] = version
             if best is not None and version < best:
                 lost = by_version[best]

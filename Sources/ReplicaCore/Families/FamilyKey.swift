@@ -31,6 +31,34 @@ public enum FamilyKey {
         name.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
     }
 
+    static func unescape(_ escaped: Substring) -> String {
+        escaped.replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%25", with: "%")
+    }
+
+    /// What a family key stands for.
+    public enum Member: Equatable, Sendable {
+        case counterSlot(counter: String, incarnation: String)
+        case logElement(log: String, id: String)
+    }
+
+    /// The counter slot or log element `key` is; nil for any other key (a register, or a
+    /// family this version does not know).
+    public static func member(of key: String) -> Member? {
+        guard isReserved(key) else { return nil }
+        let rest = key.dropFirst()
+        if rest.hasPrefix("counter/") {
+            let path = rest.dropFirst("counter/".count)
+            guard let slash = path.lastIndex(of: "/") else { return nil }
+            return .counterSlot(counter: unescape(path[..<slash]), incarnation: String(path[path.index(after: slash)...]))
+        }
+        if rest.hasPrefix("log/") {
+            let path = rest.dropFirst("log/".count)
+            guard let slash = path.firstIndex(of: "/") else { return nil }
+            return .logElement(log: unescape(path[..<slash]), id: String(path[path.index(after: slash)...]))
+        }
+        return nil
+    }
+
     /// The prefix shared by every slot of counter `name`.
     public static func counterPrefix(_ name: String) -> String { marker + "counter/" + escape(name) + "/" }
 

@@ -13,9 +13,15 @@ extension Replica {
                 Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
             }, continuation: write.continuation)
         }
+        let commitStarted = ContinuousClock.now
+        let merged = Result { try store.merge(remote.map(\.entry) + local.flatMap(\.entries)) }
+        // The one metrics hook on the commit path: once per commit, counts by batch size.
+        commitMetrics.record(
+            elapsed: .now - commitStarted, local: local.reduce(0) { $0 + $1.entries.count }, remote: remote.count,
+            succeeded: (try? merged.get()) != nil)
         let winners: [Entry]
         do {
-            winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
+            winners = try merged.get()
         } catch {
             commitFailed(error, local: writes, remote: remote)
             return

@@ -41,6 +41,7 @@ extension Replica {
                     syncsCompleted: session.stats.syncsCompleted,
                     repairsCompleted: session.stats.repairsCompleted,
                     syncInProgress: planner.inFlight?.peer == record.node,
+                    missingUpdates: session.stream.missing.reduce(session.repair?.range.count ?? 0) { $0 + $1.count },
                     roundTripMillis: session.clock.smoothedRoundTripMillis,
                     clockOffsetMillis: session.clock.offsetMillis,
                     incarnation: record.incarnation.uuidString,

@@ -25,6 +25,8 @@ public actor Replica: PollLoopOwner {
 
     let logger: Logger
     let codec: WireCodec
+    /// Commit latency and batch sizes, through swift-metrics (see `ReplicaMetricsReporter`).
+    let commitMetrics: CommitMetrics
     let store: any ReplicaStore
     var clock: HybridLogicalClock
     let started = ContinuousClock.now
@@ -113,6 +115,7 @@ public actor Replica: PollLoopOwner {
         self.configuration = configuration
         self.logger = logger ?? Logger(label: "replica.\(configuration.node)")
         codec = WireCodec(limits: configuration.limits)
+        commitMetrics = CommitMetrics(node: configuration.node)
         timing = PeerTiming(
             heartbeatInterval: configuration.heartbeatInterval, suspectAfter: configuration.suspectAfter,
             downAfter: configuration.downAfter, requestTimeout: configuration.syncTimeout)

@@ -25,6 +25,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// Lost-update repairs completed with this peer (see docs/operations.md).
         public var repairsCompleted: Int
         public var syncInProgress: Bool
+        /// Its updates known lost and not yet received again (being repaired, or waiting for a
+        /// repair or a sync). Metrics report how long this stays above 0 as replication lag.
+        public var missingUpdates: Int
         /// The smoothed round trip and the estimated offset of its clock from ours (its minus
         /// ours), from heartbeat echoes; nil until measured.
         public var roundTripMillis: Double?

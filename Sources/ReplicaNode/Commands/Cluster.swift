@@ -8,14 +8,17 @@ import Glibc
 
 struct Cluster: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "cluster",
         abstract: "Start N local nodes on loopback, each peered with all others; Ctrl-C stops them all.",
         discussion: """
             Node K listens on 127.0.0.1:(base-port + 2K) (and the port after it for sync), keeps \
             its data in DIR/nodeK and logs to DIR/nodeK.log. Data survives a restart of the cluster. \
             Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
-            --insecure runs them open instead.
+            --insecure runs them open instead. It prints commands to try from another terminal, \
+            with paths that work from anywhere.
 
-            Example: replica-node cluster --nodes 3 --data ./cluster-data
+            Example:
+              replica-node cluster --nodes 3 --data cluster-data
             """)
 
     @Option(help: "How many nodes to start (1...64).") var nodes = 3
@@ -50,7 +53,7 @@ struct Cluster: AsyncParsableCommand {
             arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
             for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
             let logURL = root.appendingPathComponent("\(id).log")
-            FileManager.default.createFile(atPath: logURL.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
             let log = try FileHandle(forWritingTo: logURL)
             let process = Process()
             process.executableURL = executable
@@ -64,7 +67,7 @@ struct Cluster: AsyncParsableCommand {
             + (insecure ? "WITHOUT encryption or authentication (--insecure) ..." : "with CURVE keys from \(keys.path) ..."))
         let ready = await waitUntilServing(root: root, ids: children.map(\.id))
         if !ready {
-            printError("not every node answered within 15 s; see the logs in \(root.path)")
+            Output.error("not every node answered within 15 s; see the logs in \(root.path)")
         }
         print("")
         print("NODE    LISTEN            DATA")
@@ -73,15 +76,17 @@ struct Cluster: AsyncParsableCommand {
         }
         let first = root.appendingPathComponent("node1").path
         let last = root.appendingPathComponent("node\(nodes)").path
+        let command = Self.commandName(for: executable)
         print("""
 
             Try, from another terminal:
-              replica-node set greeting '"hello"' --data \(first)
-              replica-node get greeting --data \(last)
-              replica-node status --data \(last)
+              \(command) set greeting '"hello"' --data \(first)
+              \(command) get greeting --data \(last)
+              \(command) status --data \(last)
 
             Logs: \(root.path)/nodeK.log. Press Ctrl-C to stop all nodes.
             """)
+        Output.flush()  // a reader of a pipe sees the hints now, not at exit
         let signal = await SignalWaiter.waitForTermination()
         print("Stopping \(nodes) node(s) (signal \(signal)) ...")
         for child in children where child.process.isRunning { kill(child.process.processIdentifier, SIGTERM) }
@@ -89,15 +94,28 @@ struct Cluster: AsyncParsableCommand {
         print("Stopped. Data kept in \(root.path).")
     }
 
+    /// `replica-node` if that name finds this executable on $PATH, else its absolute path: a
+    /// hint must work when pasted into another terminal.
+    static func commandName(for executable: URL) -> String {
+        let path = ProcessInfo.processInfo.environment["PATH"] ?? ""
+        for directory in path.split(separator: ":") {
+            let candidate = URL(fileURLWithPath: String(directory)).appendingPathComponent("replica-node").resolvingSymlinksInPath()
+            if FileManager.default.isExecutableFile(atPath: candidate.path) {
+                return candidate.path == executable.path ? "replica-node" : executable.path
+            }
+        }
+        return executable.path
+    }
+
     /// Waits until every node's control socket answers a status request.
     private func waitUntilServing(root: URL, ids: [String]) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(15)
-        var pending = Swift.Set(ids)
+        var pending = Set(ids)
         while !pending.isEmpty && ContinuousClock.now < deadline {
             for id in pending {
                 var client = try? ControlClient(dataDirectory: root.appendingPathComponent(id))
                 client?.timeout = .milliseconds(500)
-                if (try? client?.call(ControlRequest(command: .status))) != nil { pending.remove(id) }
+                if (try? client?.call(.status)) != nil { pending.remove(id) }
             }
             if !pending.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
         }

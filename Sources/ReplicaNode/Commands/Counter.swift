@@ -1,7 +1,9 @@
 import ArgumentParser
+import ReplicaCore
 
-struct Incr: ParsableCommand {
+struct Incr: ClientCommand {
     static let configuration = CommandConfiguration(
+        commandName: "incr",
         abstract: "Add to a counter and print its new value.",
         discussion: """
             Counters never lose an increment: each node adds to its own slot and the value is \
@@ -9,23 +11,21 @@ struct Incr: ParsableCommand {
             both sides of a partition) all count. --by may be negative. Prints the counter's \
             value on this node once the increment is committed; with --json, the value and slots.
 
-            Example: replica-node incr visits --by 5 --data /tmp/n1
+            Examples:
+              replica-node incr visits --data cluster-data/node1
+              replica-node incr visits --by 5 --data cluster-data/node2
             """)
 
     @Argument(help: "The counter's name.") var name: String
     @Option(parsing: .unconditional, help: "The amount to add (negative to subtract).") var by = 1
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            let reply = try options.client().call(ControlRequest(command: .incr, name: name, by: by))
-            guard let counter = reply.counter else { return }
-            if options.json { try printJSON(counter) } else { print(counter.value) }
-        }
+    func perform(with client: ControlClient) throws {
+        CounterCommand.print(try client.call(.incr(name: name, by: by), expecting: \.counter), json: options.json)
     }
 }
 
-struct CounterCommand: ParsableCommand {
+struct CounterCommand: ClientCommand {
     static let configuration = CommandConfiguration(
         commandName: "counter",
         abstract: "Print a counter's value.",
@@ -34,17 +34,18 @@ struct CounterCommand: ParsableCommand {
             incremented). With --json: {"name", "value", "slots": [{"incarnation", "node", \
             "total"}], "problems"}.
 
-            Example: replica-node counter visits --data /tmp/n2
+            Example:
+              replica-node counter visits --data cluster-data/node3
             """)
 
     @Argument(help: "The counter's name.") var name: String
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            let reply = try options.client().call(ControlRequest(command: .counter, name: name))
-            guard let counter = reply.counter else { return }
-            if options.json { try printJSON(counter) } else { print(counter.value) }
-        }
+    func perform(with client: ControlClient) throws {
+        Self.print(try client.call(.counter(name: name), expecting: \.counter), json: options.json)
+    }
+
+    static func print(_ counter: CounterSnapshot, json: Bool) {
+        if json { try? Output.json(encoding: counter) } else { Output.line(String(counter.value)) }
     }
 }

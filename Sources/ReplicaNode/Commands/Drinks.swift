@@ -4,23 +4,29 @@ import ReplicaCore
 
 struct Drinks: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "drinks",
         abstract: "Add, list and remove drinks in the replicated drink log.",
         discussion: """
             One entry per drink: drinks added at the same time on different nodes all survive; \
             a removal wins over the versions of the drink it had seen.
 
-            Example: replica-node drinks add --name Espresso --mg 64 --data /tmp/n1
+            Example:
+              replica-node drinks add --name Espresso --mg 64 --data cluster-data/node1
             """,
         subcommands: [Add.self, List.self, Remove.self])
 
-    struct Add: ParsableCommand {
+    struct Add: ClientCommand {
         static let configuration = CommandConfiguration(
+            commandName: "add",
             abstract: "Add a drink and print its id.",
             discussion: """
                 --mg must be 0 or more; --date is ISO 8601 (2024-05-01T08:30:00Z, fractions \
                 allowed) and defaults to now. With --json, prints the whole drink.
 
-                Example: replica-node drinks add --name Latte --mg 75 --date 2024-05-01T08:30:00Z --data /tmp/n1
+                Examples:
+                  replica-node drinks add --name Latte --mg 75 --date 2024-05-01T08:30:00Z \\
+                    --data cluster-data/node1
+                  replica-node drinks add --name Mocha --mg 90 --json -d cluster-data/node2
                 """)
 
         @Option(help: "What was drunk.") var name: String
@@ -28,98 +34,121 @@ struct Drinks: ParsableCommand {
         @Option(help: "When, in ISO 8601 (default: now).") var date: String?
         @OptionGroup var options: ClientOptions
 
-        func run() throws {
-            guard mg >= 0, mg.isFinite else { usageError("--mg must be 0 or more (got \(mg))") }
-            guard !name.trimmingCharacters(in: .whitespaces).isEmpty else { usageError("--name must not be empty") }
-            var when: Date?
+        /// The drink to add: the library's `Drink` checks name and caffeine (as the node does
+        /// again when it receives it), so the rules live in one place.
+        func drink() throws -> Drink {
+            var when = Date()
             if let date {
-                guard let parsed = parseISO8601(date) else {
-                    usageError("invalid --date \(date): expected ISO 8601 such as 2024-05-01T08:30:00Z")
+                guard let parsed = Self.parseISO8601(date) else {
+                    throw ValidationError("invalid --date \(date): expected ISO 8601 such as 2024-05-01T08:30:00Z")
                 }
                 when = parsed
             }
-            try reportingErrors {
-                let reply = try options.client().call(ControlRequest(command: .drinkAdd, name: name, mg: mg, date: when))
-                guard let drink = reply.drink else { return }
-                if options.json { try printJSON(DrinkView(drink)) } else { print(DrinkView(drink).id) }
+            do {
+                return try Drink(name: name, mg: mg, date: when)
+            } catch {
+                throw ValidationError("invalid drink: \(error)")
             }
+        }
+
+        func validate() throws { _ = try drink() }
+
+        func perform(with client: ControlClient) throws {
+            let drink = try client.call(.addDrink(try drink()), expecting: \.drink)
+            if options.json { Output.json(DrinkOutput.json(drink)) } else { Output.line(DrinkOutput.id(drink)) }
+        }
+
+        static func parseISO8601(_ text: String) -> Date? {
+            (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
         }
     }
 
-    struct List: ParsableCommand {
+    struct List: ClientCommand {
         static let configuration = CommandConfiguration(
+            commandName: "list",
             abstract: "List the drinks, oldest first.",
             discussion: """
                 One line per drink: date, caffeine, name, id; ordered by date, then id. With \
                 --json, an array of {"id", "name", "mg", "date"}.
 
-                Example: replica-node drinks list --data /tmp/n2
+                Examples:
+                  replica-node drinks list --data cluster-data/node2
+                  replica-node drinks list --json --data cluster-data/node2
                 """)
 
         @OptionGroup var options: ClientOptions
 
-        func run() throws {
-            try reportingErrors {
-                let drinks = (try options.client().call(ControlRequest(command: .drinkList)).drinks ?? []).map(DrinkView.init)
-                if options.json {
-                    try printJSON(drinks)
-                } else {
-                    for drink in drinks { print("\(drink.date)  \(formatMg(drink.mg)) mg  \(drink.name)  \(drink.id)") }
-                }
+        func perform(with client: ControlClient) throws {
+            let drinks = try client.call(.listDrinks, expecting: \.drinks)
+            if options.json {
+                Output.json(DrinkOutput.jsonArray(drinks))
+            } else {
+                for drink in drinks { Output.line(DrinkOutput.line(drink)) }
             }
         }
     }
 
-    struct Remove: ParsableCommand {
+    struct Remove: ClientCommand {
         static let configuration = CommandConfiguration(
+            commandName: "remove",
             abstract: "Remove a drink by id.",
             discussion: """
                 Writes a tombstone for the drink, replicated to every node; an unknown id exits \
                 with 1. Tombstones are deleted after the node's tombstone retention (7 days).
 
-                Example: replica-node drinks remove 5f0c6a3e-8f1e-4c0e-9a51-0d8f5b7e2c11 --data /tmp/n1
+                Example (add prints the new drink's id):
+                  replica-node drinks remove --data cluster-data/node1 \\
+                    "$(replica-node drinks add --name Tea --mg 30 --data cluster-data/node1)"
                 """)
 
         @Argument(help: "The drink's id (a UUID, as printed by add and list).") var id: String
         @OptionGroup var options: ClientOptions
 
-        func run() throws {
-            guard UUID(uuidString: id) != nil else { usageError("invalid drink id \(id): expected a UUID") }
-            try reportingErrors {
-                let reply = try options.client().call(ControlRequest(command: .drinkRemove, key: id))
-                guard let drink = reply.drink else { return }
-                if options.json { try printJSON(DrinkView(drink)) } else { print("OK removed \(DrinkView(drink).id)") }
-            }
+        func validate() throws {
+            guard UUID(uuidString: id) != nil else { throw ValidationError("invalid drink id \(id): expected a UUID") }
+        }
+
+        func perform(with client: ControlClient) throws {
+            let drink = try client.call(.removeDrink(id: UUID(uuidString: id)!), expecting: \.drink)
+            if options.json { Output.json(DrinkOutput.json(drink)) } else { Output.line("OK removed \(DrinkOutput.id(drink))") }
         }
     }
 }
 
-/// A drink as the CLI prints it: lowercase id, ISO 8601 date.
-struct DrinkView: Encodable {
-    var id: String
-    var name: String
-    var mg: Double
-    var date: String
+/// A drink as the CLI prints it: lowercase id, caffeine without a needless ".0", the date as
+/// stored (to the millisecond) in ISO 8601.
+enum DrinkOutput {
+    static func id(_ drink: Drink) -> String { drink.id.uuidString.lowercased() }
 
-    init(_ drink: Drink) {
-        id = drink.id.uuidString.lowercased()
-        name = drink.name
-        mg = drink.mg
-        let millis = (drink.date.timeIntervalSince1970 * 1000).rounded()
-        date = Date(timeIntervalSince1970: millis / 1000 + 0.000_000_5).formatted(Date.ISO8601FormatStyle(includingFractionalSeconds: true))
+    static func date(_ drink: Drink) -> String { TimeText.iso8601(millis: drink.dateMillis) }
+
+    static func mg(_ drink: Drink) -> String {
+        drink.mg == drink.mg.rounded() && drink.mg < 1e15 ? String(Int64(drink.mg)) : String(drink.mg)
     }
-}
 
-func parseISO8601(_ text: String) -> Date? {
-    (try? Date.ISO8601FormatStyle(includingFractionalSeconds: true).parse(text)) ?? (try? Date.ISO8601FormatStyle().parse(text))
-}
+    /// `2024-05-01T08:30:00.000Z  75 mg  Latte  5f0c6a3e-...`
+    static func line(_ drink: Drink) -> String { "\(date(drink))  \(mg(drink)) mg  \(drink.name)  \(id(drink))" }
 
-func formatMg(_ mg: Double) -> String {
-    mg == mg.rounded() && abs(mg) < 1e15 ? String(Int(mg)) : String(mg)
-}
+    /// `Latte 75 mg at 2024-05-01T08:30:00.000Z`
+    static func summary(_ drink: Drink) -> String { "\(drink.name) \(mg(drink)) mg at \(date(drink))" }
 
-/// A usage error as one line on stderr (`replica-node: ...`) and exit code 64.
-func usageError(_ message: String) -> Never {
-    printError(message)
-    Foundation.exit(ExitCode.validationFailure.rawValue)
+    static func json(_ drink: Drink) -> [UInt8] { object(drink).closed }
+
+    static func jsonArray(_ drinks: [Drink]) -> [UInt8] {
+        var bytes: [UInt8] = [UInt8(ascii: "[")]
+        for (index, drink) in drinks.enumerated() {
+            if index > 0 { bytes.append(UInt8(ascii: ",")) }
+            bytes += json(drink)
+        }
+        return bytes + [UInt8(ascii: "]")]
+    }
+
+    static func object(_ drink: Drink) -> JSONObjectWriter {
+        var object = JSONObjectWriter()
+        object.field("id", id(drink))
+        object.field("name", drink.name)
+        object.field("mg", drink.mg)
+        object.field("date", date(drink))
+        return object
+    }
 }

@@ -1,23 +1,30 @@
 import ArgumentParser
 
-struct Get: ParsableCommand {
+struct Get: ClientCommand {
     static let configuration = CommandConfiguration(
+        commandName: "get",
         abstract: "Print the value of a key.",
         discussion: """
-            Prints the value as JSON; with --json, an object with the key, value, version, \
-            hybrid-logical-clock timestamp and writing node. An unknown key exits with 1.
+            Prints the value as JSON (other bytes, written by a program with its own codec, as \
+            base64:...). With --json, one object: {"key", "value", "encoding", "version", \
+            "time", "hlc", "node", "schema"}, where value is the JSON value itself when \
+            encoding is "json" and a base64 string when it is "base64", and time is when the \
+            version was written. An unknown key exits with 1.
 
-            Example: replica-node get greeting --data /tmp/n1
+            Examples:
+              replica-node get greeting --data cluster-data/node1
+              replica-node get greeting --json --data cluster-data/node1
             """)
 
     @Argument(help: "The key to read.") var key: String
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            let reply = try options.client().call(ControlRequest(command: .get, key: key))
-            guard let entry = reply.entry else { return }
-            if options.json { try printJSON(entry) } else { print(entry.value ?? "null") }
+    func perform(with client: ControlClient) throws {
+        let entry = try client.call(.get(key: key), expecting: \.entry)
+        if options.json {
+            Output.json(EntryOutput.json(entry))
+        } else {
+            Output.line(entry.payload.map(EntryOutput.text) ?? "null")
         }
     }
 }

@@ -4,13 +4,15 @@ import ReplicaCore
 
 struct Keygen: ParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "keygen",
         abstract: "Make a CURVE key pair for a node: ID.key (secret, 0600) and ID.pub (to share).",
         discussion: """
             Give every node its own pair. Copy each node's ID.pub into the trust directory of \
             every node it talks to, then start nodes with --key ID.key --trust DIR and peers \
             named ID@HOST:PORT. See docs/security.md for rotation.
 
-            Example: replica-node keygen --id node1 --out keys/
+            Example:
+              replica-node keygen --id node1 --out keys/
             """)
 
     @Option(help: "The node id the keys are for (names the files).") var id: String
@@ -27,7 +29,7 @@ struct Keygen: ParsableCommand {
             let keys = try CurveKeyPair.generate()
             let files = try KeyFiles.write(keys, id: id, to: URL(fileURLWithPath: out), force: force)
             if json {
-                try printJSON(["id": id, "publicKey": keys.publicKey, "keyFile": files.key.path, "publicKeyFile": files.pub.path])
+                try Output.json(encoding: ["id": id, "publicKey": keys.publicKey, "keyFile": files.key.path, "publicKeyFile": files.pub.path])
             } else {
                 print("wrote \(files.key.path) (secret) and \(files.pub.path)")
                 print("public key: \(keys.publicKey)")

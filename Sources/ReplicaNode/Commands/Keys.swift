@@ -1,26 +1,27 @@
 import ArgumentParser
 import ReplicaCore
 
-struct Keys: ParsableCommand {
+struct Keys: ClientCommand {
     static let configuration = CommandConfiguration(
+        commandName: "keys",
         abstract: "List the keys that hold a value.",
         discussion: """
             Counter slots and drink-log elements are stored under keys starting with the reserved \
             character U+001F; they are hidden unless --all is given, which shows U+001F as ␟ \
             (use `counter` and `drinks list` to read them).
 
-            Example: replica-node keys --prefix config. --data /tmp/n1
+            Examples:
+              replica-node keys --data cluster-data/node1
+              replica-node keys --prefix config. --data cluster-data/node1
             """)
 
     @Option(help: "Only keys starting with this prefix.") var prefix = ""
     @Flag(help: "Also list the keys of counters and logs (shown with a leading ␟).") var all = false
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            var keys = try options.client().call(ControlRequest(command: .keys, prefix: prefix)).keys ?? []
-            keys = all ? keys.map(FamilyKey.readable) : keys.filter { !FamilyKey.isReserved($0) }
-            if options.json { try printJSON(keys) } else { keys.forEach { print($0) } }
-        }
+    func perform(with client: ControlClient) throws {
+        var keys = try client.call(.keys(prefix: prefix), expecting: \.keys)
+        keys = all ? keys.map(FamilyKey.readable) : keys.filter { !FamilyKey.isReserved($0) }
+        if options.json { try Output.json(encoding: keys) } else { keys.forEach(Output.line) }
     }
 }

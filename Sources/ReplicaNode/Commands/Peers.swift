@@ -1,18 +1,22 @@
 import ArgumentParser
-import Foundation
-import ReplicaCore
 
-struct Peers: ParsableCommand {
+struct Peers: ClientCommand {
     static let configuration = CommandConfiguration(
-        abstract: "List a node's peers: address, id, state, last seen, in sync.",
-        discussion: "Example: replica-node peers --data /tmp/n1 --json")
+        commandName: "peers",
+        abstract: "List a node's members: id, address, state and since when, last seen, relay, sync, clock.",
+        discussion: """
+            The peers table of `status` alone (see `status --help`); with --json, an array of \
+            the peers as `status --json` has them.
+
+            Examples:
+              replica-node peers --data cluster-data/node1
+              replica-node peers --json --data cluster-data/node1
+            """)
 
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            guard let status = try options.client().call(ControlRequest(command: .status)).status else { return }
-            if options.json { try printJSON(status.peers) } else { print(Status.renderPeers(status.peers), terminator: "") }
-        }
+    func perform(with client: ControlClient) throws {
+        let status = try client.call(.status, expecting: \.status)
+        if options.json { try Output.json(encoding: status.peers) } else { print(Status.renderPeers(status.peers), terminator: "") }
     }
 }

@@ -5,20 +5,26 @@ import ReplicaCore
 
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
+        commandName: "serve",
         abstract: "Run a node until SIGINT or SIGTERM.",
         discussion: """
             The node binds a PUB socket on PORT (updates, heartbeats) and a ROUTER socket on \
             PORT + 1 (anti-entropy sync), connects to every --peer, and keeps its SQLite database \
             and control socket in --data. Cluster sockets use CURVE (--key and --trust, peers named \
             ID@HOST:PORT so their public key ID.pub is found in the trust directory); running \
-            open needs an explicit --insecure. Each option has an environment twin so that a \
-            compose file needs no command line: REPLICA_ID, REPLICA_LISTEN, REPLICA_PEERS \
-            (comma-separated), REPLICA_DATA, REPLICA_KEY, REPLICA_TRUST, REPLICA_INSECURE=1.
+            open needs an explicit --insecure. --metrics serves Prometheus metrics at \
+            http://HOST:PORT/metrics (docs/operations.md lists them). Each option has an \
+            environment twin so that a compose file needs no command line: REPLICA_ID, \
+            REPLICA_LISTEN, REPLICA_PEERS (comma-separated), REPLICA_DATA, REPLICA_KEY, \
+            REPLICA_TRUST, REPLICA_INSECURE=1, REPLICA_METRICS. Make keys once per node and \
+            share the .pub files; peers need not be up yet.
 
-            Example:
-              replica-node keygen --id node1 --out keys/    # once per node; share the .pub files
-              replica-node serve --id node1 --listen 127.0.0.1:7001 --key keys/node1.key --trust keys/ \\
-                --peer node2@127.0.0.1:7003 --peer node3@127.0.0.1:7005 --data /tmp/node1
+            Examples:
+              for n in 1 2 3; do replica-node keygen --id node$n --out keys/; done
+              replica-node serve --id node1 --listen 127.0.0.1:7001 --data node1 \\
+                --key keys/node1.key --trust keys/ --metrics 127.0.0.1:9101 \\
+                --peer node2@127.0.0.1:7003 --peer node3@127.0.0.1:7005
+              replica-node serve --id solo --listen 127.0.0.1:7011 --insecure --data solo
             """)
 
     @Option(help: ArgumentHelp("This node's unique id: letters, digits, '.', '_', '-' (or $REPLICA_ID).", valueName: "id"))
@@ -42,6 +48,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Data directory: database, control socket, lock (or $REPLICA_DATA).", valueName: "dir"))
     var data: String?
 
+    @Option(help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics (or $REPLICA_METRICS).", valueName: "host:port"))
+    var metrics: String?
+
     @Option(help: "SQLite synchronous mode: normal survives a crash of the process, full also a power cut.")
     var sync: SyncMode = .normal
 
@@ -61,6 +70,7 @@ struct Serve: AsyncParsableCommand {
         var data: URL
         var keyFile: URL?
         var trustPath: URL?
+        var metrics: Endpoint?
     }
 
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
@@ -106,9 +116,17 @@ struct Serve: AsyncParsableCommand {
         guard let dataText = data ?? environment["REPLICA_DATA"], !dataText.isEmpty else {
             throw ValidationError("Missing --data DIR (or REPLICA_DATA).")
         }
+        var metricsEndpoint: Endpoint?
+        if let metricsText = metrics ?? environment["REPLICA_METRICS"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let parsed = Endpoint(metricsText) else {
+                throw ValidationError("Invalid --metrics '\(metricsText)': expected HOST:PORT with PORT in 1...65534.")
+            }
+            metricsEndpoint = parsed
+        }
         return Settings(
             id: node, listen: endpoint, peers: peerEndpoints, peerIDs: peerIDs, data: URL(fileURLWithPath: dataText),
-            keyFile: keyText.map { URL(fileURLWithPath: $0) }, trustPath: trustText.map { URL(fileURLWithPath: $0) })
+            keyFile: keyText.map { URL(fileURLWithPath: $0) }, trustPath: trustText.map { URL(fileURLWithPath: $0) },
+            metrics: metricsEndpoint)
     }
 
     /// Loads the key pair and trust list, and finds each peer's public key.
@@ -124,7 +142,7 @@ struct Serve: AsyncParsableCommand {
             }
             peerKeys[peer] = key
         }
-        return .curve(CurveSecurity(keys: keys, trusted: Swift.Set(trusted.values), peerKeys: peerKeys))
+        return .curve(CurveSecurity(keys: keys, trusted: Set(trusted.values), peerKeys: peerKeys))
     }
 
     func validate() throws {
@@ -143,7 +161,17 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "replica.\(settings.id)")
         let replica: Replica
         let control: ControlServer
+        var metricsServer: MetricsServer?
         do {
+            if let endpoint = settings.metrics {
+                // The backend first: the replica makes its commit metrics when it starts.
+                let registry = MetricsServer.bootstrapMetrics()
+                do {
+                    metricsServer = try await MetricsServer(endpoint: endpoint, registry: registry)
+                } catch {
+                    throw MetricsUnavailable(endpoint: endpoint, reason: "\(error)")
+                }
+            }
             try FileManager.default.createDirectory(at: settings.data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             var configuration = ReplicaConfiguration(
                 node: settings.id, listen: settings.listen, peers: settings.peers, storage: .directory(settings.data))
@@ -152,9 +180,11 @@ struct Serve: AsyncParsableCommand {
             replica = try Replica(configuration, logger: logger)
             control = try ControlServer(replica: replica, dataDirectory: settings.data, context: ZMQContext(), logger: logger)
         } catch {
-            printError("cannot start: \(error)")
+            await metricsServer?.stop()
+            Output.error("cannot start: \(error)")
             throw ExitCode.failure
         }
+        let reporter = metricsServer.map { _ in Task { await ReplicaMetricsReporter.run(for: replica) } }
         let status = await replica.status()
         if settings.keyFile == nil {
             logger.warning("running with --insecure: cluster traffic is neither encrypted nor authenticated")
@@ -162,12 +192,21 @@ struct Serve: AsyncParsableCommand {
         logger.info("serving", metadata: [
             "id": "\(status.id)", "listen": "\(settings.listen)", "peers": "\(settings.peers.map(\.description).joined(separator: ","))",
             "data": "\(settings.data.path)", "security": "\(status.security)", "entries": "\(status.entryCount)", "incarnation": "\(status.incarnation)",
+            "metrics": "\(metricsServer?.localAddress.map { "\($0)" } ?? "off")",
         ])
         for problem in status.loadErrors { logger.error("load error: \(problem.message)") }
 
         let signal = await SignalWaiter.waitForTermination()
         logger.info("signal \(signal): shutting down (send it again to exit at once)")
+        reporter?.cancel()
+        await metricsServer?.stop()
         await control.stop()
         await replica.shutdown()
+    }
+
+    struct MetricsUnavailable: Error, CustomStringConvertible {
+        var endpoint: Endpoint
+        var reason: String
+        var description: String { "--metrics \(endpoint): \(reason)" }
     }
 }

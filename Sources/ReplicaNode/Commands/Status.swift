@@ -2,35 +2,40 @@ import ArgumentParser
 import Foundation
 import ReplicaCore
 
-struct Status: ParsableCommand {
+struct Status: ClientCommand {
     static let configuration = CommandConfiguration(
+        commandName: "status",
         abstract: "Show a node's identity, peers, digest, counters, and load and save errors.",
         discussion: """
             Equal digests on two nodes mean equal replicated state. Members are alive, suspect \
-            (silent > 1.5 s), down (silent > 5 s) or left (announced their departure). Exits with 1 if the \
-            node is not running, so it also serves as a health check.
+            (silent > 1.5 s), down (silent > 5 s) or left (announced their departure); SINCE is \
+            when they entered that state, VIA whether their updates come directly or through a \
+            relay, RTT the round trip, OFFSET their clock minus ours, MISSING the updates of \
+            theirs known lost and not yet repaired. Times are UTC. Exits with 1 if the node is \
+            not running. --json prints every field (docs/operations.md).
 
-            Example: replica-node status --data /tmp/n1 --json
+            Examples:
+              replica-node status --data cluster-data/node1
+              replica-node status --json --data cluster-data/node1
             """)
 
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            guard let status = try options.client().call(ControlRequest(command: .status)).status else { return }
-            if options.json { try printJSON(status) } else { print(Self.render(status), terminator: "") }
-        }
+    func perform(with client: ControlClient) throws {
+        let status = try client.call(.status, expecting: \.status)
+        if options.json { try Output.json(encoding: status) } else { print(Self.render(status), terminator: "") }
     }
 
-    static func render(_ status: ReplicaStatus) -> String {
+    static func render(_ status: ReplicaStatus, now: Date = Date()) -> String {
         var out = ""
-        func line(_ label: String, _ value: String) { out += label.padding(toLength: 14, withPad: " ", startingAt: 0) + value + "\n" }
+        func line(_ label: String, _ value: String) { out += label.padded(to: 14) + value + "\n" }
         line("id", status.id)
         line("incarnation", status.incarnation)
         line("listen", "\(status.listen) (sync on port + 1)")
         line("advertise", status.advertise + (status.membership == "left" ? " (left the cluster)" : ""))
-        line("hlc", status.hlc)
-        line("uptime", String(format: "%.1f s", status.uptimeSeconds))
+        let started = now.addingTimeInterval(-status.uptimeSeconds)
+        line("started", "\(TimeText.iso8601(started)) (up \(TimeText.duration(seconds: status.uptimeSeconds)))")
+        line("hlc", status.hlc + (TimeText.iso8601(hybridTimestamp: status.hlc).map { " (\($0))" } ?? ""))
         line("entries", "\(status.liveEntryCount) live, \(status.entryCount) with tombstones")
         line("digest", status.digest)
         line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
@@ -45,40 +50,52 @@ struct Status: ParsableCommand {
         if !status.refusedHandshakes.isEmpty {
             out += "\nrefused connections (key not trusted)\n"
             for refusal in status.refusedHandshakes {
-                out += "  \(refusal.address): \(refusal.count)x, key \(refusal.publicKey ?? "-"), last \(ISO8601DateFormatter().string(from: refusal.last))\n"
+                out += "  \(refusal.address): \(refusal.count)x, key \(refusal.publicKey ?? "-"), last \(TimeText.iso8601(refusal.last))\n"
             }
         }
         for (title, problems) in [("load errors", status.loadErrors), ("save errors", status.saveErrors)] {
             out += "\n\(title)\n"
             if problems.isEmpty { out += "  (none)\n" }
             for problem in problems {
-                out += "  \(problem.subject): \(problem.message) (since \(ISO8601DateFormatter().string(from: problem.since)))\n"
+                out += "  \(problem.subject): \(problem.message) (since \(TimeText.iso8601(problem.since)))\n"
             }
         }
         return out
     }
 
-    static func renderPeers(_ peers: [ReplicaStatus.Peer]) -> String {
+    static func renderPeers(_ peers: [ReplicaStatus.Peer], now: Date = Date()) -> String {
         guard !peers.isEmpty else { return "  (none)\n" }
-        let header = ["ID", "ADDRESS", "STATE", "SINCE", "LAST SEEN", "VIA", "IN SYNC", "RTT", "OFFSET", "GAPS", "SYNCS"]
+        let header = ["ID", "ADDRESS", "STATE", "SINCE", "LAST SEEN", "VIA", "IN SYNC", "RTT", "OFFSET", "MISSING", "GAPS", "SYNCS"]
         var rows = [header]
-        let time = DateFormatter()
-        time.dateFormat = "HH:mm:ss"
         for peer in peers {
+            let lastSeen = peer.lastSeenSecondsAgo.map {
+                "\(TimeText.iso8601(now.addingTimeInterval(-$0))) (\(TimeText.duration(seconds: $0)) ago)"
+            }
             rows.append([
-                peer.id + (peer.trusted ? "" : " (untrusted)"), peer.address, peer.state.rawValue, time.string(from: peer.since),
-                peer.lastSeenSecondsAgo.map { String(format: "%.1fs ago", $0) } ?? "never",
+                peer.id + (peer.trusted ? "" : " (untrusted)"), peer.address, peer.state.rawValue, TimeText.iso8601(peer.since),
+                lastSeen ?? "never",
                 peer.relayedBy.map { "relay \($0)" } ?? "direct",
                 peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
-                peer.roundTripMillis.map { String(format: "%.0fms", $0) } ?? "-",
-                peer.clockOffsetMillis.map { "\($0)ms" } ?? "-",
+                peer.roundTripMillis.map { "\(Int($0.rounded())) ms" } ?? "-",
+                peer.clockOffsetMillis.map { TimeText.offset(seconds: Double($0) / 1000) } ?? "-",
+                "\(peer.missingUpdates)",
                 "\(peer.sequenceGaps)", "\(peer.syncsCompleted)",
             ])
         }
         let widths = header.indices.map { column in rows.map { $0[column].count }.max() ?? 0 }
         return rows.map { row in
-            "  " + row.enumerated().map { $1.padding(toLength: widths[$0] + 2, withPad: " ", startingAt: 0) }
-                .joined().trimmingCharacters(in: .whitespaces) + "\n"
+            var text = "  "
+            for (column, cell) in row.enumerated() {
+                text += column == row.count - 1 ? cell : cell.padded(to: widths[column] + 2)
+            }
+            return text + "\n"
         }.joined()
+    }
+}
+
+extension String {
+    /// The string with spaces after it up to `width` characters.
+    func padded(to width: Int) -> String {
+        count >= width ? self : self + String(repeating: " ", count: width - count)
     }
 }

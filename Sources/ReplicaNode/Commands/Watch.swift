@@ -1,48 +1,95 @@
 import ArgumentParser
 import Foundation
+import ReplicaCore
 
-#if canImport(Glibc)
-import Glibc
-#endif
-
-struct Watch: ParsableCommand {
+struct Watch: ClientCommand {
     static let configuration = CommandConfiguration(
-        abstract: "Stream changes as the node applies them, with origin and version.",
+        commandName: "watch",
+        abstract: "Stream changes as the node applies them: registers, counters and logs.",
         discussion: """
-            Prints one line per applied change whose key starts with PREFIX (all keys if \
-            omitted): local writes and those received from peers. With --json, one JSON object \
-            per line. Runs until Ctrl-C; exits with 1 if the node stops.
+            One line per change, local or received from a peer, with the time it was written, \
+            where it came from and its version: a register by key (greeting = "hi"), a counter \
+            by name with the change and the new total (visits +1 = 6), a log element as added, \
+            changed or removed (drinks: added Mocha 90 mg at ...). PREFIX selects the keys, \
+            counter names and log names it starts. With --json, one object per line: \
+            {"type": "register", "key", "value", "encoding"} (or "removed": true), \
+            {"type": "counter", "name", "delta", "total"} or {"type": "log", "log", "id", \
+            "action", "element"}, each with "origin" ("local" or the peer it came from), \
+            "version", "time", "hlc" and "node" (the writer). Runs until Ctrl-C; exits with 1 \
+            if the node stops.
 
-            Example: replica-node watch config. --data /tmp/n2
+            Examples:
+              replica-node watch --data cluster-data/node2
+              replica-node watch config. --json --data cluster-data/node2
             """)
 
-    @Argument(help: "Only keys starting with this prefix.") var prefix = ""
+    @Argument(help: "Only keys, counters and logs whose name starts with this.") var prefix = ""
     @OptionGroup var options: ClientOptions
 
-    func run() throws {
-        try reportingErrors {
-            let client = try options.client()
-            try client.send(ControlRequest(command: .watch, prefix: prefix))
-            guard let first = try client.receive(timeout: .seconds(5)) else {
-                throw ControlClient.Unreachable(message: "the node did not accept the watch within 5 s")
+    func perform(with client: ControlClient) throws {
+        try client.send(.watch(prefix: prefix))
+        guard let first = try client.receive(timeout: .seconds(5)) else {
+            throw ControlClient.Unreachable(message: "the node did not accept the watch within 5 s")
+        }
+        guard first.watching != nil else { throw ControlClient.UnexpectedReply(reply: first) }
+        Output.note("watching \(prefix.isEmpty ? "everything" : "what starts with \(prefix)") on \(client.dataDirectory.path) (Ctrl-C to stop)")
+        while true {
+            guard let reply = try client.receive(timeout: .seconds(2)) else {
+                // Quiet for a while: make sure the node is still there.
+                guard client.nodeIsListening else { throw ControlClient.Unreachable(message: "the node stopped") }
+                continue
             }
-            if let error = first.error { throw error }
-            FileHandle.standardError.write(Data("watching \(prefix.isEmpty ? "all keys" : "keys starting with \(prefix)") on \(try options.dataDirectory.path) (Ctrl-C to stop)\n".utf8))
-            while true {
-                guard let reply = try client.receive(timeout: .seconds(2)) else {
-                    // Quiet for a while: make sure the node is still there.
-                    guard client.nodeIsListening else { throw ControlClient.Unreachable(message: "the node stopped") }
-                    continue
-                }
-                guard let change = reply.change else { continue }
-                if options.json {
-                    try printJSON(change)
-                } else {
-                    let value = change.entry.value ?? "(removed)"
-                    print("\(change.entry.key) = \(value)  [\(change.entry.version) from \(change.from)]")
-                }
-                fflush(nil)  // one line per change, even into a pipe
+            guard let change = reply.change else { throw ControlClient.UnexpectedReply(reply: reply) }
+            if options.json { Output.json(ChangeOutput.json(change)) } else { Output.line(ChangeOutput.text(change)) }
+            Output.flush()  // one line per change, even into a pipe
+        }
+    }
+}
+
+/// A watched change in the user's terms.
+enum ChangeOutput {
+    /// `2026-11-22T14:13:04.545Z  visits +1 = 6  (from node2, version 1795374264545.0@node2)`
+    static func text(_ change: WatchedChange) -> String {
+        let what: String
+        switch change.subject {
+        case .register(let key, let value):
+            what = value.map { "\(key) = \(EntryOutput.text($0))" } ?? "\(key) removed"
+        case .counter(let name, let delta, let total):
+            what = "\(name) \(delta >= 0 ? "+" : "")\(delta) = \(total)"
+        case .log(let name, let id, let action, let element, let drink):
+            let shown = drink.map(DrinkOutput.summary) ?? element.map { "\(id) = \(EntryOutput.text($0))" } ?? id
+            what = "\(name): \(action.rawValue) \(shown)"
+        }
+        let origin = change.deliveredBy.map { "from \($0)" } ?? "local"
+        return "\(EntryOutput.time(of: change.version))  \(what)  (\(origin), version \(change.version))"
+    }
+
+    static func json(_ change: WatchedChange) -> [UInt8] {
+        var object = JSONObjectWriter()
+        switch change.subject {
+        case .register(let key, let value):
+            object.field("type", "register")
+            object.field("key", key)
+            EntryOutput.addValue(value, to: &object)
+        case .counter(let name, let delta, let total):
+            object.field("type", "counter")
+            object.field("name", name)
+            object.field("delta", delta)
+            object.field("total", total)
+        case .log(let name, let id, let action, let element, let drink):
+            object.field("type", "log")
+            object.field("log", name)
+            object.field("id", id)
+            object.field("action", action.rawValue)
+            if let drink {
+                object.field("element", json: DrinkOutput.json(drink))
+                object.field("encoding", "json")
+            } else if let element {
+                EntryOutput.addValue(element, named: "element", to: &object)
             }
         }
+        object.field("origin", change.deliveredBy ?? "local")
+        EntryOutput.addVersion(change.version, to: &object)
+        return object.closed
     }
 }

@@ -58,25 +58,42 @@ struct ControlClient {
         return result == 0
     }
 
+    /// A reply of another kind than the request asks for (a node of another version).
+    struct UnexpectedReply: Error, CustomStringConvertible {
+        var reply: ControlReply
+        var description: String { "the node sent an unexpected reply: \(reply)" }
+    }
+
     func send(_ request: ControlRequest) throws {
         try socket.send([Array(try JSONEncoder().encode(request))], wait: true)
     }
 
     /// Waits for the next reply; nil after `timeout` with none (nil timeout: wait forever).
+    /// A `.failure` reply is thrown as its `ControlFailure`.
     func receive(timeout: Duration?) throws -> ControlReply? {
         guard try socket.waitUntilReadable(timeout: timeout),
               let message = try socket.receive(), let body = message.frames.first
         else { return nil }
-        return try JSONDecoder().decode(ControlReply.self, from: Data(body))
+        let reply = try JSONDecoder().decode(ControlReply.self, from: Data(body))
+        if case .failure(let failure) = reply { throw failure }
+        return reply
     }
 
-    /// Sends one request and returns its reply, throwing the node's error as a `ControlFailure`.
+    /// Sends one request and returns its reply.
     func call(_ request: ControlRequest) throws -> ControlReply {
         try send(request)
-        guard let reply = try receive(timeout: timeout) else {
-            throw Unreachable(message: "the replica-node serving \(dataDirectory.path) did not answer within \(timeout)")
-        }
-        if let error = reply.error { throw error }
+        guard let reply = try receive(timeout: timeout) else { throw notAnswering }
         return reply
+    }
+
+    /// Sends one request and returns the answer it expects (`\.entry`, `\.status`, ...).
+    func call<Answer>(_ request: ControlRequest, expecting answer: KeyPath<ControlReply, Answer?>) throws -> Answer {
+        let reply = try call(request)
+        guard let value = reply[keyPath: answer] else { throw UnexpectedReply(reply: reply) }
+        return value
+    }
+
+    var notAnswering: Unreachable {
+        Unreachable(message: "the replica-node serving \(dataDirectory.path) did not answer within \(timeout)")
     }
 }

@@ -1,52 +1,55 @@
 import Foundation
 import ReplicaCore
 
-/// A request from a client command to a serving node, sent as JSON over the control socket
-/// (`ipc://DATA/control.sock`). See docs/protocol.md, "Control socket".
-struct ControlRequest: Codable, Sendable {
-    enum Command: String, Codable, Sendable {
-        case get, set, delete, keys, status, watch, setMany
-        // Counters and drink logs (ControlServer+Counters.swift).
-        case incr, counter, drinkAdd, drinkList, drinkRemove
-    }
-
-    var command: Command
-    var key: String?
-    /// For `set`: the value as JSON text.
-    var value: String?
-    var prefix: String?
-    /// For `setMany`: keys and JSON values, written in one group commit.
-    var items: [Item]?
-    /// For `incr`/`counter`: the counter's name; for `drinkAdd`: the drink's name.
-    var name: String?
-    /// For `incr`: the amount to add (may be negative).
-    var by: Int?
-    /// For `drinkAdd`: caffeine in mg and the date (now if absent).
-    var mg: Double?
-    var date: Date?
-
-    struct Item: Codable, Sendable {
-        var key: String
-        var value: String
-    }
+/// A request from a client command to its serving node, one JSON frame on the control socket
+/// (`ipc://DATA/control.sock`). Each case carries exactly what it needs; the reply is a
+/// `ControlReply`. See docs/protocol.md, "Control socket".
+enum ControlRequest: Codable, Sendable, Equatable {
+    case get(key: String)
+    /// `json` is the value as JSON text.
+    case set(key: String, json: String)
+    case delete(key: String)
+    case keys(prefix: String)
+    /// JSON Lines, one `{"key": ..., "value": ...}` each, written in one commit. Sent as the
+    /// bytes of the file so that neither side builds and re-encodes a value per line.
+    case importLines(Data)
+    case status
+    /// Answered with `.watching`, then one `.change` per applied change until the client goes.
+    case watch(prefix: String)
+    case incr(name: String, by: Int)
+    case counter(name: String)
+    case addDrink(Drink)
+    case listDrinks
+    case removeDrink(id: UUID)
 }
 
-/// The reply to a request; `watch` gets one reply per change until the client goes away.
-struct ControlReply: Codable, Sendable {
-    var error: ControlFailure?
-    var entry: EntryView?
-    var keys: [String]?
-    var status: ReplicaStatus?
-    var change: ChangeView?
-    /// For `setMany`: how many were written.
-    var written: Int?
-    /// For `incr` and `counter`.
-    var counter: CounterSnapshot?
-    /// For `drinkList`; `drinkAdd` and `drinkRemove` return the one drink.
-    var drinks: [Drink]?
-    var drink: Drink?
+/// A node's answer to a `ControlRequest`.
+enum ControlReply: Codable, Sendable {
+    case entry(StoredEntry)
+    case keys([String])
+    /// How many keys an import wrote.
+    case written(Int)
+    case status(ReplicaStatus)
+    case watching
+    case change(WatchedChange)
+    case counter(CounterSnapshot)
+    case drink(Drink)
+    case drinks([Drink])
+    case failure(ControlFailure)
+
+    // One accessor per answer, for `ControlClient.call(_:expecting:)`.
+    var entry: StoredEntry? { if case .entry(let value) = self { value } else { nil } }
+    var keys: [String]? { if case .keys(let value) = self { value } else { nil } }
+    var written: Int? { if case .written(let value) = self { value } else { nil } }
+    var status: ReplicaStatus? { if case .status(let value) = self { value } else { nil } }
+    var watching: Void? { if case .watching = self { () } else { nil } }
+    var change: WatchedChange? { if case .change(let value) = self { value } else { nil } }
+    var counter: CounterSnapshot? { if case .counter(let value) = self { value } else { nil } }
+    var drink: Drink? { if case .drink(let value) = self { value } else { nil } }
+    var drinks: [Drink]? { if case .drinks(let value) = self { value } else { nil } }
 }
 
+/// Why a node refused or failed a request; clients print `message` as their one-line error.
 struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
     enum Code: String, Codable, Sendable {
         case unknownKey, invalidRequest, invalidValue, saveFailed, shutDown, internalError, newerSchema
@@ -55,29 +58,73 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
     var code: Code
     var message: String
     var description: String { message }
-}
 
-/// An entry as clients see it: the value is JSON text (nil for a tombstone).
-struct EntryView: Codable, Sendable {
-    var key: String
-    var value: String?
-    var version: String
-    var hlc: UInt64
-    var node: String
-    var schema: UInt16
+    init(_ code: Code, _ message: String) {
+        self.code = code
+        self.message = message
+    }
 
-    init(_ entry: Entry) {
-        key = entry.key
-        value = entry.payload.map { String(decoding: $0, as: UTF8.self) }
-        version = entry.version.description
-        hlc = entry.version.timestamp.rawValue
-        node = entry.version.node.rawValue
-        schema = entry.schema
+    /// The failure an error from the replica or the sharing layer stands for.
+    init(_ error: any Error) {
+        switch error {
+        case let failure as ControlFailure:
+            self = failure
+        case let error as ReplicaError:
+            let code: Code = switch error {
+            case .saveFailed, .clockSkew: .saveFailed
+            case .shutDown: .shutDown
+            case .invalidKey, .valueTooLarge: .invalidValue
+            }
+            self.init(code, error.description)
+        case let error as SharingError:
+            let code: Code = if case .newerSchema = error { .newerSchema } else { .invalidValue }
+            self.init(code, error.description)
+        case let error as Drink.Invalid:
+            self.init(.invalidValue, error.description)
+        case let error as JSONLines.BadLine:
+            self.init(.invalidValue, error.description)
+        default:
+            self.init(.internalError, "\(error)")
+        }
     }
 }
 
-struct ChangeView: Codable, Sendable {
-    var entry: EntryView
-    /// "local", or the id of the peer it came from.
-    var from: String
+/// An entry as the node stores it: the payload is bytes (base64 in the control protocol's
+/// JSON), whatever codec wrote them; clients decide how to show them.
+struct StoredEntry: Codable, Sendable {
+    var key: String
+    var version: Version
+    var schema: UInt16
+    /// nil: the key was removed (a tombstone).
+    var payload: Data?
+
+    init(_ entry: Entry) {
+        key = entry.key
+        version = entry.version
+        schema = entry.schema
+        payload = entry.payload.map { Data($0) }
+    }
+}
+
+/// One applied change as `watch` shows it: in the terms of the value it changed.
+struct WatchedChange: Codable, Sendable, Equatable {
+    enum Subject: Codable, Sendable, Equatable {
+        /// A key written by `set` or `.replicated`; value nil: removed.
+        case register(key: String, value: Data?)
+        /// A counter slot moved: the counter changed by `delta` to `total` (on this node).
+        case counter(name: String, delta: Int, total: Int)
+        /// An element of a log; `element` is its payload (on removal, the last one this watch
+        /// saw, if any), and `drink` the element of the drink log decoded (older schemas
+        /// migrated) by the node.
+        case log(name: String, id: String, action: LogAction, element: Data?, drink: Drink?)
+    }
+
+    enum LogAction: String, Codable, Sendable {
+        case added, changed, removed
+    }
+
+    var subject: Subject
+    var version: Version
+    /// How it reached this node: nil for its own write, else the peer that delivered it.
+    var deliveredBy: String?
 }

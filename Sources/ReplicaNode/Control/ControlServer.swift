@@ -54,15 +54,20 @@ actor ControlServer: PollLoopOwner {
             guard message.frames.count == 2, !message.truncated else { continue }
             let client = message.frames[0]
             guard let request = try? decoder.decode(ControlRequest.self, from: Data(message.frames[1])) else {
-                send(ControlReply(error: ControlFailure(code: .invalidRequest, message: "malformed control request")), to: client)
+                send(.failure(ControlFailure(.invalidRequest, "malformed control request")), to: client)
                 continue
             }
-            if request.command == .watch {
-                startWatching(prefix: request.prefix ?? "", for: client)
+            if case .watch(let prefix) = request {
+                startWatching(prefix: prefix, for: client)
                 continue
             }
             Task { [replica] in
-                let reply = await Self.answer(request, replica: replica)
+                let reply: ControlReply
+                do {
+                    reply = try await Self.answer(request, replica: replica)
+                } catch {
+                    reply = .failure(ControlFailure(error))
+                }
                 self.send(reply, to: client)
             }
         }
@@ -82,77 +87,77 @@ actor ControlServer: PollLoopOwner {
         let replica = replica
         watchers[client]?.cancel()
         watchers[client] = Task {
-            let changes = await replica.changes(prefix: prefix)
-            // An empty first reply tells the client the watch is in place.
-            self.send(ControlReply(), to: client)
+            // Subscribe before reading the families the interpreter starts from: a change in
+            // between is then shown (as +0, or "changed"), never missed.
+            let changes = await replica.changes()
+            let families: [Entry]
+            do {
+                families = try await replica.entries(prefix: FamilyKey.marker)
+            } catch {
+                self.send(.failure(ControlFailure(error)), to: client)
+                return
+            }
+            var interpreter = ChangeInterpreter(prefix: prefix, families: families)
+            // The first reply tells the client the watch is in place.
+            self.send(.watching, to: client)
             for await change in changes {
                 guard !Task.isCancelled else { break }
-                let from = switch change.origin {
-                case .local: "local"
-                case .remote(let node): node.rawValue
-                }
-                self.send(ControlReply(change: ChangeView(entry: EntryView(change.entry), from: from)), to: client)
+                if let watched = interpreter.interpret(change) { self.send(.change(watched), to: client) }
             }
         }
     }
 
-    private static func answer(_ request: ControlRequest, replica: Replica) async -> ControlReply {
-        do {
-            switch request.command {
-            case .get:
-                let key = try required(request.key, "key")
-                guard let entry = try await replica.entry(for: key), !entry.isTombstone else {
-                    throw ControlFailure(code: .unknownKey, message: "unknown key: \(key)")
-                }
-                return ControlReply(entry: EntryView(entry))
-            case .set:
-                let key = try required(request.key, "key")
-                let text = try required(request.value, "value")
-                guard isJSON(text) else { throw ControlFailure(code: .invalidValue, message: "invalid JSON value: \(text)") }
-                return ControlReply(entry: EntryView(try await replica.write(key, payload: Array(text.utf8))))
-            case .delete:
-                let key = try required(request.key, "key")
-                guard let entry = try await replica.entry(for: key), !entry.isTombstone else {
-                    throw ControlFailure(code: .unknownKey, message: "unknown key: \(key)")
-                }
-                return ControlReply(entry: EntryView(try await replica.write(key, payload: nil)))
-            case .setMany:
-                let items = request.items ?? []
-                for item in items where !isJSON(item.value) {
-                    throw ControlFailure(code: .invalidValue, message: "invalid JSON value for \(item.key): \(item.value)")
-                }
-                // One batch: one transaction, one acknowledgement.
-                try await replica.write(items.map { Replica.WriteRequest(key: $0.key, payload: Array($0.value.utf8)) })
-                return ControlReply(written: items.count)
-            case .keys:
-                return ControlReply(keys: try await replica.keys(prefix: request.prefix ?? ""))
-            case .status:
-                return ControlReply(status: await replica.status())
-            case .watch:
-                throw ControlFailure(code: .invalidRequest, message: "watch is handled by the server loop")
-            case .incr, .counter, .drinkAdd, .drinkList, .drinkRemove:
-                return try await answerFamily(request, replica: replica)
+    /// The answer to every request but `watch` (served by the loop itself).
+    private static func answer(_ request: ControlRequest, replica: Replica) async throws -> ControlReply {
+        switch request {
+        case .get(let key):
+            return .entry(StoredEntry(try liveEntry(key, replica)))
+        case .set(let key, let json):
+            try refuseReserved(key)
+            guard let value = JSONText.minified(Array(json.utf8)) else {
+                throw ControlFailure(.invalidValue, "invalid JSON value: \(json)")
             }
-        } catch let failure as ControlFailure {
-            return ControlReply(error: failure)
-        } catch let error as ReplicaError {
-            let code: ControlFailure.Code = switch error {
-            case .saveFailed, .clockSkew: .saveFailed
-            case .shutDown: .shutDown
-            case .invalidKey, .valueTooLarge: .invalidValue
-            }
-            return ControlReply(error: ControlFailure(code: code, message: error.description))
-        } catch {
-            return ControlReply(error: ControlFailure(code: .internalError, message: "\(error)"))
+            return .entry(StoredEntry(try await replica.write(key, payload: value)))
+        case .delete(let key):
+            _ = try liveEntry(key, replica)
+            return .entry(StoredEntry(try await replica.write(key, payload: nil)))
+        case .importLines(let lines):
+            let batch = try Self.writes(importing: lines)
+            // One batch: one transaction, one acknowledgement.
+            try await replica.write(batch)
+            return .written(batch.count)
+        case .keys(let prefix):
+            return .keys(try await replica.keys(prefix: prefix))
+        case .status:
+            return .status(await replica.status())
+        case .watch:
+            throw ControlFailure(.invalidRequest, "watch is served by the control loop")
+        case .incr, .counter, .addDrink, .listDrinks, .removeDrink:
+            return try await answerFamily(request, replica: replica)
         }
     }
 
-    private static func isJSON(_ text: String) -> Bool {
-        (try? JSONSerialization.jsonObject(with: Data(text.utf8), options: .fragmentsAllowed)) != nil
+    /// The committed, live entry of `key`, or an unknown-key failure. Read straight from the
+    /// store's reader, so a `get` never waits behind the replica's commits (an import, a sync).
+    private static func liveEntry(_ key: String, _ replica: Replica) throws -> Entry {
+        guard let entry = try replica.reader.entry(for: key), !entry.isTombstone else {
+            throw ControlFailure(.unknownKey, "unknown key: \(key)")
+        }
+        return entry
     }
 
-    static func required(_ value: String?, _ name: String) throws -> String {
-        guard let value else { throw ControlFailure(code: .invalidRequest, message: "missing \(name)") }
-        return value
+    private static func refuseReserved(_ key: String) throws {
+        if FamilyKey.isReserved(key) { throw ControlFailure(.invalidValue, ReservedKey.message) }
+    }
+
+    /// The writes of a batch of JSON Lines (checked again here: the socket is an interface).
+    static func writes(importing lines: Data) throws -> [Replica.WriteRequest] {
+        try lines.withUnsafeBytes { raw throws(JSONLines.BadLine) in
+            var writes: [Replica.WriteRequest] = []
+            try JSONLines.forEachItem(in: raw.bindMemory(to: UInt8.self)) { item, line in
+                writes.append(Replica.WriteRequest(key: item.key, payload: JSONScanner(line).minified(item.value)))
+            }
+            return writes
+        }
     }
 }

@@ -32,6 +32,11 @@ func replicaNode(_ arguments: [String], environment: [String: String] = [:]) thr
     process.executableURL = replicaNodeBinary
     process.arguments = arguments
     process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+    return try runCapturingOutput(process)
+}
+
+/// Runs `process` to completion and returns what it printed.
+func runCapturingOutput(_ process: Process) throws -> CommandResult {
     let out = Pipe(), err = Pipe()
     process.standardOutput = out
     process.standardError = err
@@ -41,6 +46,38 @@ func replicaNode(_ arguments: [String], environment: [String: String] = [:]) thr
     let stderr = err.fileHandleForReading.readDataToEndOfFile()
     process.waitUntilExit()
     return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+}
+
+/// A command left running (`watch`, `serve`, `cluster`), its output read line by line.
+/// Killed when released, if still running.
+final class RunningCommand: @unchecked Sendable {
+    let process = Process()
+    let output: LineReader
+    let errors: LineReader
+
+    /// `replica-node ARGS`, or with `executable`, that program.
+    init(_ arguments: [String], executable: URL = replicaNodeBinary, directory: URL? = nil, environment: [String: String] = [:]) throws {
+        process.executableURL = executable
+        process.arguments = arguments
+        if let directory { process.currentDirectoryURL = directory }
+        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        output = LineReader(out.fileHandleForReading)
+        errors = LineReader(err.fileHandleForReading)
+        try process.run()
+    }
+
+    /// Sends `signal` and waits for the exit; returns the exit status.
+    @discardableResult
+    func stop(_ signal: Int32 = SIGKILL) -> Int32 {
+        if process.isRunning { kill(process.processIdentifier, signal) }
+        process.waitUntilExit()
+        return process.terminationStatus
+    }
+
+    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
 }
 
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
@@ -114,7 +151,7 @@ final class ProcessCluster: @unchecked Sendable {
         process.executableURL = replicaNodeBinary
         process.arguments = arguments(for: index)
         if !FileManager.default.fileExists(atPath: nodes[index].log.path) {
-            FileManager.default.createFile(atPath: nodes[index].log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: nodes[index].log.path, contents: nil)
         }
         let log = try FileHandle(forWritingTo: nodes[index].log)
         log.seekToEndOfFile()

@@ -1,0 +1,186 @@
+import Metrics
+
+/// Turns `ReplicaStatus` snapshots into swift-metrics counters and gauges, so that any backend a
+/// program bootstraps (Prometheus in `replica-node serve --metrics`) sees rates, lag, drops,
+/// peer states and errors.
+///
+/// The replica's own counters only grow; each snapshot adds what they grew by since the last one
+/// to a swift-metrics `Counter`. Peer metrics carry a `peer` dimension and are destroyed when the
+/// member leaves the snapshot (forgotten), so a backend does not
+/// keep reporting a peer that is gone. The commit path records its own latency histogram
+/// (`CommitMetrics`); everything here costs one `status()` call per interval.
+///
+/// ```swift
+/// MetricsSystem.bootstrap(myFactory)   // before creating the replica
+/// let replica = try Replica(configuration)
+/// Task { await ReplicaMetricsReporter.run(for: replica) }
+/// ```
+public struct ReplicaMetricsReporter: Sendable {
+    private let node: (String, String)
+    private let factory: any MetricsFactory
+    private var totals: [Cumulative<ReplicaStatus>]
+    private var peers: [String: PeerSeries] = [:]
+    private let entries: Gauge
+    private let tombstones: Gauge
+    private let uptime: Gauge
+    private let loadErrors: Gauge
+    private let saveErrors: Gauge
+    private var info: Gauge?
+
+    public init(node: NodeID, factory: any MetricsFactory = MetricsSystem.factory) {
+        let node = ("node", node.rawValue)
+        self.node = node
+        self.factory = factory
+        func total(_ label: String, _ extra: [(String, String)] = [], _ read: @escaping @Sendable (ReplicaStatus) -> Int) -> Cumulative<ReplicaStatus> {
+            Cumulative(counter: Counter(label: label, dimensions: [node] + extra, factory: factory), read: read)
+        }
+        typealias Name = ReplicaMetricName
+        totals = [
+            total(Name.updatesPublished) { $0.counters.updatesPublished },
+            total(Name.updatesApplied) { $0.counters.updatesApplied },
+            total(Name.updatesRelayed) { $0.counters.updatesRelayed },
+            total(Name.syncEntriesReceived) { $0.counters.syncEntriesReceived },
+            total(Name.repairedUpdates) { $0.counters.repairedUpdates },
+            total(Name.syncBytes) { $0.counters.syncBytesReceived },
+            total(Name.repairBytes) { $0.peers.reduce(0) { $0 + $1.bytesReceived.repair } },
+            total(Name.syncsServed) { $0.counters.syncRequestsServed },
+            total(Name.repairsServed) { $0.counters.repairsServed },
+            total(Name.tombstonesCollected) { $0.counters.tombstonesCollected },
+            // Every way a message or a connection is refused, by cause.
+            total(Name.dropped, [("cause", "malformed")]) { $0.counters.malformedDropped },
+            total(Name.dropped, [("cause", "oversized")]) { $0.counters.oversizedDropped },
+            total(Name.dropped, [("cause", "forged_origin")]) { $0.counters.forgedOriginsDropped },
+            total(Name.dropped, [("cause", "future_timestamp")]) { $0.counters.futureTimestampsRejected },
+            total(Name.dropped, [("cause", "skewed_heartbeat")]) { $0.counters.skewedHeartbeats },
+            total(Name.dropped, [("cause", "failed_commit")]) { $0.counters.inboundDroppedOnFailedCommit },
+            total(Name.dropped, [("cause", "expired_tombstone")]) { $0.counters.expiredTombstonesDropped },
+            total(Name.dropped, [("cause", "sync_refused")]) { $0.counters.syncRequestsRefused },
+            total(Name.dropped, [("cause", "failed_handshake")]) { $0.counters.handshakesFailed },
+            total(Name.dropped, [("cause", "untrusted_key")]) { $0.refusedHandshakes.reduce(0) { $0 + $1.count } },
+        ]
+        func gauge(_ label: String) -> Gauge { Gauge(label: label, dimensions: [node], factory: factory) }
+        entries = gauge(Name.entries)
+        tombstones = gauge(Name.tombstones)
+        uptime = gauge(Name.uptime)
+        loadErrors = gauge(Name.loadErrors)
+        saveErrors = gauge(Name.saveErrors)
+    }
+
+    /// Reports `replica`'s status every `interval` until the task is cancelled.
+    public static func run(for replica: Replica, every interval: Duration = .seconds(1), factory: any MetricsFactory = MetricsSystem.factory) async {
+        var reporter = ReplicaMetricsReporter(node: replica.configuration.node, factory: factory)
+        while !Task.isCancelled {
+            reporter.update(from: await replica.status())
+            try? await Task.sleep(for: interval)
+        }
+    }
+
+    /// Records one snapshot: counters grow by what the replica's counters grew since the last
+    /// call, gauges take the snapshot's values.
+    public mutating func update(from status: ReplicaStatus) {
+        for index in totals.indices { totals[index].update(from: status) }
+        entries.record(status.liveEntryCount)
+        tombstones.record(status.entryCount - status.liveEntryCount)
+        uptime.record(status.uptimeSeconds)
+        loadErrors.record(status.loadErrors.count)
+        saveErrors.record(status.saveErrors.count)
+        if info == nil {
+            let labels = [node, ("incarnation", status.incarnation), ("security", status.security)]
+            info = Gauge(label: ReplicaMetricName.info, dimensions: labels, factory: factory)
+            info?.record(1)
+        }
+
+        var seen: Set<String> = []
+        let now = ContinuousClock.now
+        for peer in status.peers {
+            seen.insert(peer.id)
+            if peers[peer.id] == nil { peers[peer.id] = PeerSeries(node: node, peer: peer.id, factory: factory) }
+            peers[peer.id]?.update(from: peer, now: now)
+        }
+        for (label, series) in peers where !seen.contains(label) {
+            series.destroy()
+            peers[label] = nil
+        }
+    }
+}
+
+/// A swift-metrics counter fed from a cumulative count in the status: it grows by what the
+/// count grew since the last snapshot (of a replica, or of one peer).
+private struct Cumulative<Snapshot>: Sendable {
+    let counter: Counter
+    let read: @Sendable (Snapshot) -> Int
+    var reported = 0
+
+    mutating func update(from snapshot: Snapshot) {
+        let count = read(snapshot)
+        if count > reported { counter.increment(by: count - reported) }
+        reported = count
+    }
+}
+
+/// The metrics of one peer.
+private struct PeerSeries: Sendable {
+    private let dimensions: [(String, String)]
+    /// One 0/1 series per state, so that a query for any state finds one.
+    private let states: [(state: PeerState, gauge: Gauge)]
+    private let inSync: Gauge
+    private let lastSeen: Gauge
+    private let lag: Gauge
+    private let missing: Gauge
+    private let clockOffset: Gauge
+    private let roundTrip: Gauge
+    private var totals: [Cumulative<ReplicaStatus.Peer>]
+    /// When a snapshot first showed this peer's updates missing (nil: none missing).
+    private var missingSince: ContinuousClock.Instant?
+
+    init(node: (String, String), peer: String, factory: any MetricsFactory) {
+        let dimensions = [node, ("peer", peer)]
+        self.dimensions = dimensions
+        inSync = Gauge(label: ReplicaMetricName.peerInSync, dimensions: dimensions, factory: factory)
+        lastSeen = Gauge(label: ReplicaMetricName.peerLastSeen, dimensions: dimensions, factory: factory)
+        lag = Gauge(label: ReplicaMetricName.peerReplicationLag, dimensions: dimensions, factory: factory)
+        missing = Gauge(label: ReplicaMetricName.peerMissingUpdates, dimensions: dimensions, factory: factory)
+        clockOffset = Gauge(label: ReplicaMetricName.peerClockOffset, dimensions: dimensions, factory: factory)
+        roundTrip = Gauge(label: ReplicaMetricName.peerRoundTrip, dimensions: dimensions, factory: factory)
+        func total(_ label: String, _ extra: [(String, String)] = [], _ read: @escaping @Sendable (ReplicaStatus.Peer) -> Int)
+            -> Cumulative<ReplicaStatus.Peer> {
+            Cumulative(counter: Counter(label: label, dimensions: dimensions + extra, factory: factory), read: read)
+        }
+        totals = [
+            total(ReplicaMetricName.peerSequenceGaps) { $0.sequenceGaps },
+            total(ReplicaMetricName.peerSyncsCompleted) { $0.syncsCompleted },
+            total(ReplicaMetricName.peerRepairsCompleted) { $0.repairsCompleted },
+            total(ReplicaMetricName.peerBytesReceived, [("kind", "published")]) { $0.bytesReceived.published },
+            total(ReplicaMetricName.peerBytesReceived, [("kind", "sync")]) { $0.bytesReceived.sync },
+            total(ReplicaMetricName.peerBytesReceived, [("kind", "repair")]) { $0.bytesReceived.repair },
+        ]
+        states = PeerState.allCases.map { state in
+            (state, Gauge(label: ReplicaMetricName.peerState, dimensions: dimensions + [("state", state.rawValue)], factory: factory))
+        }
+    }
+
+    mutating func update(from peer: ReplicaStatus.Peer, now: ContinuousClock.Instant) {
+        for (state, gauge) in states { gauge.record(state == peer.state ? 1 : 0) }
+        inSync.record(peer.inSync ? 1 : 0)
+        // Never heard: no age to report (a huge number would distort averages).
+        if let seconds = peer.lastSeenSecondsAgo { lastSeen.record(seconds) }
+        // Replication lag: how long updates of this peer have been known missing, from the
+        // snapshots (so to the reporting interval); 0 when none are.
+        if peer.missingUpdates == 0 {
+            missingSince = nil
+        } else if missingSince == nil {
+            missingSince = now
+        }
+        lag.record(missingSince.map { (now - $0) / .seconds(1) } ?? 0)
+        missing.record(peer.missingUpdates)
+        if let offset = peer.clockOffsetMillis { clockOffset.record(Double(offset) / 1000) }
+        if let millis = peer.roundTripMillis { roundTrip.record(millis / 1000) }
+        for index in totals.indices { totals[index].update(from: peer) }
+    }
+
+    func destroy() {
+        for (_, gauge) in states { gauge.destroy() }
+        for gauge in [inSync, lastSeen, lag, missing, clockOffset, roundTrip] { gauge.destroy() }
+        for total in totals { total.counter.destroy() }
+    }
+}

@@ -1,0 +1,168 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// A JSON object written field by field, so that a stored JSON value can be embedded as JSON
+/// (`JSONEncoder` can only embed it as a string holding JSON text) and one object per line is
+/// cheap to make (`watch --json`).
+struct JSONObjectWriter {
+    private(set) var bytes: [UInt8] = [UInt8(ascii: "{")]
+
+    private mutating func name(_ name: String) {
+        if bytes.count > 1 { bytes.append(UInt8(ascii: ",")) }
+        Self.appendString(name, to: &bytes)
+        bytes.append(UInt8(ascii: ":"))
+    }
+
+    mutating func field(_ key: String, _ value: String) {
+        name(key)
+        Self.appendString(value, to: &bytes)
+    }
+
+    mutating func field(_ key: String, _ value: some BinaryInteger) {
+        name(key)
+        bytes.append(contentsOf: String(value).utf8)
+    }
+
+    mutating func field(_ key: String, _ value: Double) {
+        name(key)
+        bytes.append(contentsOf: (value == value.rounded() && abs(value) < 1e15 ? String(Int64(value)) : String(value)).utf8)
+    }
+
+    mutating func field(_ key: String, _ value: Bool) {
+        name(key)
+        bytes.append(contentsOf: (value ? "true" : "false").utf8)
+    }
+
+    /// `json` must be one well-formed JSON value (it is copied as is).
+    mutating func field(_ key: String, json: some Sequence<UInt8>) {
+        name(key)
+        bytes.append(contentsOf: json)
+    }
+
+    /// The object, closed.
+    var closed: [UInt8] { bytes + [UInt8(ascii: "}")] }
+
+    static func appendString(_ string: String, to bytes: inout [UInt8]) {
+        bytes.append(UInt8(ascii: "\""))
+        for byte in string.utf8 {
+            switch byte {
+            case UInt8(ascii: "\""): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\"")])
+            case UInt8(ascii: "\\"): bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "\\")])
+            case 0x0A: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "n")])
+            case 0x0D: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "r")])
+            case 0x09: bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "t")])
+            case 0..<0x20:
+                let hex = Array("0123456789abcdef".utf8)
+                bytes.append(contentsOf: [UInt8(ascii: "\\"), UInt8(ascii: "u"), UInt8(ascii: "0"), UInt8(ascii: "0"), hex[Int(byte >> 4)], hex[Int(byte & 0xF)]])
+            default: bytes.append(byte)
+            }
+        }
+        bytes.append(UInt8(ascii: "\""))
+    }
+}
+
+/// Times as people read them: ISO 8601 in UTC, to the millisecond (what Replica stores).
+enum TimeText {
+    /// `2026-11-22T14:13:04.545Z` for milliseconds since 1970 (civil-from-days, no calendar
+    /// or locale machinery on the client's path).
+    static func iso8601(millis: Int64) -> String {
+        let days = millis >= 0 ? millis / 86_400_000 : (millis - 86_399_999) / 86_400_000
+        let msOfDay = millis - days * 86_400_000
+        // Howard Hinnant's days -> (year, month, day).
+        let z = days + 719_468
+        let era = (z >= 0 ? z : z - 146_096) / 146_097
+        let dayOfEra = z - era * 146_097
+        let yearOfEra = (dayOfEra - dayOfEra / 1460 + dayOfEra / 36_524 - dayOfEra / 146_096) / 365
+        let dayOfYear = dayOfEra - (365 * yearOfEra + yearOfEra / 4 - yearOfEra / 100)
+        let monthIndex = (5 * dayOfYear + 2) / 153
+        let day = dayOfYear - (153 * monthIndex + 2) / 5 + 1
+        let month = monthIndex < 10 ? monthIndex + 3 : monthIndex - 9
+        let year = yearOfEra + era * 400 + (month <= 2 ? 1 : 0)
+        func pad(_ value: Int64, _ width: Int) -> String {
+            let text = String(value)
+            return text.count >= width ? text : String(repeating: "0", count: width - text.count) + text
+        }
+        return "\(pad(year, 4))-\(pad(month, 2))-\(pad(day, 2))T\(pad(msOfDay / 3_600_000, 2)):\(pad(msOfDay / 60_000 % 60, 2))"
+            + ":\(pad(msOfDay / 1000 % 60, 2)).\(pad(msOfDay % 1000, 3))Z"
+    }
+
+    static func iso8601(_ date: Date) -> String {
+        iso8601(millis: Int64((date.timeIntervalSince1970 * 1000).rounded()))
+    }
+
+    /// The wall-clock time of a hybrid-logical-clock reading as status prints it
+    /// (`wallMillis.logical`).
+    static func iso8601(hybridTimestamp text: String) -> String? {
+        Int64(text.split(separator: ".").first ?? "").map { iso8601(millis: $0) }
+    }
+
+    /// `0.3 s`, `12 s`, `4 min 5 s`, `3 h 2 min`, `2 d 4 h`.
+    static func duration(seconds: Double) -> String {
+        if seconds < 10 { return oneDecimal(seconds) + " s" }
+        let whole = Int(seconds.rounded())
+        if whole < 60 { return "\(whole) s" }
+        if whole < 3600 { return "\(whole / 60) min \(whole % 60) s" }
+        if whole < 86_400 { return "\(whole / 3600) h \(whole / 60 % 60) min" }
+        return "\(whole / 86_400) d \(whole / 3600 % 24) h"
+    }
+
+    /// A signed clock offset: `+3 ms`, `-1.5 s`.
+    static func offset(seconds: Double) -> String {
+        let sign = seconds < 0 ? "-" : "+"
+        let magnitude = abs(seconds)
+        return magnitude < 1 ? "\(sign)\(Int((magnitude * 1000).rounded())) ms" : sign + duration(seconds: magnitude)
+    }
+
+    static func oneDecimal(_ value: Double) -> String {
+        let tenths = Int64((abs(value) * 10).rounded())
+        return (value < 0 && tenths != 0 ? "-" : "") + "\(tenths / 10).\(tenths % 10)"
+    }
+}
+
+/// Standard output and error, written as the client commands need.
+enum Output {
+    static func line(_ text: String) { print(text) }
+
+    /// One JSON value, as bytes, and a newline.
+    static func json(_ bytes: [UInt8]) {
+        print(String(decoding: bytes, as: UTF8.self))
+    }
+
+    /// An `Encodable` as compact JSON with sorted keys and ISO 8601 dates (status, counters,
+    /// drinks: values with no stored JSON inside).
+    static func json<Value: Encodable>(encoding value: Value) throws {
+        let encoder = JSONEncoder()
+        encoder.outputFormatting = [.sortedKeys]
+        encoder.dateEncodingStrategy = .iso8601
+        json(Array(try encoder.encode(value)))
+    }
+
+    /// Pushes what is buffered to its reader (a pipe reader waits for whole lines).
+    static func flush() { fflush(nil) }
+
+    /// `replica-node: message` on stderr: the one line of a failed command.
+    static func error(_ message: String) {
+        toStandardError("replica-node: \(message)\n")
+    }
+
+    /// A line on stderr (progress, banners) that is not an error.
+    static func note(_ message: String) {
+        toStandardError(message + "\n")
+    }
+
+    /// Writes `text` to stderr at once (stderr is not buffered).
+    static func toStandardError(_ text: String) {
+        var text = text
+        text.withUTF8 { bytes in
+            var offset = 0
+            while offset < bytes.count {
+                let written = write(STDERR_FILENO, bytes.baseAddress! + offset, bytes.count - offset)
+                guard written > 0 else { return }
+                offset += written
+            }
+        }
+    }
+}
