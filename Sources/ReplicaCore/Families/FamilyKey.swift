@@ -31,6 +31,26 @@ public enum FamilyKey {
         name.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
     }
 
+    static func unescape(_ name: some StringProtocol) -> String {
+        name.replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%25", with: "%")
+    }
+
+    /// How messages and `replica-node status` name the entry `key`, in the user's terms: a
+    /// register's key as it is, `counter visits` for any slot of counter `visits`, and
+    /// `element <id> of log drinks` for an element of log `drinks`.
+    public static func subject(of key: String) -> String {
+        guard isReserved(key) else { return key }
+        let rest = key.dropFirst(marker.count)
+        for (family, label) in [("counter/", "counter"), ("log/", "log")] where rest.hasPrefix(family) {
+            let path = rest.dropFirst(family.count)
+            guard let slash = path.firstIndex(of: "/") else { break }
+            let name = unescape(path[..<slash])
+            if label == "counter" { return "counter \(name)" }
+            return "element \(path[path.index(after: slash)...]) of log \(name)"
+        }
+        return readable(key)
+    }
+
     /// The prefix shared by every slot of counter `name`.
     public static func counterPrefix(_ name: String) -> String { marker + "counter/" + escape(name) + "/" }
 

@@ -37,6 +37,6 @@ extension Replica {
             refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: counters,
             loadErrors: loadErrors.values.sorted { $0.since < $1.since },
-            saveErrors: saveErrors.values.sorted { $0.since < $1.since })
+            saveErrors: (Array(saveErrors.values) + refusedSaves.values).sorted { $0.since < $1.since })
     }
 }

@@ -55,6 +55,8 @@ public actor Replica: PollLoopOwner {
     var observers: [UUID: Observer] = [:]
     var loadErrors: [String: Problem] = [:]
     var saveErrors: [String: Problem] = [:]
+    /// Saves of shared keys refused by this program (Sharing/Replica+Problems.swift).
+    var refusedSaves: [String: Problem] = [:]
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
@@ -256,7 +258,7 @@ public actor Replica: PollLoopOwner {
     /// Throws `SharingError.newerSchema` if `key` holds a value of a schema above `known`.
     func refuseNewerSchema(_ key: String, known: UInt16) throws {
         if let stored = try store.entry(for: key), !stored.isTombstone, stored.schema > known {
-            throw SharingError.newerSchema(key: key, stored: stored.schema, known: known)
+            throw SharingError.newerSchema(key: FamilyKey.subject(of: key), stored: stored.schema, known: known)
         }
     }
 
