@@ -11,7 +11,7 @@ import Darwin
 /// An actor whose executor is a ``PollLoop``: it owns ZeroMQ sockets and is woken when they
 /// become readable, like a swift-nio `EventLoop` owns its channels.
 public protocol PollLoopOwner: Actor {
-    /// The sockets to wait on, in a stable order (rebuilt only when ``pollSocketsChanged`` is set).
+    /// The sockets to wait on, in a stable order (read again before every wait).
     var pollSockets: [ZMQSocket] { get }
     /// How long the loop may sleep when nothing is readable (nil: until woken).
     var pollTimeout: Duration? { get }
