@@ -89,4 +89,32 @@ enum ReplicaBinding: Sendable {
         }
         return SharedSubscription { task.cancel() }
     }
+
+    /// How a built-in key follows its entries (those under `prefix`): on each replica it is bound
+    /// to, `bind` runs, changes made while unbound are saved, `catchUp` takes what is stored, and
+    /// `apply` every change after, until cancelled. `catchUp` returns whether the key is free of
+    /// problems, which clears the "no default replica" error of a key that was waiting for one.
+    func follow<Value>(
+        prefix: String, key: String, subscriber: SharedSubscriber<Value>,
+        bind: @escaping @Sendable (Replica) -> Void = { _ in },
+        catchUp: @escaping @Sendable (Replica) throws -> Bool,
+        apply: @escaping @Sendable (Replica, Change) -> Void
+    ) -> SharedSubscription {
+        let isProcessDefault = isProcessDefault
+        return watch { replica in
+            guard let replica else { return subscriber.yield(throwing: SharingError.noDefaultReplica(key: key)) }
+            bind(replica)
+            // Changes made while unbound (or on the previous default) are saved here now; the
+            // save holds the stored entries it writes until it ends.
+            if isProcessDefault { subscriber.requestSaveIfChanged() }
+            let changes = await replica.changes(prefix: prefix)
+            // Whatever was committed before the subscription started.
+            do {
+                if try catchUp(replica), isProcessDefault { subscriber.yieldErrorCleared() }
+            } catch {
+                subscriber.yield(throwing: error)
+            }
+            for await change in changes { apply(replica, change) }
+        }
+    }
 }

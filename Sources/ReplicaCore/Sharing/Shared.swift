@@ -108,9 +108,8 @@ public struct Shared<Value: Sendable>: Sendable {
     /// Points this shared state (every copy of it) at `key`, then loads it. The current value
     /// is used if `key`'s storage has none.
     public func load(_ key: some SharedKey<Value>) async throws {
-        let current = self
-        let reference = SharedReferenceRegistry.reference(for: key, initialValue: { current.wrappedValue })
-        box.replace(with: reference).touch()
+        let reference = SharedReferenceRegistry.reference(for: key, initialValue: { wrappedValue })
+        box.replace(with: reference).touch()  // observers of the old state look again
         try await reference.load()
     }
 

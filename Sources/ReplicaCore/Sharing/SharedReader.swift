@@ -116,18 +116,18 @@ public struct SharedReader<Value: Sendable>: Sendable {
 
     public func load() async throws { try await reference.load() }
 
-    /// Points this state (every copy of it) at `key`, then loads it.
+    /// Points this state (every copy of it) at `key`, then loads it. The current value is used
+    /// if `key`'s storage has none.
     public func load(_ key: some SharedReaderKey<Value>) async throws {
-        let current = self
-        let reference = SharedReferenceRegistry.reference(for: key, initialValue: { current.wrappedValue })
-        box.replace(with: reference).touch()
-        try await reference.load()
+        try await repoint(to: SharedReferenceRegistry.reference(for: key, initialValue: { wrappedValue }))
     }
 
     public func load(_ key: some SharedKey<Value>) async throws {
-        let current = self
-        let reference = SharedReferenceRegistry.reference(for: key, initialValue: { current.wrappedValue })
-        box.replace(with: reference).touch()
+        try await repoint(to: SharedReferenceRegistry.reference(for: key, initialValue: { wrappedValue }))
+    }
+
+    private func repoint(to reference: any Reference<Value>) async throws {
+        box.replace(with: reference).touch()  // observers of the old state look again
         try await reference.load()
     }
 

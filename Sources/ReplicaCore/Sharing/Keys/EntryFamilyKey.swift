@@ -65,36 +65,22 @@ public final class EntryFamilyKey<Family: EntryFamily>: SharedKey, CustomStringC
 
     public func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription {
         books.withLock { $0.subscriber = subscriber }
-        let watch = binding.watch { [self] replica in await follow(replica, subscriber: subscriber) }
-        return SharedSubscription { [self] in
-            watch.cancel()
-            books.withLock { $0.subscriber = nil }
-        }
-    }
-
-    /// Applies the family's changes on `replica` until cancelled.
-    private func follow(_ replica: Replica?, subscriber: SharedSubscriber<Value>) async {
-        guard let replica else { return subscriber.yield(throwing: SharingError.noDefaultReplica(key: description)) }
-        books.withLock { $0.rebase(on: replica) }
-        settle(subscriber)
-        if binding.isProcessDefault {
-            // Changes made while unbound (or on the previous default) are saved here now.
-            subscriber.requestSaveIfChanged()
-        }
-        let changes = await replica.changes(prefix: family.prefix)
-        // Whatever was committed before the subscription started.
-        do {
-            absorb(try replica.reader.entries(prefix: family.prefix), from: replica, subscriber: subscriber)
-            if let problem = books.withLock({ $0.firstProblem }) {
+        let following = binding.follow(
+            prefix: family.prefix, key: description, subscriber: subscriber,
+            bind: { [self] replica in
+                books.withLock { $0.rebase(on: replica) }
+                settle(subscriber)
+            },
+            catchUp: { [self] replica in
+                absorb(try replica.reader.entries(prefix: family.prefix), from: replica, subscriber: subscriber)
+                guard let problem = books.withLock({ $0.firstProblem }) else { return true }
                 subscriber.yield(throwing: problem)
-            } else if binding.isProcessDefault {
-                subscriber.yieldErrorCleared()  // bound: "no default replica" no longer applies
-            }
-        } catch {
-            subscriber.yield(throwing: error)
-        }
-        for await change in changes {
-            absorb([change.entry], from: replica, subscriber: subscriber)
+                return false
+            },
+            apply: { [self] replica, change in absorb([change.entry], from: replica, subscriber: subscriber) })
+        return SharedSubscription { [self] in
+            following.cancel()
+            books.withLock { $0.subscriber = nil }
         }
     }
 

@@ -72,34 +72,20 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
 
     public func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription {
         books.withLock { $0.subscriber = subscriber }
-        let watch = binding.watch { [self] replica in await follow(replica, subscriber: subscriber) }
-        return SharedSubscription { [self] in
-            watch.cancel()
-            books.withLock { $0.subscriber = nil }
-        }
-    }
-
-    /// Delivers the entry's changes on `replica` until cancelled.
-    private func follow(_ replica: Replica?, subscriber: SharedSubscriber<Value>) async {
-        guard let replica else { return subscriber.yield(throwing: SharingError.noDefaultReplica(key: description)) }
-        if binding.isProcessDefault {
-            // Changes made while unbound (or on the previous default) are saved here now; the
-            // save holds the stored entry delivered below until it ends.
-            subscriber.requestSaveIfChanged()
-        }
-        let changes = await replica.changes(prefix: name)
-        // Whatever was committed before the subscription started.
-        do {
-            if let entry = try replica.reader.entry(for: name) {
+        let name = name
+        let following = binding.follow(
+            prefix: name, key: description, subscriber: subscriber,
+            catchUp: { [self] replica in
+                guard let entry = try replica.reader.entry(for: name) else { return true }
                 receive(entry, on: replica, subscriber: subscriber)
-            } else if binding.isProcessDefault {
-                subscriber.yieldErrorCleared()  // bound: "no default replica" no longer applies
-            }
-        } catch {
-            subscriber.yield(throwing: error)
-        }
-        for await change in changes where change.entry.key == name {
-            receive(change.entry, on: replica, subscriber: subscriber)
+                return false  // the value delivered says how it is
+            },
+            apply: { [self] replica, change in
+                if change.entry.key == name { receive(change.entry, on: replica, subscriber: subscriber) }
+            })
+        return SharedSubscription { [self] in
+            following.cancel()
+            books.withLock { $0.subscriber = nil }
         }
     }
 
