@@ -36,8 +36,10 @@ import Testing
         try await replica.write([Drink.log("early-drinks").put(try Drink(name: "stored", mg: 1))])
 
         @Shared(.replicated("early-note")) var note = ""
-        @Shared(.counter("early-visits")) var visits = 0
+        @Shared(.counter("early-visits")) var visits = 100  // a counter's initial value is not used
         @Shared(.drinks("early-drinks")) var drinks: [Drink] = []
+        #expect(visits == 0)
+        #expect(await eventually { $visits.loadError as? SharingError == .noDefaultReplica(key: #".counter("early-visits")"#) })
         $note.withLock { $0 = "written before binding" }
         $visits.withLock { $0 += 3 }
         $drinks.withLock { $0.append(try! Drink(name: "added before binding", mg: 2)) }

@@ -112,6 +112,28 @@ import Testing
         #expect(reader == 43)
     }
 
+    @Test func readersAreMadeAsInSharing() async throws {
+        let replica = try makeReplicas(1)[0]
+        try await replica.write("stored-reader", payload: Array("8".utf8))
+        let required = try await SharedReader<Int>(require: .replicated("stored-reader", on: replica))
+        #expect(required.wrappedValue == 8)
+        await #expect(throws: SharingError.noValue(key: #".replicated("missing-reader")"#)) {
+            _ = try await SharedReader<Int>(require: .replicated("missing-reader", on: replica))
+        }
+        #expect(SharedReader(value: 3).wrappedValue == 3)
+        let optional = SharedReader<Int?>(value: 4)
+        #expect(SharedReader(optional)?.wrappedValue == 4)
+        try await required.load(.replicated("another-reader", on: replica))
+        #expect(required.wrappedValue == 8, "nothing stored there: the current value stays")
+    }
+
+    @Test func aSharedParameterTakesAProjectedValue() {
+        func visit(@Shared count: Int) { $count.withLock { $0 += 1 } }
+        let count = Shared(value: 1)
+        visit($count: count)
+        #expect(count.wrappedValue == 2)
+    }
+
     @Test func contextsAndKeyIDsAreHashable() {
         #expect(Set([LoadContext.initialValue(1), .initialValue(1), .userInitiated]).count == 2)
         #expect(Set([SaveContext.didSet, .userInitiated, .didSet]).count == 2)

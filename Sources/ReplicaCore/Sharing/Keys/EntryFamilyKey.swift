@@ -40,6 +40,12 @@ public final class EntryFamilyKey<Family: EntryFamily>: SharedKey, CustomStringC
 
     public func load(context: LoadContext<Value>, continuation: LoadContinuation<Value>) {
         guard let replica = binding.replica else {
+            // The first load of a key waiting for a default replica: the family's empty value (a
+            // counter's 0, a log's []), never the initial value given to `@Shared`, so that what
+            // is changed before binding is a delta from empty. The subscription reports the wait.
+            if books.withLock({ $0.subscriber == nil && $0.replica == nil }) {
+                return continuation.resume(returning: books.withLock { $0.value })
+            }
             return continuation.resume(throwing: SharingError.noDefaultReplica(key: description))
         }
         let entries: [Entry]
