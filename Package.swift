@@ -26,9 +26,14 @@ let package = Package(
             providers: [.apt(["libzmq3-dev"]), .brew(["zeromq"])]
         ),
         .target(
+            name: "CSQLiteConfig",
+            linkerSettings: [.linkedLibrary("sqlite3")]
+        ),
+        .target(
             name: "ReplicaCore",
             dependencies: [
                 "CZMQ",
+                "CSQLiteConfig",
                 .product(name: "GRDB", package: "GRDB.swift"),
                 .product(name: "GRDBSQLite", package: "GRDB.swift"),
                 .product(name: "Logging", package: "swift-log"),

@@ -9,7 +9,11 @@ out = os.path.join(os.path.dirname(__file__), "corpus")
 os.makedirs(out, exist_ok=True)
 
 def node(name): return bytes([len(name)]) + name.encode()
-def header(kind, origin): return b"R\x01" + bytes([kind]) + node(origin)
+def header(kind, origin): return b"R\x02" + bytes([kind]) + node(origin)
+def mark(epoch, serial): return struct.pack(">QQ", epoch, serial)
+def record(name, epoch, status, host, port, key=b""):
+    return node(name) + struct.pack(">Q", epoch) + uuid.UUID(int=epoch).bytes + bytes([status]) + bytes([len(host)]) + host.encode() + struct.pack(">H", port) + bytes([len(key)]) + key
+def report(name, epoch, through, echo, held, direct): return node(name) + struct.pack(">QQQIB", epoch, through, echo, held, 1 if direct else 0)
 def entry(hlc, writer, key, payload, schema=0):
     body = struct.pack(">Q", hlc) + node(writer)
     body += bytes([0 if payload is not None else 1]) + struct.pack(">H", schema)
@@ -21,11 +25,16 @@ hlc = (1763800000000 << 16) | 3
 seeds = {
     "update-value": header(1, "node1") + struct.pack(">Q", 42) + entry(hlc, "node1", "greeting", b'"hi"', 2),
     "update-tombstone": header(1, "node1") + struct.pack(">Q", 43) + entry(hlc, "node1", "gone", None),
-    "heartbeat": header(2, "node2") + uuid.UUID(int=7).bytes + struct.pack(">QQQQ", 9, hlc, 0xDEADBEEF, 12),
-    "sync-request": header(3, "node3") + struct.pack(">QH", 7, 1024) + b"".join(struct.pack(">Q", i * 31) for i in range(1024)),
+    "heartbeat": header(2, "node2") + uuid.UUID(int=7).bytes + struct.pack(">QQQQQQQQH", 1763800000000, 9, hlc, 1763800000123, 0xDEADBEEF, 12, 0xABCD, 40, 2)
+        + report("node1", 1763700000000, 9, 1763800000100, 20, True) + report("node3", 0, 0, 0, 0, False),
+    "sync-request": header(3, "node3") + struct.pack(">Q", 7) + mark(1763800000000, 12) + struct.pack(">H", 1024) + b"".join(struct.pack(">Q", i * 31) for i in range(1024)),
     "repair-request": header(5, "node2") + struct.pack(">QQQ", 9, 100, 4195),
-    "sync-chunk-unavailable": header(4, "node1") + struct.pack(">QIBH", 8, 0, 3, 0),
-    "sync-chunk": header(4, "node1") + struct.pack(">QIBH", 7, 2, 1, 2) + entry(hlc, "node1", "a", b"\x01\x02") + entry(hlc, "node2", "b", None),
+    "sync-chunk-unavailable": header(4, "node1") + struct.pack(">QIB", 8, 0, 3) + mark(0, 0) + struct.pack(">H", 0),
+    "sync-chunk": header(4, "node1") + struct.pack(">QIB", 7, 2, 1) + mark(1763800000000, 40) + struct.pack(">H", 2) + entry(hlc, "node1", "a", b"\x01\x02") + entry(hlc, "node2", "b", None),
+    "members-join": header(6, "node4") + bytes([1]) + struct.pack(">H", 2) + record("node4", 1763800000000, 1, "10.0.0.4", 7000) + record("node1", 1763700000000, 2, "node1", 7000, bytes(range(32))),
+    "members-announce": header(6, "node1") + bytes([0]) + struct.pack(">H", 1) + record("node9", 5, 3, "127.0.1.9", 7100),
+    "beacon": b"RPLB\x02" + node("node5") + struct.pack(">H", 7000) + bytes([8]) + b"10.0.0.5" + bytes([32]) + bytes(range(32)),
+    "relay": header(7, "node2") + node("node1") + struct.pack(">QQ", 1763700000000, 77) + entry(hlc, "node1", "greeting", b'"hi"'),
 }
 for name, body in seeds.items():
     with open(os.path.join(out, name), "wb") as f: f.write(body)
@@ -36,4 +45,9 @@ for name, body in seeds.items():
         with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(bytes([len(topic)]) + topic + body)
     if name == "heartbeat":
         with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(b"\x01h" + body)
+    if name == "members-announce":
+        with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(b"\x01m" + body)
+    if name == "relay":
+        topic = b"rnode1\x00"
+        with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(bytes([len(topic)]) + topic + body)
 print(f"wrote {len(os.listdir(out))} seeds to {out}")

@@ -47,7 +47,7 @@ func connected(_ replicas: [Replica], timeout: Duration = .seconds(20)) async ->
     await eventually(timeout: timeout) {
         let ids = Set(replicas.map { $0.identity.node.rawValue })
         for replica in replicas {
-            let peers = await replica.status().peers.filter { $0.id.map(ids.contains) ?? false }
+            let peers = await replica.status().peers.filter { ids.contains($0.id) }
             guard peers.count == replicas.count - 1,
                   peers.allSatisfy({ $0.state == .alive && $0.syncsCompleted > 0 }) else { return false }
         }

@@ -10,10 +10,11 @@ import Testing
     @Test func keepsDataIdentityAndDigestAcrossReopen() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let first = try SQLiteStore(directory: directory.url, node: "n1")
-        #expect(try first.merge([Self.entry("a", 1), Self.entry("b", 2), Self.entry("a", 3, "n2", "\"new\"")]).count == 2)
-        let identity = first.identity
-        let digest = first.digest
+        let (identity, digest) = try {
+            let first = try SQLiteStore(directory: directory.url, node: "n1")
+            #expect(try first.merge([Self.entry("a", 1), Self.entry("b", 2), Self.entry("a", 3, "n2", "\"new\"")]).count == 2)
+            return (first.identity, first.digest)
+        }()
         let reopened = try SQLiteStore(directory: directory.url, node: "n1")
         #expect(reopened.identity == identity)
         #expect(reopened.digest == digest)
@@ -62,6 +63,20 @@ import Testing
         #expect(store.count == 0)
         _ = try store.merge([Self.entry("a", 1)])
         #expect(try store.entry(for: "a") != nil)
+    }
+
+    @Test func aDirectoryOpenTwiceIsRefusedWithTheHoldersPID() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        try {
+            let first = try SQLiteStore(directory: directory.url, node: "n1")
+            #expect(throws: DataDirectoryLock.Held(directory: directory.url.path, pid: getpid())) {
+                _ = try SQLiteStore(directory: directory.url, node: "n1")
+            }
+            withExtendedLifetime(first) {}
+        }()
+        // Released with the store.
+        _ = try SQLiteStore(directory: directory.url, node: "n1")
     }
 
     @Test func entriesByBucketCoverEveryKeyOnce() throws {

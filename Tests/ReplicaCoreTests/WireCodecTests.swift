@@ -11,13 +11,29 @@ import Testing
         .update(Update(origin: "node1", sequence: 43, entry: Entry(key: "gone", version: version, payload: nil))),
         .update(Update(origin: "node1", sequence: 44, entry: Entry(key: "empty", version: version, payload: []))),
         .heartbeat(Heartbeat(origin: "node2", incarnation: UUID(), sequence: 9, timestamp: version.timestamp, digestRoot: 0xdead_beef, entryCount: 12)),
-        .syncRequest(SyncRequest(origin: "node3", requestID: 7, buckets: (0..<StoreDigest.bucketCount).map { UInt64($0) * 31 })),
+        .heartbeat(Heartbeat(
+            origin: "node2", incarnation: UUID(), epoch: 1_763_800_000_000, sequence: 9, timestamp: version.timestamp,
+            wallMillis: 1_763_800_000_123, digestRoot: 1, entryCount: 2, membersDigest: 3, storeSerial: 4, reports: [
+                PeerReport(node: "node1", epoch: 5, through: 6, echoWallMillis: 7, heldMillis: 8, hearsDirectly: true),
+                PeerReport(node: "node3", epoch: 0, through: 0, echoWallMillis: 0, heldMillis: 0, hearsDirectly: false),
+            ])),
+        .syncRequest(SyncRequest(origin: "node3", requestID: 7, buckets: (0..<StoreDigest.bucketCount).map { UInt64($0) * 31 },
+                                 since: StoreMark(epoch: 11, serial: 12))),
         .syncChunk(SyncChunk(origin: "node1", requestID: 7, index: 2, isLast: true, entries: [
             Entry(key: "a", version: version, payload: [1, 2, 3]),
             Entry(key: "ü-ключ", version: Version(timestamp: version.timestamp, node: "node2"), payload: nil),
         ])),
         .syncChunk(SyncChunk(origin: "node1", requestID: 8, index: 0, isLast: true, isUnavailable: true, entries: [])),
         .repairRequest(RepairRequest(origin: "node2", requestID: 9, first: 100, last: 4195)),
+        .syncChunk(SyncChunk(origin: "node1", requestID: 9, index: 0, isLast: false, mark: StoreMark(epoch: 1, serial: 2), entries: [])),
+        .members(MembersMessage(origin: "node4", wantsReply: true, records: [
+            MemberRecord(node: "node4", epoch: 1, incarnation: UUID(), status: .active, address: Endpoint(host: "10.0.0.4", port: 7000), publicKey: nil),
+            MemberRecord(node: "node1", epoch: 2, incarnation: UUID(), status: .left, address: Endpoint(host: "node1.example", port: 7000),
+                         publicKey: Array(0..<32)),
+        ])),
+        .members(MembersMessage(origin: "node1", wantsReply: false, records: [])),
+        .relay(RelayedUpdate(origin: "node2", source: "node1", sourceEpoch: 3, sequence: 77,
+                             entry: Entry(key: "greeting", version: version, payload: Array("\"hi\"".utf8)))),
     ]
 
     @Test(arguments: samples) func roundTrips(_ message: WireMessage) throws {
@@ -36,6 +52,54 @@ import Testing
         let bytes = codec.encode(message)
         for length in 0..<bytes.count {
             #expect(throws: WireError.self) { try codec.decode(Array(bytes.prefix(length))) }
+        }
+    }
+
+    @Test func relaysAndAnnouncementsTravelUnderTheirTopics() throws {
+        let relay = Self.samples.first { $0.kind == .relay }!
+        let frames = codec.publishFrames(relay)
+        #expect(frames[0] == [0x72] + Array("node1".utf8) + [0])
+        #expect(frames[0] == WireCodec.relayTopic(for: "node1"))
+        #expect(try codec.decodePublished(frames) == relay)
+        #expect(throws: WireError.topicMismatch) { try codec.decodePublished([WireCodec.relayTopic(for: "node10"), frames[1]]) }
+        let members = Self.samples.first { $0.kind == .members }!
+        #expect(codec.publishFrames(members)[0] == [0x6d])
+        let request = codec.encode(Self.samples.first { $0.kind == .syncRequest }!)
+        #expect(throws: WireError.unknownKind(3)) { try codec.decodePublished([[0x68], request]) }
+    }
+
+    @Test func aRelayedUpdateMustBeWrittenByItsSource() {
+        let forged = codec.encode(.relay(RelayedUpdate(origin: "node2", source: "node1", sourceEpoch: 1, sequence: 1,
+                                                       entry: Entry(key: "k", version: Version(timestamp: .zero, node: "node3"), payload: [1]))))
+        #expect(throws: WireError.invalidField("relayed update written by another node")) { try codec.decode(forged) }
+    }
+
+    @Test func beaconsRoundTripAndRejectNonsense() throws {
+        let beacon = Beacon(node: "node5", host: "10.0.0.5", port: 7000, publicKey: Array(0..<32))
+        #expect(try codec.decodeBeacon(codec.encode(beacon)) == beacon)
+        let bare = Beacon(node: "n", host: "", port: 1, publicKey: nil)
+        #expect(try codec.decodeBeacon(codec.encode(bare)) == bare)
+        var bytes = codec.encode(beacon)
+        for length in 0..<bytes.count { #expect(throws: WireError.self) { try codec.decodeBeacon(Array(bytes.prefix(length))) } }
+        bytes[4] = 1
+        #expect(throws: WireError.unsupportedVersion(1)) { try codec.decodeBeacon(bytes) }
+        #expect(throws: WireError.self) { try codec.decodeBeacon(Array(repeating: 0x52, count: 600)) }
+    }
+
+    /// The committed fuzz seeds (written by Fuzz/make_corpus.py from this page's layouts) decode,
+    /// so the script and docs/protocol.md stay in step with the codec.
+    @Test func theFuzzSeedCorpusDecodes() throws {
+        let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
+            .appendingPathComponent("Fuzz/corpus")
+        let names = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { !$0.hasSuffix("-frames") }
+        #expect(names.count >= 10)
+        for name in names {
+            let bytes = try [UInt8](Data(contentsOf: corpus.appendingPathComponent(name)))
+            if name == "beacon" {
+                #expect(throws: Never.self, "\(name)") { _ = try codec.decodeBeacon(bytes) }
+            } else {
+                #expect(throws: Never.self, "\(name)") { _ = try codec.decode(bytes) }
+            }
         }
     }
 
@@ -78,7 +142,7 @@ import Testing
         for _ in 0..<20_000 {
             let length = Int.random(in: 0..<200, using: &generator)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            if length > 3 && Bool.random() { bytes[0] = WireCodec.magic; bytes[1] = 1; bytes[2] = UInt8.random(in: 1...4) }
+            if length > 3 && Bool.random() { bytes[0] = WireCodec.magic; bytes[1] = WireCodec.protocolVersion; bytes[2] = UInt8.random(in: 1...7) }
             if (try? codec.decode(bytes)) == nil { rejected += 1 }
         }
         #expect(rejected > 19_000)

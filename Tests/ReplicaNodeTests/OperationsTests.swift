@@ -60,7 +60,9 @@ import Testing
         let status = try replicaNode(["status", "--json"], environment: ["REPLICA_DATA": root.path])
         let json = try #require(try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any])
         #expect(json["id"] as? String == "envnode")
-        #expect((json["peers"] as? [Any])?.count == 2)
+        // Both seeds are unreachable: the node keeps asking them to let it join.
+        #expect((json["pendingSeeds"] as? [Any])?.count == 2)
+        #expect((json["peers"] as? [Any])?.count == 0)
         kill(process.processIdentifier, SIGTERM)
         process.waitUntilExit()
         #expect(process.terminationStatus == 0, "SIGTERM is a graceful stop")
@@ -79,28 +81,52 @@ import Testing
         #expect([0, 130].contains(process.terminationStatus))
     }
 
-    @Test func aCorruptDatabaseIsMovedAsideAndReported() async throws {
+    /// kill -9 leaves recent commits in the WAL; then the first page is damaged. The database, its
+    /// WAL and SHM must be kept exactly as they were (no checkpoint into the damaged file, no WAL
+    /// deleted), reported, and a fresh database must take over.
+    @Test func aCorruptDatabaseIsKeptByteForByteAndReported() async throws {
         let cluster = try ProcessCluster(size: 1, name: "corrupt")
         defer { cluster.stop() }
         #expect(try await eventually { try cluster.status(0) != nil })
-        #expect(try cluster.client(0, ["set", "k", "1"]).status == 0)
-        cluster.stop(0)
-        let database = cluster.nodes[0].data.appendingPathComponent("replica.sqlite")
-        let garbage = Data(repeating: 0xAB, count: 64 * 1024)
-        try garbage.write(to: database)
-        try? FileManager.default.removeItem(at: database.appendingPathExtension("wal"))
-        try? FileManager.default.removeItem(atPath: database.path + "-wal")
+        for key in 0..<20 { #expect(try cluster.client(0, ["set", "k\(key)", "\(key)"]).status == 0) }
+        cluster.stop(0, signal: SIGKILL)
+        let data = cluster.nodes[0].data
+        let database = data.appendingPathComponent("replica.sqlite")
+        #expect(FileManager.default.fileExists(atPath: database.path + "-wal"), "kill -9 left a WAL")
+        let handle = try FileHandle(forWritingTo: database)
+        try handle.write(contentsOf: Data(repeating: 0xAB, count: 4096))  // the first page
+        try handle.close()
+        var before: [String: Data] = [:]
+        for suffix in ["", "-wal", "-shm"] where FileManager.default.fileExists(atPath: database.path + suffix) {
+            before[suffix] = try Data(contentsOf: URL(fileURLWithPath: database.path + suffix))
+        }
         try cluster.start(0)
         #expect(try await eventually { try cluster.status(0) != nil }, "\(cluster.log(0))")
         let status = try #require(try cluster.status(0))
         let loadErrors = try #require(status["loadErrors"] as? [[String: Any]])
         #expect(loadErrors.count == 1)
         let message = try #require(loadErrors.first?["message"] as? String)
-        #expect(message.contains("moved aside"))
-        let aside = try FileManager.default.contentsOfDirectory(atPath: cluster.nodes[0].data.path).filter { $0.hasPrefix("replica.sqlite.corrupt-") && !$0.hasSuffix("-shm") && !$0.hasSuffix("-wal") }
-        #expect(aside.count == 1)
-        #expect(try Data(contentsOf: cluster.nodes[0].data.appendingPathComponent(aside[0])) == garbage, "the original bytes are kept")
+        #expect(message.contains("kept as it was"), "\(message)")
+        let kept = try #require(try FileManager.default.contentsOfDirectory(atPath: data.path)
+            .first { $0.hasPrefix("replica.sqlite.corrupt-") && !$0.hasSuffix("-shm") && !$0.hasSuffix("-wal") })
+        for (suffix, bytes) in before {
+            let copy = try Data(contentsOf: data.appendingPathComponent(kept + suffix))
+            #expect(SHA256Digest(copy) == SHA256Digest(bytes), "replica.sqlite\(suffix) changed")
+        }
         #expect(try cluster.client(0, ["set", "k", "2"]).status == 0, "a fresh database works")
+    }
+
+    /// Two processes on one data directory would lose increments: the second is refused, and
+    /// told which process holds it.
+    @Test func aSecondProcessOnADataDirectoryIsRefused() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "twice")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let pid = try #require(cluster.nodes[0].process?.processIdentifier)
+        let second = try replicaNode(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure",
+                                      "--data", cluster.nodes[0].data.path])
+        #expect(second.status == 1)
+        #expect(second.stderr.contains("process \(pid) holds the data directory"), "\(second.stderr)")
     }
 
     @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
@@ -133,6 +159,22 @@ import Testing
         let after = try #require(try cluster.status(0))
         #expect((after["saveErrors"] as? [Any])?.isEmpty == true, "the error clears")
     }
+}
+
+/// A SHA-256 of `data` (through /usr/bin/sha256sum), to compare files byte for byte.
+func SHA256Digest(_ data: Data) -> String {
+    let file = FileManager.default.temporaryDirectory.appendingPathComponent("replica-hash-\(UUID().uuidString)")
+    defer { try? FileManager.default.removeItem(at: file) }
+    try? data.write(to: file)
+    let process = Process()
+    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
+    process.arguments = [file.path]
+    let out = Pipe()
+    process.standardOutput = out
+    try? process.run()
+    let text = out.fileHandleForReading.readDataToEndOfFile()
+    process.waitUntilExit()
+    return String(decoding: text, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
 }
 
 /// Runs a system command and returns its exit status.

@@ -95,6 +95,14 @@ import Testing
         let hostile = try context.socket(.pub)
         try hostile.bind("tcp://127.0.0.1:\(cluster.nodes[1].port)")
         let codec = WireCodec()
+        // It answers node1's join as node2 would, so that node1 dials its PUB.
+        let joins = try context.socket(.router)
+        try joins.bind("tcp://127.0.0.1:\(cluster.nodes[1].port + 1)")
+        let record = MemberRecord(node: "node2", epoch: 1, incarnation: UUID(), status: .active,
+                                  address: Endpoint(host: "127.0.0.1", port: cluster.nodes[1].port), publicKey: nil)
+        #expect(try joins.waitUntilReadable(timeout: .seconds(10)))
+        let join = try #require(try joins.receive(maxFrames: 2))
+        try joins.send([join.frames[0], codec.encode(.members(MembersMessage(origin: "node2", wantsReply: false, records: [record])))])
         let valid = codec.publishFrames(.update(Update(
             origin: "node2", sequence: 1,
             entry: Entry(key: "k", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 0), node: "node2"), payload: Array("1".utf8)))))

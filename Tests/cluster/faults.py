@@ -1,7 +1,9 @@
 #!/usr/bin/python3
 """Fault tests for Replica: partitions, one-way partitions, packet loss, late joiners, kill -9,
-SIGSTOP, 10,000 divergent keys, counters and drink logs across a partition, and a wiped node,
-each checked Jepsen style after heal.
+SIGSTOP, 10,000 divergent keys, counters and drink logs across a partition, and a wiped node;
+then membership (membership.py): a node joining at runtime, restarted and wiped nodes rejoining,
+leave, forget, a bridge partition, 200 ms links, discovery by beacon, and the catch-up volume.
+Each is checked Jepsen style after heal.
 
     sudo /usr/bin/python3 Tests/cluster/faults.py [--binary PATH] [--only NAME[,NAME]] [--list]
 
@@ -476,6 +478,11 @@ def scenario_wiped_node(ctx, binary):
         ctx.say(f"node3 has two slots (old {old3[:8]}, new {new3[:8]}); the old one still counts")
 
 
+import membership  # noqa: E402  (scenarios of nodes joining, leaving, slow links, relays)
+
+membership.converge, membership.verify, membership.wait_for = converge, verify, wait_for
+membership.peer_state, membership.Failure = peer_state, Failure
+
 SCENARIOS = [
     ("partition", scenario_partition),
     ("one-way", scenario_one_way),
@@ -486,7 +493,7 @@ SCENARIOS = [
     ("divergent-10k", scenario_divergent),
     ("counters-drinks", scenario_counters_drinks),
     ("wiped-node", scenario_wiped_node),
-]
+] + membership.SCENARIOS
 
 
 # ---- driver ---------------------------------------------------------------------------------

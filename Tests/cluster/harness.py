@@ -52,6 +52,8 @@ class Node:
         self.process = None
         self.paused = False
         self.starts = 0
+        # The network namespace the node runs in (None: the cluster's own).
+        self.namespace = None
 
     @property
     def listen(self):
@@ -59,18 +61,23 @@ class Node:
 
 
 class Cluster:
-    """N nodes, all peered with each other, in a namespace of their own.
+    """N nodes in a namespace of their own; by default each names every other as a seed.
 
     Use as a context manager: leaving it (normally, by exception, or by SIGINT/SIGTERM turned
     into an exception by faults.py) kills the nodes, deletes the namespace and the temp dir.
     """
 
-    def __init__(self, binary, size=3, name="x", port=7000, log=print):
+    def __init__(self, binary, size=3, name="x", port=7000, log=print, seeds=None, advertise=None, extra_args=None):
+        """`seeds(k)`: the nodes node k names with --peer (default: every other node);
+        `advertise(k)`: its --advertise HOST:PORT (default: none); `extra_args(k)`: more flags."""
         self.binary = binary
         self.size = size
         self.port = port
         self.log = log
         self.name = name
+        self.seeds = seeds
+        self.advertise = advertise
+        self.extra_args = extra_args
         self.namespace = f"replica-faults-{os.getpid()}-{name}"[:60]
         self.root = None
         self.nodes = {}
@@ -86,12 +93,8 @@ class Cluster:
             run(["ip", "netns", "add", self.namespace])
             self.namespace_created = True
             self.ns(["ip", "link", "set", "lo", "up"])
-            for k in range(1, self.size + 1):
-                data = os.path.join(self.root, f"node{k}")
-                os.makedirs(data)
-                self.nodes[k] = Node(k, f"127.0.1.{k}", self.port, data)
-                # Real CURVE keys, as production runs: every node trusts every other.
-                run([self.binary, "keygen", "--id", self.nodes[k].id, "--out", os.path.join(self.root, "keys")])
+            for _ in range(self.size):
+                self.add_node()
         except BaseException:
             self.close()
             raise
@@ -144,6 +147,17 @@ class Cluster:
             pass
         node.paused = False
 
+    def add_node(self):
+        """Makes node N+1 (data directory and CURVE key; every node trusts every key in the
+        shared trust directory, re-read while running); returns its number. Not started."""
+        k = max(self.nodes, default=0) + 1
+        data = os.path.join(self.root, f"node{k}")
+        os.makedirs(data)
+        self.nodes[k] = Node(k, f"127.0.1.{k}", self.port, data)
+        # Real CURVE keys, as production runs.
+        run([self.binary, "keygen", "--id", self.nodes[k].id, "--out", os.path.join(self.root, "keys")])
+        return k
+
     def ns(self, cmd, **kwargs):
         return run(["ip", "netns", "exec", self.namespace] + cmd, **kwargs)
 
@@ -154,13 +168,19 @@ class Cluster:
         node = self.nodes[k]
         if node.process is not None and node.process.poll() is None:
             raise RuntimeError(f"{node.id} is already running")
-        cmd = ["ip", "netns", "exec", self.namespace, self.binary, "serve",
+        cmd = ["ip", "netns", "exec", node.namespace or self.namespace, self.binary, "serve",
                "--id", node.id, "--listen", node.listen, "--data", node.data,
                "--key", os.path.join(self.root, "keys", f"{node.id}.key"),
                "--trust", os.path.join(self.root, "keys")]
-        for other in self.nodes.values():
-            if other is not node:
-                cmd += ["--peer", f"{other.id}@{other.listen}"]
+        seeds = self.seeds(k) if self.seeds else [j for j in self.nodes if j != k]
+        for j in seeds:
+            other = self.nodes[j]
+            address = self.advertise(j) if self.advertise else other.listen
+            cmd += ["--peer", f"{other.id}@{address}"]
+        if self.advertise:
+            cmd += ["--advertise", self.advertise(k)]
+        if self.extra_args:
+            cmd += self.extra_args(k)
         node.starts += 1
         logfile = open(os.path.join(self.root, f"{node.id}.log"), "a")
         logfile.write(f"---- start #{node.starts} at {time.time():.3f}\n")
@@ -335,6 +355,13 @@ class Cluster:
             except ValueError:
                 out[k] = None
         return out
+
+    def leave(self, k, timeout=10):
+        """`replica-node leave` on node k; returns the CompletedProcess (the node exits)."""
+        return self.client(k, ["leave"], timeout=timeout)
+
+    def forget(self, k, node_id, timeout=5):
+        return self.client(k, ["forget", node_id], timeout=timeout)
 
     def get(self, k, key):
         """(hlc, node, value) of key on node k, or None when the key is unknown there."""

@@ -2,7 +2,7 @@ import Foundation
 import ReplicaCore
 
 /// Every input is fed to the envelope and sync-message decoders, both as a message body and as
-/// PUB/SUB frames. Decoding must never trap, and whatever decodes must encode back to exactly
+/// PUB/SUB frames, and to the discovery-beacon decoder. Decoding must never trap, and whatever decodes must encode back to exactly
 /// the same bytes (the format is canonical), so a decoder that accepts something it should not
 /// shows up as a crash here.
 func fuzzWireDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
@@ -10,6 +10,9 @@ func fuzzWireDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     let codec = WireCodec()
     if let message = try? codec.decode(bytes) {
         precondition(codec.encode(message) == bytes, "decode/encode is not a round trip")
+    }
+    if let beacon = try? codec.decodeBeacon(bytes) {
+        precondition(codec.encode(beacon) == bytes, "beacon decode/encode is not a round trip")
     }
     // The first byte chooses where to cut the rest into a topic frame and a body frame.
     if let cut = bytes.first {

@@ -22,6 +22,8 @@ public struct HybridLogicalClock: Sendable {
     public private(set) var last: HybridTimestamp
     /// How far (in milliseconds) a remote timestamp may be ahead of our wall clock.
     public let maxDriftMillis: UInt64
+    /// Extra room ahead, when our wall clock is known to be behind the cluster's (see `ClockCheck`).
+    public var extraDriftMillis: UInt64 = 0
     private let physical: PhysicalClock
 
     public init(
@@ -53,7 +55,7 @@ public struct HybridLogicalClock: Sendable {
     @discardableResult
     public mutating func receive(_ remote: HybridTimestamp) throws(RejectedTimestamp) -> HybridTimestamp {
         let now = min(physical(), HybridTimestamp.maxWallMillis)
-        guard remote.wallMillis <= now &+ maxDriftMillis else {
+        guard remote.wallMillis <= now &+ maxDriftMillis &+ extraDriftMillis else {
             throw .tooFarInFuture(remote: remote, localWallMillis: now)
         }
         let previous = last
@@ -68,6 +70,13 @@ public struct HybridLogicalClock: Sendable {
             last = HybridTimestamp(wallMillis: wall, logical: 0)
         }
         return last
+    }
+
+    /// What `tick()` would return's wall part now, without advancing the clock: for messages that
+    /// are not data (heartbeats), so that they never push the clock ahead.
+    public func peek() -> HybridTimestamp {
+        let now = min(physical(), HybridTimestamp.maxWallMillis)
+        return now > last.wallMillis ? HybridTimestamp(wallMillis: now, logical: 0) : last
     }
 
     /// Raises the clock to at least `timestamp` (used at start-up with the highest stored version),

@@ -11,32 +11,79 @@ extension Replica {
     public func status() -> ReplicaStatus {
         let now = ContinuousClock.now
         let root = store.digest.root
+        let relays = Dictionary(relaysTaken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
         return ReplicaStatus(
             id: identity.node.rawValue,
             incarnation: identity.incarnation.uuidString,
+            epoch: epoch,
             listen: configuration.listen.description,
+            advertise: membership.local.address.description,
+            membership: membership.local.status == .active ? "active" : "left",
             hlc: clock.last.description,
             uptimeSeconds: (now - started) / .seconds(1),
             entryCount: store.count,
             liveEntryCount: store.liveCount,
             digest: String(root, radix: 16),
-            security: isCurve ? "curve" : "insecure",
-            peers: peers.map { peer in
-                ReplicaStatus.Peer(
-                    address: peer.endpoint.description,
-                    id: peer.node?.rawValue,
-                    state: peer.state,
-                    lastSeenSecondsAgo: peer.lastHeard.map { (now - $0) / .seconds(1) },
-                    lastSequence: peer.lastSequence,
-                    inSync: peer.lastDigestRoot == root,
-                    sequenceGaps: peer.sequenceGaps,
-                    syncsCompleted: peer.syncsCompleted,
-                    repairsCompleted: peer.repairsCompleted,
-                    syncInProgress: peer.sync != nil)
+            security: curve != nil ? "curve" : "insecure",
+            peers: membership.listed.compactMap { record in
+                guard let session = sessions[record.node] else { return nil }
+                return ReplicaStatus.Peer(
+                    id: record.node.rawValue,
+                    address: record.address.description,
+                    state: session.liveness.state,
+                    since: session.liveness.sinceDate,
+                    lastSeenSecondsAgo: session.liveness.lastDirect.map { (now - $0) / .seconds(1) },
+                    relayedBy: relays[record.node],
+                    epoch: session.stream.epoch,
+                    lastSequence: session.stream.through == 0 ? nil : session.stream.through,
+                    inSync: session.heartbeat?.digestRoot == root,
+                    sequenceGaps: session.stream.gaps,
+                    syncsCompleted: session.stats.syncsCompleted,
+                    repairsCompleted: session.stats.repairsCompleted,
+                    syncInProgress: planner.inFlight?.peer == record.node,
+                    roundTripMillis: session.clock.smoothedRoundTripMillis,
+                    clockOffsetMillis: session.clock.offsetMillis,
+                    incarnation: record.incarnation.uuidString,
+                    trusted: isAdmitted(record),
+                    bytesReceived: .init(published: session.stats.updateBytes, sync: session.stats.syncBytes, repair: session.stats.repairBytes),
+                    futureTimestampsRejected: session.stats.futureTimestampsRejected,
+                    skewedHeartbeats: session.stats.skewedHeartbeats)
             },
+            pendingSeeds: seeds.map(\.address.description),
             refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: counters,
-            loadErrors: loadErrors.values.sorted { $0.since < $1.since },
-            saveErrors: (Array(saveErrors.values) + refusedSaves.values).sorted { $0.since < $1.since })
+            clock: clockStatus,
+            problems: currentProblems,
+            loadErrors: problems.of(.load),
+            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
+    }
+
+    /// The node's health: see `ReplicaHealth`.
+    public func health() -> ReplicaHealth {
+        let current = currentProblems
+        let serving = !isShutDown && membership.local.status == .active
+        return ReplicaHealth(healthy: serving && !current.contains(where: \.failsHealth), serving: serving, problems: current)
+    }
+
+    /// Every problem, with the state of failing commits folded in (its count and times).
+    private var currentProblems: [Problem] {
+        var all = problems.all + refusedSaves.values.sorted { $0.since < $1.since }
+        if let failure = commits.failure, let index = all.firstIndex(where: { $0.kind == .commit }) {
+            all[index].count = failure.count
+            all[index].last = failure.last
+            all[index].message = "received entries could not be committed (\(failure.message)); they are fetched again once commits work, "
+                + "retried with back-off"
+        }
+        return all
+    }
+
+    private var clockStatus: ReplicaStatus.Clock {
+        let (verdict, median): (String, Int64?) = switch clockCheck.verdict {
+        case .alone: ("alone", nil)
+        case .unverified: ("unverified", nil)
+        case .agrees(let median): ("agrees", median)
+        case .skewed(let median): ("skewed", median)
+        }
+        return ReplicaStatus.Clock(verdict: verdict, medianOffsetMillis: median, limitMillis: clockCheck.limitMillis)
     }
 }

@@ -1,15 +1,23 @@
 import Foundation
 import Logging
 
-/// A running node: its store, clock, sockets and peers, owned by one actor.
+/// A running node: its store, clock, sockets and members, owned by one actor.
 ///
-/// The actor runs on its own `PollLoop` thread, which also waits on its ZeroMQ sockets. One
-/// wake-up reads everything that arrived, stamps it, merges it together with the local writes
-/// queued meanwhile in a single SQLite transaction (group commit), then publishes the local
-/// writes and tells observers. A local write resumes its caller only after that commit.
+/// The actor is the reactor of the peer layer. It owns what does I/O (sockets, store, clock)
+/// and carries out what the value-type state machines decide: `PeerSession` (one per member:
+/// liveness, dialling, its update stream, repairs), `SyncPlanner` (which full sync to run, one
+/// at a time), `SyncResponder` (replies being streamed), `CommitQueue` (group commit and its
+/// failures) and `Membership` (the member table and gossip). docs/architecture.md draws them.
+///
+/// The actor runs on its own `PollLoop` thread, which also waits on its sockets. One wake-up
+/// reads everything that arrived, merges it together with the local writes queued meanwhile in
+/// a single SQLite transaction (group commit), then publishes the local writes and tells
+/// observers. A local write resumes its caller only after that commit.
 public actor Replica: PollLoopOwner {
     public nonisolated let configuration: ReplicaConfiguration
     public nonisolated let identity: StoreIdentity
+    /// This process's life: update sequences count from 1 within it.
+    public nonisolated let epoch: UInt64
     /// Reads committed entries from any thread (synchronous loads of shared keys).
     public nonisolated let reader: any StoreReader
     nonisolated let loop: PollLoop
@@ -20,49 +28,68 @@ public actor Replica: PollLoopOwner {
     let store: any ReplicaStore
     var clock: HybridLogicalClock
     let started = ContinuousClock.now
+    let timing: PeerTiming
 
     // Sockets (nil once shut down).
     let context: ZMQContext
+    /// An XPUB: updates, heartbeats and announcements out; relay subscriptions in.
     var publisher: ZMQSocket?
     var syncServer: ZMQSocket?
-    var peers: [PeerLink]
+    var beacon: UDPBeaconSocket?
+    var links: [NodeID: MemberLink] = [:]
+    var seeds: [SeedContact] = []
+    var nextSeedID = 0
+    /// The seeds are contacted on the loop's first turn.
+    var seedsContacted = false
     public private(set) var isShutDown = false
+    /// What the poll loop waits on, rebuilt only when sockets come or go.
+    var pollItemsCache: [PollItem<SocketRole>]?
+
+    // The state machines.
+    var membership: Membership
+    var sessions: [NodeID: PeerSession] = [:]
+    var planner = SyncPlanner()
+    var responder = SyncResponder(maxReplies: Replica.maxConcurrentReplies)
+    var commits = CommitQueue()
+
+    // Relays: origins we take through which member, and sources others asked us to pass on.
+    var relaysTaken: [NodeID: NodeID] = [:]
+    var relaysServed: Set<NodeID> = []
 
     // Outgoing state.
     var sequence: UInt64 = 0
     var retransmit: RetransmitBuffer
     var nextRequestID: UInt64 = 1
-    var pendingWrites: [PendingWrite] = []
-    var inbound: [(entry: Entry, from: NodeID)] = []
-    /// Sync replies being streamed, a few buckets per loop turn so they never stall writes.
-    var syncResponses: [SyncResponse] = []
-
-    /// Each connect attempt to a peer gives up after this (then retries 100 ms later, without
-    /// back-off): a healed link is reconnected within about 0.6 s. Plenty for a LAN handshake.
-    static let connectTimeout: Duration = .milliseconds(250)
-    /// Idle time before the kernel starts probing a silent TCP connection (then 3 probes, 1 s apart).
-    static let keepaliveIdle: Duration = .seconds(5)
-    /// A socket whose handshake has not completed is re-dialled at this interval; one whose
-    /// peer has gone silent (suspect) at `redialSilentEvery`.
-    static let redialUnconnectedEvery: Duration = .milliseconds(300)
-    static let redialSilentEvery: Duration = .seconds(1)
 
     // Timers.
     var nextHeartbeat = ContinuousClock.now
     var nextPeriodicSync: ContinuousClock.Instant
+    var nextTombstoneSweep: ContinuousClock.Instant
+    var nextBeacon = ContinuousClock.now
+    var lastTurn = ContinuousClock.now
+    /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
+    var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
+    /// Since when this node has heard no member at all (seeds are contacted again after a while).
+    var isolatedSince: ContinuousClock.Instant?
+    /// Set while a sync's intake is still busy reading what connections queued.
+    var intakeBusySince: ContinuousClock.Instant?
+    var leaving: LeaveProgress?
 
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
-    var loadErrors: [String: Problem] = [:]
-    var saveErrors: [String: Problem] = [:]
-    /// Saves of shared keys refused by this program (Sharing/Replica+Problems.swift).
+    var problems = ProblemBoard()
+    /// Saves of shared keys refused by this program, until the key saves again (they outlive
+    /// the commit that clears disk errors: Sharing/Replica+Problems.swift).
     var refusedSaves: [String: Problem] = [:]
+    var warnings = WarningLimiter()
+    var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
     // Authentication (CURVE only).
-    let isCurve: Bool
-    let trustedKeys: Set<[UInt8]>
+    let curve: CurveSecurity?
+    var trustedKeys: Set<[UInt8]>
+    var keyOwners: [[UInt8]: NodeID]
     var authenticator: ZMQSocket?
     var handshakeMonitors: [HandshakeMonitor] = []
 
@@ -70,26 +97,27 @@ public actor Replica: PollLoopOwner {
     /// This incarnation's counter slot totals, committed or queued: increments queued before a
     /// commit add to each other. Cleared when a commit fails (the store is then the truth).
     var counterSlots: [String: Int] = [:]
-    var nextTombstoneSweep: ContinuousClock.Instant
-
-    /// Local writes queued for the next commit; one continuation per `write` call (a batch is
-    /// committed, or fails, as a whole).
-    struct PendingWrite {
-        var entries: [Entry]
-        var continuation: CheckedContinuation<[Entry], any Error>
-    }
 
     struct Observer {
         var prefix: String
         var continuation: AsyncStream<Change>.Continuation
     }
 
-    /// Opens the store, binds and connects the sockets, and starts the loop.
-    /// The first anti-entropy sync with every peer is requested at once.
+    /// A `leave()` waiting for the members to acknowledge the departure.
+    struct LeaveProgress {
+        var waitingFor: Set<NodeID>
+        var deadline: ContinuousClock.Instant
+        var continuation: CheckedContinuation<Int, Never>?
+    }
+
+    /// Opens the store, binds the sockets, contacts the seeds and starts the loop.
     public init(_ configuration: ReplicaConfiguration, logger: Logger? = nil) throws {
         self.configuration = configuration
         self.logger = logger ?? Logger(label: "replica.\(configuration.node)")
         codec = WireCodec(limits: configuration.limits)
+        timing = PeerTiming(
+            heartbeatInterval: configuration.heartbeatInterval, suspectAfter: configuration.suspectAfter,
+            downAfter: configuration.downAfter, requestTimeout: configuration.syncTimeout)
         var corruption: SQLiteStore.CorruptFileMovedAside?
         switch configuration.storage {
         case .memory:
@@ -104,23 +132,26 @@ public actor Replica: PollLoopOwner {
         clock = HybridLogicalClock(
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp)
+        epoch = try store.beginEpoch(atLeast: HybridLogicalClock.systemClock())
         nextPeriodicSync = .now + configuration.periodicSyncInterval
+        clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)
         nextTombstoneSweep = .now
 
         context = try ZMQContext()
-        let maxMessage = configuration.limits.maxFrameBytes
-        var curve: CurveSecurity?
-        if case .curve(let settings) = configuration.security { curve = settings }
-        isCurve = curve != nil
-        trustedKeys = Set((curve?.trusted ?? []).compactMap(CurveKeyPair.rawBytes(ofZ85:)))
+        if case .curve(let settings) = configuration.security { curve = settings } else { curve = nil }
+        (trustedKeys, keyOwners) = Self.trust(curve)
+        membership = Membership(local: MemberRecord(
+            node: configuration.node, epoch: epoch, incarnation: identity.incarnation, status: .active,
+            address: configuration.advertise ?? configuration.listen,
+            publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }))
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
             let authenticator = try context.socket(.rep)
             try authenticator.bind(Self.zapEndpoint)
             self.authenticator = authenticator
         }
-        let publisher = try context.socket(.pub)
+        let publisher = try context.socket(.xpub)
         // Queued per subscriber before PUB drops: kept well inside the retransmit window, so a
         // receiver that falls behind finds what it lost still there to repair.
         try publisher.setHighWaterMarks(send: 20_000, receive: 1000)
@@ -129,52 +160,28 @@ public actor Replica: PollLoopOwner {
         try publisher.bind(configuration.listen.publishAddress)
         let syncServer = try context.socket(.router)
         try syncServer.setRouterMandatory()
-        try syncServer.setMaxMessageSize(maxMessage)
-        try syncServer.setHighWaterMarks(send: 10_000, receive: 1000)
+        try syncServer.setMaxMessageSize(configuration.limits.maxFrameBytes)
+        // Replies wait in a connection's queue only this many chunks deep (each at most
+        // `maxChunkBytes`): a requester that does not read holds up its own reply, not memory.
+        try syncServer.setHighWaterMarks(send: Self.replyQueueDepth, receive: 1000)
         try syncServer.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve { try syncServer.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try syncServer.bind(configuration.listen.syncAddress)
         if curve != nil {
-            handshakeMonitors = [
-                try HandshakeMonitor(watching: publisher),
-                try HandshakeMonitor(watching: syncServer),
-            ]
+            handshakeMonitors = [try HandshakeMonitor(watching: publisher), try HandshakeMonitor(watching: syncServer)]
         }
         self.publisher = publisher
         self.syncServer = syncServer
-
-        var links: [PeerLink] = []
-        for endpoint in configuration.peers {
-            let subscriber = try context.socket(.sub)
-            try subscriber.setMaxMessageSize(maxMessage)
-            // Bounds what a flooding peer can queue here: 10,000 messages of at most maxFrameBytes.
-            try subscriber.setHighWaterMarks(send: 1000, receive: 10_000)
-            try subscriber.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
-            try subscriber.subscribe()
-            try Self.secureClient(subscriber, to: endpoint, curve: curve)
-            let publishAddress = Endpoint.connecting(to: endpoint.publishAddress, from: configuration.listen)
-            let subscriberEvents = try subscriber.monitor([.handshakeSucceeded, .disconnected])
-            try subscriber.connect(publishAddress)
-            let dealer = try context.socket(.dealer)
-            try dealer.setMaxMessageSize(maxMessage)
-            try dealer.setHighWaterMarks(send: 10, receive: 10_000)
-            try dealer.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
-            try Self.secureClient(dealer, to: endpoint, curve: curve)
-            // Watch the DEALER's connection: a new handshake after a lost connection (healed
-            // partition, restarted or resumed peer) starts a sync at once (Replica+Peers).
-            let dealerEvents = try dealer.monitor([.handshakeSucceeded, .disconnected])
-            let syncAddress = Endpoint.connecting(to: endpoint.syncAddress, from: configuration.listen)
-            try dealer.connect(syncAddress)
-            links.append(PeerLink(
-                endpoint: endpoint, publishAddress: publishAddress, syncAddress: syncAddress, subscriber: subscriber,
-                dealer: dealer, dealerEvents: dealerEvents, subscriberEvents: subscriberEvents,
-                subscriberDialed: .now, dealerDialed: .now, syncWanted: true))
+        if let port = configuration.discoveryPort {
+            beacon = try UDPBeaconSocket(port: port, interfaceAddress: configuration.listen.host)
         }
-        peers = links
         if let corruption {
-            loadErrors[corruption.originalPath] = Problem(kind: .load, subject: corruption.originalPath, message: corruption.description)
+            problems.raise(.load, corruption.originalPath, corruption.description)
         }
         loop = PollLoop(name: "replica-\(configuration.node)")
+        // Whatever the cluster wrote while this node was away comes with one sync, from the
+        // first member reached.
+        planner.wantCatchUp(.startUp)
         loop.start(for: self)
     }
 
@@ -182,17 +189,23 @@ public actor Replica: PollLoopOwner {
 
     static let zapEndpoint = "inproc://zeromq.zap.01"
     static let zapDomain = "replica"
+    /// The first TCP connect attempt's limit; later ones adapt to the round trip (`LinkDialer`).
+    static let connectTimeout: Duration = .seconds(1)
+    /// Idle time before the kernel starts probing a silent TCP connection (then 3 probes, 1 s apart).
+    static let keepaliveIdle: Duration = .seconds(5)
+    static let maxConcurrentReplies = 16
+    /// Chunks queued per requesting connection on the ROUTER before a reply waits.
+    static let replyQueueDepth: Int32 = 8
 
-    /// A peer with no known public key cannot be connected to under CURVE.
-    public struct MissingPeerKey: Error, CustomStringConvertible {
-        public var peer: Endpoint
-        public var description: String { "no public key is trusted for peer \(peer)" }
-    }
-
-    private static func secureClient(_ socket: ZMQSocket, to endpoint: Endpoint, curve: CurveSecurity?) throws {
-        guard let curve else { return }
-        guard let serverKey = curve.peerKeys[endpoint] else { throw MissingPeerKey(peer: endpoint) }
-        try socket.setCurveClient(curve.keys, serverKey: serverKey)
+    /// Raw trusted keys and their owners, from CURVE settings.
+    static func trust(_ curve: CurveSecurity?) -> (Set<[UInt8]>, [[UInt8]: NodeID]) {
+        guard let curve else { return ([], [:]) }
+        let keys = Set(curve.trusted.compactMap(CurveKeyPair.rawBytes(ofZ85:)))
+        var owners: [[UInt8]: NodeID] = [:]
+        for (key, node) in curve.keyOwners {
+            if let raw = CurveKeyPair.rawBytes(ofZ85: key) { owners[raw] = node }
+        }
+        return (keys, owners)
     }
 
     // MARK: Public API
@@ -236,6 +249,7 @@ public actor Replica: PollLoopOwner {
     public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
         guard !isShutDown else { throw ReplicaError.shutDown }
         guard !batch.isEmpty else { return [] }
+        try refuseIfClockSkewed()
         for request in batch {
             do {
                 try configuration.limits.validate(key: request.key)
@@ -251,7 +265,7 @@ public actor Replica: PollLoopOwner {
             Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
         }
         return try await withCheckedThrowingContinuation { continuation in
-            pendingWrites.append(PendingWrite(entries: entries, continuation: continuation))
+            commits.enqueue(CommitQueue.PendingWrite(entries: entries, continuation: continuation))
         }
     }
 
@@ -296,40 +310,42 @@ public actor Replica: PollLoopOwner {
 
     /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
     public func reportLoadError(_ subject: String, message: String) {
-        if loadErrors[subject]?.message != message {
+        if problems.raise(.load, subject, message) {
             logger.error("load error", metadata: ["subject": "\(subject)", "error": "\(message)"])
-            loadErrors[subject] = Problem(kind: .load, subject: subject, message: message)
         }
     }
 
     public func clearLoadError(_ subject: String) {
-        if loadErrors.removeValue(forKey: subject) != nil {
+        if problems.clear(.load, subject) != nil {
             logger.info("load error cleared", metadata: ["subject": "\(subject)"])
         }
     }
 
-    /// Stops replicating: fails queued writes, closes sockets, ends observer streams.
-    /// The store stays readable. Idempotent.
+    /// Stops replicating: commits what is queued, closes sockets, ends observer streams.
+    /// The store stays readable. Idempotent. (To leave the cluster for good, `leave()` first.)
     public func shutdown() {
         guard !isShutDown else { return }
         flush()
         isShutDown = true
+        finishLeaving()
         publisher?.close()
         syncServer?.close()
         authenticator?.close()
+        beacon?.close()
         for monitor in handshakeMonitors { monitor.socket.close() }
         publisher = nil
         syncServer = nil
         authenticator = nil
+        beacon = nil
         handshakeMonitors = []
-        for peer in peers {
-            peer.subscriber.close()
-            peer.dealer.close()
-            peer.dealerEvents.close()
-            peer.subscriberEvents.close()
-        }
+        for link in links.values { link.close() }
+        links.removeAll()
+        for seed in seeds { seed.close() }
+        seeds.removeAll()
+        pollItemsCache = nil
         for observer in observers.values { observer.continuation.finish() }
         observers.removeAll()
+        store.closeForWriting()
         logger.info("replica stopped")
     }
 }

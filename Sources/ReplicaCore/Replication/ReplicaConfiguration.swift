@@ -19,19 +19,35 @@ public struct ReplicaConfiguration: Sendable {
 
     public var node: NodeID
     public var listen: Endpoint
+    /// Seeds: members to contact at start-up (and whenever this node hears no member). One
+    /// reachable member is enough; the others are learnt from it by gossip. Listing this node
+    /// itself is harmless, so every node of a cluster can share one list.
     public var peers: [Endpoint]
+    /// The address other members dial to reach this node (NAT, containers, proxies); nil: `listen`.
+    public var advertise: Endpoint?
+    /// Find members on the local network segment by UDP broadcast beacons on this port
+    /// (`serve --discover`); nil: no beacons.
+    public var discoveryPort: UInt16?
+    /// How often a discovery beacon is sent.
+    public var beaconInterval: Duration = .seconds(1)
     public var storage: Storage
     /// SQLite `PRAGMA synchronous`: NORMAL survives a process crash, FULL also a power cut.
     public var synchronous: String = "NORMAL"
     /// `.insecure` by default in the library; `replica-node serve` demands an explicit choice.
     public var security: Security = .insecure
     public var limits: WireLimits = .standard
-    /// How far ahead of our clock a remote timestamp may be before it is rejected.
+    /// How far ahead of our clock a remote timestamp may be before it is rejected, and how far
+    /// this node's clock may be from its members' (median) before it refuses local writes.
     public var maxClockDrift: Duration = .seconds(60)
+    /// How long local writes wait, after members are first heard, for the first comparison of
+    /// this node's clock with theirs (see `ClockCheck`); then they go ahead unchecked.
+    public var clockCheckGrace: Duration = .seconds(3)
     public var heartbeatInterval: Duration = .seconds(1)
     /// Silence after which a peer is suspect, then down.
     public var suspectAfter: Duration = .milliseconds(1500)
     public var downAfter: Duration = .seconds(5)
+    /// How long `leave()` waits for the members to acknowledge the departure.
+    public var leaveTimeout: Duration = .seconds(2)
     /// A full digest comparison with every peer at this interval, whatever else happened.
     public var periodicSyncInterval: Duration = .seconds(30)
     /// A sync that has received nothing for this long is abandoned (and retried by a trigger).
@@ -42,8 +58,9 @@ public struct ReplicaConfiguration: Sendable {
     public var tombstoneRetention: Duration = .seconds(7 * 24 * 3600)
     /// How often expired tombstones are looked for.
     public var tombstoneSweepInterval: Duration = .seconds(60)
-    /// How many of its latest published updates a node keeps to resend to a peer that lost some.
-    public var retransmitWindow: Int = 65_536
+    /// How many of its latest published updates a node can resend to a peer that lost some (it
+    /// keeps their keys; see `RetransmitBuffer`).
+    public var retransmitWindow: Int = 262_144
     /// Messages read from the network before a batch is committed (group commit size).
     public var maxBatch: Int = 8192
 
@@ -55,17 +72,22 @@ public struct ReplicaConfiguration: Sendable {
     }
 }
 
-/// CURVE settings: this node's key pair, who may connect, and who each peer must be.
+/// CURVE settings: this node's key pair, who may connect, and who each seed must be.
 public struct CurveSecurity: Sendable {
     public var keys: CurveKeyPair
-    /// Public keys (Z85) of the nodes allowed to connect to this node's sockets.
+    /// Public keys (Z85) of the nodes allowed to connect to this node's sockets, and to be
+    /// admitted as members.
     public var trusted: Set<String>
-    /// The public key each peer must prove when this node connects to it.
+    /// The public key each seed must prove when this node connects to it.
     public var peerKeys: [Endpoint: String]
+    /// Which node id a trusted key belongs to, where the trust source says (a trust directory
+    /// names keys `ID.pub`): a member record is admitted only with its own id's key.
+    public var keyOwners: [String: NodeID]
 
-    public init(keys: CurveKeyPair, trusted: Set<String>, peerKeys: [Endpoint: String]) {
+    public init(keys: CurveKeyPair, trusted: Set<String>, peerKeys: [Endpoint: String], keyOwners: [String: NodeID] = [:]) {
         self.keys = keys
         self.trusted = trusted
         self.peerKeys = peerKeys
+        self.keyOwners = keyOwners
     }
 }

@@ -5,6 +5,9 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case valueTooLarge(size: Int, limit: Int)
     /// The write could not be made durable (read-only or full disk, ...). Nothing was published.
     case saveFailed(key: String, reason: String)
+    /// This node's clock is `offsetMillis` away from its members' median (theirs minus ours),
+    /// beyond `limitMillis`: a write stamped now would reorder history, so it is refused.
+    case clockSkew(offsetMillis: Int64, limitMillis: Int64)
 
     public var description: String {
         switch self {
@@ -12,6 +15,14 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidKey(let reason): "invalid key: \(reason)"
         case .valueTooLarge(let size, let limit): "value of \(size) bytes exceeds the limit of \(limit) bytes"
         case .saveFailed(let key, let reason): "could not save \(key): \(reason)"
+        case .clockSkew(let offset, let limit):
+            "this node's clock is \(Self.seconds(-offset)) \(offset < 0 ? "ahead of" : "behind") its members' (median), "
+                + "beyond the \(Self.seconds(limit)) limit: writes are refused until the clock is fixed"
         }
+    }
+
+    private static func seconds(_ millis: Int64) -> String {
+        let value = Double(abs(millis)) / 1000
+        return value >= 10 ? "\(Int(value.rounded())) s" : "\((value * 10).rounded() / 10) s"
     }
 }

@@ -2,12 +2,21 @@ import Foundation
 
 /// A snapshot of a replica for `replica-node status` (and its `--json`).
 public struct ReplicaStatus: Sendable, Codable, Equatable {
+    /// One member as this node sees it.
     public struct Peer: Sendable, Codable, Equatable {
+        public var id: String
+        /// Where it is dialled (its advertised address).
         public var address: String
-        public var id: String?
+        /// alive, suspect, down or left.
         public var state: PeerState
-        /// Seconds since the peer was last heard (nil: never).
+        /// When it entered that state.
+        public var since: Date
+        /// Seconds since it was last heard on its own connections (nil: never).
         public var lastSeenSecondsAgo: Double?
+        /// The member through which its updates reach us when we cannot hear it (a relay).
+        public var relayedBy: String?
+        /// Its update stream: the epoch (process life) and how far it has been received.
+        public var epoch: UInt64
         public var lastSequence: UInt64?
         /// The peer's last advertised digest equals ours.
         public var inSync: Bool
@@ -16,14 +25,49 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// Lost-update repairs completed with this peer (see docs/operations.md).
         public var repairsCompleted: Int
         public var syncInProgress: Bool
+        /// The smoothed round trip and the estimated offset of its clock from ours (its minus
+        /// ours), from heartbeat echoes; nil until measured.
+        public var roundTripMillis: Double?
+        public var clockOffsetMillis: Int64?
+        /// Its store incarnation (new when its data directory is new).
+        public var incarnation: String
+        /// Under CURVE: whether its key is trusted here (an untrusted member is not dialled).
+        public var trusted: Bool
+        /// Bytes received from it: published (updates, heartbeats, announcements, relays),
+        /// full syncs, and repairs.
+        public var bytesReceived: Bytes
+        /// Entries it wrote that were refused for a timestamp too far ahead of our clock, and its
+        /// heartbeats taken for liveness only for the same reason.
+        public var futureTimestampsRejected: Int
+        public var skewedHeartbeats: Int
+
+        public struct Bytes: Sendable, Codable, Equatable {
+            public var published: Int
+            public var sync: Int
+            public var repair: Int
+        }
     }
 
+    /// Every drop is counted by its cause (see docs/operations.md, "Drops").
     public struct Counters: Sendable, Codable, Equatable {
+        /// Messages that failed the codec's checks (docs/protocol.md).
         public var malformedDropped = 0
+        /// Messages larger than the frame limit that libzmq still delivered (up to 4 x the limit;
+        /// libzmq itself disconnects a peer that sends more, without saying why).
+        public var oversizedDropped = 0
+        /// Messages on a member's connection that claimed another origin.
+        public var forgedOriginsDropped = 0
+        /// Entries refused for a timestamp beyond `maxClockDrift` ahead of our clock.
         public var futureTimestampsRejected = 0
+        /// Heartbeats from members whose clocks are beyond the limit ahead: used for liveness
+        /// and clock measurement only.
+        public var skewedHeartbeats = 0
         public var updatesPublished = 0
         public var updatesApplied = 0
-        public var syncEntriesApplied = 0
+        /// Updates of other members passed on to members that cannot hear them.
+        public var updatesRelayed = 0
+        /// Entries received in full syncs (applied or not: most may be known already).
+        public var syncEntriesReceived = 0
         public var syncBytesReceived = 0
         public var syncRequestsServed = 0
         /// Lost updates received again from their publisher's retransmit buffer, and repair
@@ -37,6 +81,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var syncRequestsRefused = 0
         /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
         public var handshakesFailed = 0
+        /// Received entries dropped because the store could not commit them (fetched again later).
+        public var inboundDroppedOnFailedCommit = 0
     }
 
     /// Connections refused by the ZAP handler (unknown CURVE key), per address.
@@ -49,7 +95,12 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
 
     public var id: String
     public var incarnation: String
+    public var epoch: UInt64
     public var listen: String
+    /// The address members dial (`--advertise`, by default `listen`).
+    public var advertise: String
+    /// active, or left once `leave` ran.
+    public var membership: String
     public var hlc: String
     public var uptimeSeconds: Double
     public var entryCount: Int
@@ -58,9 +109,32 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
     public var digest: String
     /// "curve" or "insecure".
     public var security: String
+    /// Every member this node knows (forgotten ones excepted), by id.
     public var peers: [Peer]
+    /// Seeds still being asked to let this node join.
+    public var pendingSeeds: [String]
     public var refusedHandshakes: [RefusedHandshake]
     public var counters: Counters
+    /// This node's clock against its members': the median of their offsets (theirs minus ours),
+    /// and whether local writes are accepted ("alone", "unverified", "agrees", "skewed").
+    public var clock: Clock
+    /// Every current problem (load and save errors included), by kind then time.
+    public var problems: [Problem]
     public var loadErrors: [Problem]
     public var saveErrors: [Problem]
+
+    public struct Clock: Sendable, Codable, Equatable {
+        public var verdict: String
+        public var medianOffsetMillis: Int64?
+        public var limitMillis: Int64
+    }
+}
+
+/// What `replica-node health` reports: healthy only when the node serves, its last commits
+/// (local and replicated) succeeded and its clock agrees with its members'.
+public struct ReplicaHealth: Sendable, Codable, Equatable {
+    public var healthy: Bool
+    public var serving: Bool
+    /// Every current problem; those with `failsHealth` make the node unhealthy.
+    public var problems: [Problem]
 }

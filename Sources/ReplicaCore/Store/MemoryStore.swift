@@ -41,7 +41,20 @@ public final class MemoryStore: ReplicaStore {
         entries(forKeys: index.keys(inBuckets: buckets))
     }
 
-    public func keys(inBuckets buckets: [Int]) -> [String] { index.keys(inBuckets: buckets) }
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String] {
+        index.keys(inBuckets: buckets, storedAfter: serial)
+    }
+
+    public var serial: UInt64 { index.serial }
+
+    public func closeForWriting() {}
+
+    private var lastEpoch: UInt64 = 0
+
+    public func beginEpoch(atLeast: UInt64) -> UInt64 {
+        lastEpoch = max(atLeast, lastEpoch + 1)
+        return lastEpoch
+    }
 
     public func entries(forKeys keys: [String]) -> [Entry] {
         table.entries.withLock { entries in keys.compactMap { entries[$0] } }
@@ -63,7 +76,7 @@ public final class MemoryStore: ReplicaStore {
         table.entries.withLock { entries in
             for entry in winners { entries[entry.key] = entry }
         }
-        for entry in winners { index.record(entry) }
+        index.record(stored: winners)
         return winners
     }
 

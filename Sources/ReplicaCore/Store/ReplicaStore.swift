@@ -27,8 +27,15 @@ public protocol ReplicaStore: AnyObject {
     func keys(prefix: String) throws -> [String]
     /// All entries (tombstones included) whose key falls in one of `buckets`, in key order.
     func entries(inBuckets buckets: [Int]) throws -> [Entry]
-    /// Every key (tombstones included) whose key falls in one of `buckets`, in byte order.
-    func keys(inBuckets buckets: [Int]) -> [String]
+    /// Every key (tombstones included) whose key falls in one of `buckets` and whose entry was
+    /// stored after `serial` (0: whenever), in byte order.
+    func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String]
+    /// How many batches this process has stored: a position in the store's history that sync
+    /// requests can name (see `SyncRequest.since`).
+    var serial: UInt64 { get }
+    /// A new epoch for this process: at least `atLeast`, and above every epoch handed out before
+    /// for this store (kept durably), so that a restart is always a later life.
+    func beginEpoch(atLeast: UInt64) throws -> UInt64
     /// The entries of `keys` that exist, in the order given.
     func entries(forKeys keys: [String]) throws -> [Entry]
     /// All entries (tombstones included) whose key starts with `prefix`, in key order: the
@@ -39,6 +46,10 @@ public protocol ReplicaStore: AnyObject {
     func removeTombstones(before cutoff: HybridTimestamp) throws -> [String]
     /// Applies a batch in one transaction; returns the entries that won and were written.
     func merge(_ batch: [Entry]) throws -> [Entry]
+
+    /// The owner stops writing (it shut down): the data directory is released for another
+    /// store to open; reads keep working.
+    func closeForWriting()
 
     /// A reader of committed entries that any thread may use, for synchronous loads.
     func makeReader() throws -> any StoreReader

@@ -1,3 +1,4 @@
+import CSQLiteConfig
 import Foundation
 import GRDB
 import GRDBSQLite
@@ -19,6 +20,8 @@ public final class SQLiteStore: ReplicaStore {
     public let recoveredFromCorruption: CorruptFileMovedAside?
     private let database: DatabaseQueue
     private let checkpointer: WALCheckpointer
+    /// Held while the store is open for writing: one data directory, one replica.
+    private var lock: DataDirectoryLock?
     private var index = StoreIndex()
 
     /// A database file that could not be opened, kept under a new name instead of deleted.
@@ -27,7 +30,8 @@ public final class SQLiteStore: ReplicaStore {
         public var movedTo: String
         public var reason: String
         public var description: String {
-            "database \(originalPath) could not be opened (\(reason)); moved aside to \(movedTo), started a fresh one"
+            "database \(originalPath) could not be opened (\(reason)); kept as it was (with its -wal and -shm) at \(movedTo), "
+                + "and a fresh one started: see docs/operations.md, \"A corrupt database\""
         }
     }
 
@@ -43,15 +47,22 @@ public final class SQLiteStore: ReplicaStore {
     /// Opens (or creates) the store in `directory` for `node`.
     /// `synchronous` is SQLite's `PRAGMA synchronous`: NORMAL survives a process crash (kill -9);
     /// FULL also survives power loss, at the cost of an fsync per commit.
+    /// Throws `DataDirectoryLock.Held` if another store (in this process or another) has the
+    /// directory open.
     public init(directory: URL, node: NodeID, synchronous: String = "NORMAL") throws {
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
         var moved: CorruptFileMovedAside?
         let database: DatabaseQueue
+        // The shared-memory index is rebuilt by whatever opens the database; a copy taken first
+        // is what gets kept if the files turn out to be corrupt.
+        let shmBefore = FileManager.default.contents(atPath: url.path + "-shm")
         do {
+            try Self.checkHeader(url)
             database = try Self.open(url, synchronous: synchronous)
         } catch let error as DatabaseError where Self.isCorruption(error) {
-            moved = try Self.moveAside(url, reason: error.message ?? "\(error.resultCode)")
+            moved = try Self.moveAside(url, shm: shmBefore, reason: error.message ?? "\(error.resultCode)")
             database = try Self.open(url, synchronous: synchronous)
         }
         self.database = database
@@ -67,12 +78,21 @@ public final class SQLiteStore: ReplicaStore {
 
     deinit { checkpointer.stop() }
 
+    public func closeForWriting() {
+        checkpointer.stop()
+        lock = nil
+    }
+
     private static func open(_ url: URL, synchronous: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         // Other connections (the checkpointer, readers, a store being closed) hold locks for
         // moments: wait for them instead of failing.
         configuration.busyMode = .timeout(2)
         configuration.prepareDatabase { db in
+            // Never copy the WAL into the database file when a connection closes: a database
+            // found corrupt must be kept exactly as it was, its committed WAL frames with it
+            // (WALCheckpointer checkpoints a healthy one while it runs).
+            _ = sqlite3_db_config_no_checkpoint_on_close(db.sqliteConnection)
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
             // A page cache and a memory map large enough for a few hundred thousand entries, so
@@ -144,14 +164,32 @@ public final class SQLiteStore: ReplicaStore {
         [ResultCode.SQLITE_NOTADB, .SQLITE_CORRUPT].contains(error.resultCode)
     }
 
-    /// Renames the file and its WAL/SHM companions to `<name>.corrupt-<UTC timestamp>`.
-    private static func moveAside(_ url: URL, reason: String) throws -> CorruptFileMovedAside {
+    /// A database file whose first bytes are not SQLite's header is corrupt before SQLite is
+    /// asked to open (and perhaps write) it.
+    private static func checkHeader(_ url: URL) throws {
+        guard let handle = FileHandle(forReadingAtPath: url.path) else { return }  // a new store
+        defer { try? handle.close() }
+        let header = (try? handle.read(upToCount: 16)) ?? Data()
+        guard header.isEmpty || header == Data("SQLite format 3\0".utf8) else {
+            throw DatabaseError(resultCode: .SQLITE_NOTADB, message: "not an SQLite database (its header is damaged)")
+        }
+    }
+
+    /// Renames the file and its WAL companion to `<name>.corrupt-<UTC timestamp>` and writes the
+    /// shared-memory index as it was before the failed open: all three byte for byte.
+    private static func moveAside(_ url: URL, shm: Data?, reason: String) throws -> CorruptFileMovedAside {
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
         let target = url.path + ".corrupt-" + stamp
         let fileManager = FileManager.default
         try fileManager.moveItem(atPath: url.path, toPath: target)
-        for suffix in ["-wal", "-shm"] where fileManager.fileExists(atPath: url.path + suffix) {
-            try fileManager.moveItem(atPath: url.path + suffix, toPath: target + suffix)
+        if fileManager.fileExists(atPath: url.path + "-wal") {
+            try fileManager.moveItem(atPath: url.path + "-wal", toPath: target + "-wal")
+        }
+        if let shm {
+            try shm.write(to: URL(fileURLWithPath: target + "-shm"))
+            try? fileManager.removeItem(atPath: url.path + "-shm")
+        } else if fileManager.fileExists(atPath: url.path + "-shm") {
+            try fileManager.moveItem(atPath: url.path + "-shm", toPath: target + "-shm")
         }
         return CorruptFileMovedAside(originalPath: url.path, movedTo: target, reason: reason)
     }
@@ -211,7 +249,20 @@ public final class SQLiteStore: ReplicaStore {
         try entries(forKeys: index.keys(inBuckets: buckets))
     }
 
-    public func keys(inBuckets buckets: [Int]) -> [String] { index.keys(inBuckets: buckets) }
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String] {
+        index.keys(inBuckets: buckets, storedAfter: serial)
+    }
+
+    public var serial: UInt64 { index.serial }
+
+    public func beginEpoch(atLeast: UInt64) throws -> UInt64 {
+        try database.write { db in
+            let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'last_epoch'").flatMap { UInt64($0) } ?? 0
+            let epoch = max(atLeast, stored + 1)
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('last_epoch', ?)", arguments: [String(epoch)])
+            return epoch
+        }
+    }
 
     public func entries(forKeys keys: [String]) throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
@@ -353,7 +404,7 @@ public final class SQLiteStore: ReplicaStore {
                 }
             }
         }
-        for entry in winners { index.record(entry) }
+        index.record(stored: winners)
         return winners
     }
 }

@@ -9,22 +9,36 @@ struct StoreIndex {
         var isTombstone: Bool
         /// The key's digest bucket, computed once.
         var bucket: UInt16
+        /// When this process stored the key's current entry (`serial` then); 0 for entries loaded
+        /// at start-up. A sync request names a serial and gets only what was stored after it.
+        var storedSerial: UInt64
     }
 
     private(set) var slots: [String: Slot] = [:]
     private(set) var digest = StoreDigest()
     private(set) var highestTimestamp = HybridTimestamp.zero
     private(set) var liveCount = 0
+    /// Counts stored batches in this process: the store's position in its own history.
+    private(set) var serial: UInt64 = 0
 
     var count: Int { slots.count }
 
     subscript(key: String) -> Slot? { slots[key] }
 
-    mutating func record(_ entry: Entry) {
+    /// Records a batch that was just stored (one serial for the whole batch).
+    mutating func record(stored batch: [Entry]) {
+        guard !batch.isEmpty else { return }
+        serial += 1
+        for entry in batch { record(entry, serial: serial) }
+    }
+
+    /// Records an entry; `serial` 0 means "held since before this process started".
+    mutating func record(_ entry: Entry, serial: UInt64 = 0) {
         let hash = StoreDigest.hash(of: entry)
         let bucket = StoreDigest.bucket(of: entry.key)
         let old = slots.updateValue(
-            Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone, bucket: UInt16(bucket)), forKey: entry.key)
+            Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone, bucket: UInt16(bucket), storedSerial: serial),
+            forKey: entry.key)
         digest.replace(oldHash: old?.hash, newHash: hash, bucket: bucket)
         highestTimestamp = max(highestTimestamp, entry.version.timestamp)
         liveCount += (entry.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
@@ -36,11 +50,12 @@ struct StoreIndex {
         if !old.isTombstone { liveCount -= 1 }
     }
 
-    /// Every key (tombstones included) whose bucket is in `buckets`, in byte order.
-    func keys(inBuckets buckets: [Int]) -> [String] {
+    /// Every key (tombstones included) whose bucket is in `buckets` and whose entry was stored
+    /// after serial `since` (0: whenever), in byte order.
+    func keys(inBuckets buckets: [Int], storedAfter since: UInt64 = 0) -> [String] {
         var wanted = [Bool](repeating: false, count: StoreDigest.bucketCount)
         for bucket in buckets where wanted.indices.contains(bucket) { wanted[bucket] = true }
-        return slots.compactMap { wanted[Int($0.value.bucket)] ? $0.key : nil }
+        return slots.compactMap { wanted[Int($0.value.bucket)] && (since == 0 || $0.value.storedSerial > since) ? $0.key : nil }
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 

@@ -8,16 +8,41 @@ import Glibc
 import Darwin
 #endif
 
+/// What a poll loop waits on for its owner: a ZeroMQ socket or a plain file descriptor (a UDP
+/// socket), tagged with the owner's name for it, so that readiness is dispatched by role and
+/// never by position.
+public struct PollItem<Role: Sendable>: Sendable {
+    public enum Source: Sendable {
+        case socket(ZMQSocket)
+        case fileDescriptor(Int32)
+    }
+
+    public var source: Source
+    public var role: Role
+
+    public init(_ socket: ZMQSocket, role: Role) {
+        source = .socket(socket)
+        self.role = role
+    }
+
+    public init(fileDescriptor: Int32, role: Role) {
+        source = .fileDescriptor(fileDescriptor)
+        self.role = role
+    }
+}
+
 /// An actor whose executor is a ``PollLoop``: it owns ZeroMQ sockets and is woken when they
 /// become readable, like a swift-nio `EventLoop` owns its channels.
 public protocol PollLoopOwner: Actor {
-    /// The sockets to wait on, in a stable order (read again before every wait).
-    var pollSockets: [ZMQSocket] { get }
+    /// The owner's name for each thing it waits on (one handler per socket).
+    associatedtype PollRole: Sendable
+    /// What to wait on. Read once per wake-up; keep it cached when it is large.
+    var pollItems: [PollItem<PollRole>] { get }
     /// How long the loop may sleep when nothing is readable (nil: until woken).
     var pollTimeout: Duration? { get }
-    /// Called on the loop thread, isolated to the owner, after every wait.
-    /// `readable[i]` says whether `pollSockets[i]` has input.
-    func pollDidReturn(readable: [Bool])
+    /// Called on the loop thread, isolated to the owner, after every wait, with the roles of the
+    /// items that have input (possibly none: a timeout or a wake-up).
+    func pollDidReturn(ready: [PollRole])
 }
 
 /// A dedicated thread that is both a serial executor for one actor and a `zmq_poll` loop over
@@ -121,11 +146,20 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
             // The thread ends once its owner is gone; until then it serves the owner's jobs even
             // after the owner has closed its sockets, so no caller is left waiting.
             // Held strongly only while it runs, never across the wait, so the owner can be released.
-            guard let (sockets, timeout) = weakOwner?.assumeIsolated({ ($0.pollSockets, $0.pollTimeout) }) else { break }
+            guard let (pollItems, timeout) = weakOwner?.assumeIsolated({ ($0.pollItems, $0.pollTimeout) }) else { break }
             items.removeAll(keepingCapacity: true)
             items.append(zmq_pollitem_t(socket: nil, fd: wakeRead, events: Int16(ZMQ_POLLIN), revents: 0))
-            for socket in sockets where socket.handle != nil {
-                items.append(zmq_pollitem_t(socket: socket.handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+            var roles: [Owner.PollRole] = []
+            roles.reserveCapacity(pollItems.count)
+            for item in pollItems {
+                switch item.source {
+                case .socket(let socket):
+                    guard let handle = socket.handle else { continue }
+                    items.append(zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
+                case .fileDescriptor(let fd):
+                    items.append(zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0))
+                }
+                roles.append(item.role)
             }
             let hasJobs = mailbox.withLock { !$0.jobs.isEmpty }
             let milliseconds: Int = hasJobs ? 0 : timeout.map { max(0, Int(($0 / .milliseconds(1)).rounded(.up))) } ?? -1
@@ -136,13 +170,11 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
             }
             if items[0].revents != 0 { drainWakeups() }
             guard items.count > 1 || timeout != nil else { continue }
-            var readable = [Bool](repeating: false, count: sockets.count)
-            var slot = 1
-            for (index, socket) in sockets.enumerated() where socket.handle != nil {
-                readable[index] = items[slot].revents & Int16(ZMQ_POLLIN) != 0
-                slot += 1
+            var ready: [Owner.PollRole] = []
+            for (index, role) in roles.enumerated() where items[index + 1].revents & Int16(ZMQ_POLLIN) != 0 {
+                ready.append(role)
             }
-            weakOwner?.assumeIsolated { $0.pollDidReturn(readable: readable) }
+            weakOwner?.assumeIsolated { $0.pollDidReturn(ready: ready) }
         }
         threadID.withLock { $0 = nil }
     }

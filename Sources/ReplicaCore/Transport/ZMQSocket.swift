@@ -9,6 +9,8 @@ import CZMQ
 public final class ZMQSocket: @unchecked Sendable {
     public enum Kind: Sendable {
         case pub, sub, router, dealer, rep
+        /// A PUB that also reports its subscribers' subscriptions (see ``receiveSubscription()``).
+        case xpub
         /// Only for reading socket-monitor events (see ``monitor(_:)``).
         case pair
 
@@ -19,6 +21,7 @@ public final class ZMQSocket: @unchecked Sendable {
             case .router: ZMQ_ROUTER
             case .dealer: ZMQ_DEALER
             case .rep: ZMQ_REP
+            case .xpub: ZMQ_XPUB
             case .pair: ZMQ_PAIR
             }
         }
@@ -129,11 +132,16 @@ public final class ZMQSocket: @unchecked Sendable {
     public func setClusterConnectionOptions(connectTimeout: Duration, keepaliveIdle: Duration) throws(ZMQError) {
         try setOption(ZMQ_HEARTBEAT_IVL, 0)
         try setOption(ZMQ_RECONNECT_IVL, -1)
-        try setOption(ZMQ_CONNECT_TIMEOUT, Int32(connectTimeout / .milliseconds(1)))
+        try setConnectTimeout(connectTimeout)
         try setOption(ZMQ_TCP_KEEPALIVE, 1)
         try setOption(ZMQ_TCP_KEEPALIVE_IDLE, Int32(max(1, keepaliveIdle / .seconds(1))))
         try setOption(ZMQ_TCP_KEEPALIVE_INTVL, 1)
         try setOption(ZMQ_TCP_KEEPALIVE_CNT, 3)
+    }
+
+    /// How long the next TCP connect may take before libzmq gives it up (applies to later dials).
+    public func setConnectTimeout(_ timeout: Duration) throws(ZMQError) {
+        try setOption(ZMQ_CONNECT_TIMEOUT, Int32(max(1, timeout / .milliseconds(1))))
     }
 
     /// Drops the connection to `endpoint` (if any) and dials it again with a fresh pipe.
@@ -144,6 +152,8 @@ public final class ZMQSocket: @unchecked Sendable {
 
     /// Connection events a socket monitor reports (the ones Replica uses; others are `.other`).
     public enum MonitorEvent: Sendable, Equatable {
+        /// The TCP connection of a connecting socket is up (its ZMTP handshake has yet to run).
+        case connected
         /// A connection was established and its ZMTP handshake completed.
         case handshakeSucceeded
         /// A connection was lost (closed by the peer, or dropped by ZMTP heartbeats).
@@ -158,6 +168,7 @@ public final class ZMQSocket: @unchecked Sendable {
 
         var bits: Int32 {
             switch self {
+            case .connected: ZMQ_EVENT_CONNECTED
             case .handshakeSucceeded: ZMQ_EVENT_HANDSHAKE_SUCCEEDED
             case .disconnected: ZMQ_EVENT_DISCONNECTED
             case .handshakeFailed: Self.handshakeFailureBits
@@ -186,6 +197,7 @@ public final class ZMQSocket: @unchecked Sendable {
         guard let first = message.frames.first, first.count >= 2 else { return .other(0) }
         let number = Int32(first.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) })
         switch number {
+        case ZMQ_EVENT_CONNECTED: return .connected
         case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: return .handshakeSucceeded
         case ZMQ_EVENT_DISCONNECTED: return .disconnected
         case _ where number & MonitorEvent.handshakeFailureBits != 0: return .handshakeFailed
@@ -213,6 +225,25 @@ public final class ZMQSocket: @unchecked Sendable {
     /// SUB only: receive messages whose first frame starts with `prefix` (empty: everything).
     public func subscribe(_ prefix: [UInt8] = []) throws(ZMQError) {
         try setOption(ZMQ_SUBSCRIBE, bytes: prefix)
+    }
+
+    /// SUB only: undoes one ``subscribe(_:)`` of `prefix`.
+    public func unsubscribe(_ prefix: [UInt8]) throws(ZMQError) {
+        try setOption(ZMQ_UNSUBSCRIBE, bytes: prefix)
+    }
+
+    /// A subscription change an XPUB socket reports: libzmq passes on the first subscriber of a
+    /// topic and the departure (unsubscribe or disconnect) of its last one.
+    public enum SubscriptionChange: Equatable, Sendable {
+        case subscribed([UInt8])
+        case unsubscribed([UInt8])
+    }
+
+    /// XPUB only: the next subscription change, or nil if none is waiting.
+    public func receiveSubscription() throws(ZMQError) -> SubscriptionChange? {
+        guard let message = try receive(maxFrames: 1), let frame = message.frames.first, let first = frame.first else { return nil }
+        let topic = Array(frame.dropFirst())
+        return first == 1 ? .subscribed(topic) : .unsubscribed(topic)
     }
 
     /// Sets send and receive high-water marks (messages queued per peer before drop/block).

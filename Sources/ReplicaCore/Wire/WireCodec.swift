@@ -4,10 +4,14 @@ import Foundation
 /// Decoding never traps: any malformed input becomes a `WireError` (see docs/protocol.md).
 public struct WireCodec: Sendable {
     public static let magic: UInt8 = 0x52  // "R"
-    public static let protocolVersion: UInt8 = 1
-    /// First byte of the topic frame on PUB/SUB: "u" + key for updates, "h" for heartbeats.
+    /// Version 2 added membership (kind 6), relays (kind 7), epochs, peer reports and store marks.
+    public static let protocolVersion: UInt8 = 2
+    /// First byte of the topic frame on PUB/SUB: "u" + key for updates, "h" for heartbeats,
+    /// "m" for member announcements, "r" + source id + 0x00 for relayed updates.
     public static let updateTopic: UInt8 = 0x75
     public static let heartbeatTopic: UInt8 = 0x68
+    public static let membersTopic: UInt8 = 0x6d
+    public static let relayTopic: UInt8 = 0x72
 
     public var limits: WireLimits
 
@@ -15,13 +19,27 @@ public struct WireCodec: Sendable {
 
     // MARK: Frames on PUB/SUB
 
-    /// The two frames (topic, body) a PUB socket sends for an update or heartbeat.
+    /// The topic a subscriber subscribes to for the relayed updates of `source`. The 0x00 ends
+    /// the id, so that relays of `node1` are not also relays of `node10`.
+    public static func relayTopic(for source: NodeID) -> [UInt8] {
+        [relayTopic] + Array(source.rawValue.utf8) + [0]
+    }
+
+    /// The topics every subscriber takes (relays are subscribed one source at a time).
+    public static let standingTopics: [[UInt8]] = [[updateTopic], [heartbeatTopic], [membersTopic]]
+
+    /// The two frames (topic, body) a PUB socket sends for a message that travels on PUB/SUB.
     public func publishFrames(_ message: WireMessage) -> [[UInt8]] {
-        let topic: [UInt8] = switch message {
-        case .update(let update): [Self.updateTopic] + Array(update.entry.key.utf8)
-        default: [Self.heartbeatTopic]
+        [Self.topic(of: message), encode(message)]
+    }
+
+    private static func topic(of message: WireMessage) -> [UInt8] {
+        switch message {
+        case .update(let update): [updateTopic] + Array(update.entry.key.utf8)
+        case .members: [membersTopic]
+        case .relay(let relay): relayTopic(for: relay.source)
+        default: [heartbeatTopic]
         }
-        return [topic, encode(message)]
     }
 
     /// Decodes the frames a SUB socket received, checking that the topic matches the body.
@@ -29,12 +47,8 @@ public struct WireCodec: Sendable {
         guard frames.count == 2 else { throw .wrongFrameCount(frames.count) }
         let message = try decode(frames[1])
         switch message {
-        case .update(let update):
-            guard frames[0].first == Self.updateTopic, frames[0].dropFirst().elementsEqual(update.entry.key.utf8) else {
-                throw .topicMismatch
-            }
-        case .heartbeat:
-            guard frames[0] == [Self.heartbeatTopic] else { throw .topicMismatch }
+        case .update, .heartbeat, .members, .relay:
+            guard frames[0] == Self.topic(of: message) else { throw .topicMismatch }
         case .syncRequest, .syncChunk, .repairRequest:
             throw .unknownKind(message.kind.rawValue)  // sync messages never travel on PUB/SUB
         }
@@ -54,25 +68,49 @@ public struct WireCodec: Sendable {
             writer.write(update.sequence)
             writeEntry(update.entry, to: &writer)
         case .heartbeat(let heartbeat):
-            withUnsafeBytes(of: heartbeat.incarnation.uuid) { writer.write(raw: $0) }
+            writeUUID(heartbeat.incarnation, to: &writer)
+            writer.write(heartbeat.epoch)
             writer.write(heartbeat.sequence)
             writer.write(heartbeat.timestamp.rawValue)
+            writer.write(heartbeat.wallMillis)
             writer.write(heartbeat.digestRoot)
             writer.write(heartbeat.entryCount)
+            writer.write(heartbeat.membersDigest)
+            writer.write(heartbeat.storeSerial)
+            writer.write(UInt16(heartbeat.reports.count))
+            for report in heartbeat.reports {
+                writeNode(report.node, to: &writer)
+                writer.write(report.epoch)
+                writer.write(report.through)
+                writer.write(report.echoWallMillis)
+                writer.write(report.heldMillis)
+                writer.write(UInt8(report.hearsDirectly ? 1 : 0))
+            }
         case .syncRequest(let request):
             writer.write(request.requestID)
+            writeMark(request.since, to: &writer)
             writer.write(UInt16(request.buckets.count))
             for bucket in request.buckets { writer.write(bucket) }
         case .syncChunk(let chunk):
             writer.write(chunk.requestID)
             writer.write(chunk.index)
             writer.write(UInt8((chunk.isLast ? 1 : 0) | (chunk.isUnavailable ? 2 : 0)))
+            writeMark(chunk.mark, to: &writer)
             writer.write(UInt16(chunk.entries.count))
             for entry in chunk.entries { writeEntry(entry, to: &writer) }
         case .repairRequest(let request):
             writer.write(request.requestID)
             writer.write(request.first)
             writer.write(request.last)
+        case .members(let members):
+            writer.write(UInt8(members.wantsReply ? 1 : 0))
+            writer.write(UInt16(members.records.count))
+            for record in members.records { writeRecord(record, to: &writer) }
+        case .relay(let relay):
+            writeNode(relay.source, to: &writer)
+            writer.write(relay.sourceEpoch)
+            writer.write(relay.sequence)
+            writeEntry(relay.entry, to: &writer)
         }
         return writer.bytes
     }
@@ -97,26 +135,48 @@ public struct WireCodec: Sendable {
             guard entry.version.node == origin else { throw .invalidField("update written by another node") }
             message = .update(Update(origin: origin, sequence: sequence, entry: entry))
         case .heartbeat:
-            let uuid = try reader.readBytes(16)
-            let incarnation = UUID(uuid: (uuid[0], uuid[1], uuid[2], uuid[3], uuid[4], uuid[5], uuid[6], uuid[7],
-                                          uuid[8], uuid[9], uuid[10], uuid[11], uuid[12], uuid[13], uuid[14], uuid[15]))
+            let incarnation = try readUUID(&reader)
+            let epoch = try reader.readUInt64()
+            let sequence = try reader.readUInt64()
+            let timestamp = HybridTimestamp(rawValue: try reader.readUInt64())
+            let wallMillis = try reader.readUInt64()
+            let digestRoot = try reader.readUInt64()
+            let entryCount = try reader.readUInt64()
+            let membersDigest = try reader.readUInt64()
+            let storeSerial = try reader.readUInt64()
+            let count = Int(try reader.readUInt16())
+            guard count <= limits.maxMembers else { throw .tooLarge(field: "peer report count", size: count, limit: limits.maxMembers) }
+            var reports: [PeerReport] = []
+            reports.reserveCapacity(count)
+            for _ in 0..<count {
+                let node = try readNode(&reader)
+                let reportEpoch = try reader.readUInt64()
+                let through = try reader.readUInt64()
+                let echo = try reader.readUInt64()
+                let held = try reader.readUInt32()
+                let flags = try reader.readByte()
+                guard flags <= 1 else { throw .invalidField("peer report flags") }
+                reports.append(PeerReport(node: node, epoch: reportEpoch, through: through, echoWallMillis: echo, heldMillis: held, hearsDirectly: flags == 1))
+            }
             message = .heartbeat(Heartbeat(
-                origin: origin, incarnation: incarnation, sequence: try reader.readUInt64(),
-                timestamp: HybridTimestamp(rawValue: try reader.readUInt64()),
-                digestRoot: try reader.readUInt64(), entryCount: try reader.readUInt64()))
+                origin: origin, incarnation: incarnation, epoch: epoch, sequence: sequence, timestamp: timestamp,
+                wallMillis: wallMillis, digestRoot: digestRoot, entryCount: entryCount, membersDigest: membersDigest,
+                storeSerial: storeSerial, reports: reports))
         case .syncRequest:
             let requestID = try reader.readUInt64()
+            let since = try readMark(&reader)
             let count = Int(try reader.readUInt16())
             guard count == StoreDigest.bucketCount else { throw .invalidField("bucket count \(count)") }
             var buckets: [UInt64] = []
             buckets.reserveCapacity(count)
             for _ in 0..<count { buckets.append(try reader.readUInt64()) }
-            message = .syncRequest(SyncRequest(origin: origin, requestID: requestID, buckets: buckets))
+            message = .syncRequest(SyncRequest(origin: origin, requestID: requestID, buckets: buckets, since: since))
         case .syncChunk:
             let requestID = try reader.readUInt64()
             let index = try reader.readUInt32()
             let flags = try reader.readByte()
             guard flags <= 3 else { throw .invalidField("chunk flags") }
+            let mark = try readMark(&reader)
             let count = Int(try reader.readUInt16())
             guard count <= limits.maxEntriesPerChunk else {
                 throw .tooLarge(field: "chunk entry count", size: count, limit: limits.maxEntriesPerChunk)
@@ -126,16 +186,72 @@ public struct WireCodec: Sendable {
             for _ in 0..<count { entries.append(try readEntry(&reader)) }
             message = .syncChunk(SyncChunk(
                 origin: origin, requestID: requestID, index: index, isLast: flags & 1 != 0, isUnavailable: flags & 2 != 0,
-                entries: entries))
+                mark: mark, entries: entries))
         case .repairRequest:
             let requestID = try reader.readUInt64()
             let first = try reader.readUInt64()
             let last = try reader.readUInt64()
             guard first <= last else { throw .invalidField("repair range") }
             message = .repairRequest(RepairRequest(origin: origin, requestID: requestID, first: first, last: last))
+        case .members:
+            let flags = try reader.readByte()
+            guard flags <= 1 else { throw .invalidField("members flags") }
+            let count = Int(try reader.readUInt16())
+            guard count <= limits.maxMembers else { throw .tooLarge(field: "member count", size: count, limit: limits.maxMembers) }
+            var records: [MemberRecord] = []
+            records.reserveCapacity(count)
+            for _ in 0..<count { records.append(try readRecord(&reader)) }
+            message = .members(MembersMessage(origin: origin, wantsReply: flags == 1, records: records))
+        case .relay:
+            let source = try readNode(&reader)
+            let sourceEpoch = try reader.readUInt64()
+            let sequence = try reader.readUInt64()
+            let entry = try readEntry(&reader)
+            guard entry.version.node == source else { throw .invalidField("relayed update written by another node") }
+            message = .relay(RelayedUpdate(origin: origin, source: source, sourceEpoch: sourceEpoch, sequence: sequence, entry: entry))
         }
         try reader.expectEnd()
         return message
+    }
+
+    // MARK: Discovery beacons (UDP, not ZeroMQ)
+
+    /// The magic bytes that open a discovery beacon ("RPLB").
+    public static let beaconMagic: [UInt8] = Array("RPLB".utf8)
+
+    /// A UDP beacon: magic, protocol version, then the sender's id, advertised port and host
+    /// (empty: the datagram's source address) and CURVE public key (empty when insecure).
+    public func encode(_ beacon: Beacon) -> [UInt8] {
+        var writer = ByteWriter(capacity: 96)
+        writer.write(raw: Self.beaconMagic)
+        writer.write(Self.protocolVersion)
+        writeNode(beacon.node, to: &writer)
+        writer.write(beacon.port)
+        writer.write(UInt8(beacon.host.utf8.count))
+        writer.write(raw: beacon.host.utf8)
+        writer.write(UInt8(beacon.publicKey?.count ?? 0))
+        writer.write(raw: beacon.publicKey ?? [])
+        return writer.bytes
+    }
+
+    public func decodeBeacon(_ bytes: [UInt8]) throws(WireError) -> Beacon {
+        guard bytes.count <= 512 else { throw .tooLarge(field: "beacon", size: bytes.count, limit: 512) }
+        var reader = ByteReader(bytes)
+        guard try reader.readBytes(4) == Self.beaconMagic else { throw .badMagic(bytes.first ?? 0) }
+        let version = try reader.readByte()
+        guard version == Self.protocolVersion else { throw .unsupportedVersion(version) }
+        let node = try readNode(&reader)
+        let port = try reader.readUInt16()
+        guard port > 0 && port < .max else { throw .invalidField("beacon port") }
+        let hostLength = Int(try reader.readByte())
+        guard let host = String(validating: try reader.readBytes(hostLength), as: UTF8.self),
+              host.allSatisfy({ !$0.isWhitespace })
+        else { throw .invalidField("beacon host") }
+        let keyLength = Int(try reader.readByte())
+        guard keyLength == 0 || keyLength == 32 else { throw .invalidField("beacon key length") }
+        let key = try reader.readBytes(keyLength)
+        try reader.expectEnd()
+        return Beacon(node: node, host: host, port: port, publicKey: keyLength == 0 ? nil : key)
     }
 
     // MARK: Fields
@@ -152,6 +268,56 @@ public struct WireCodec: Sendable {
             throw .invalidField("node id")
         }
         return node
+    }
+
+    private func writeUUID(_ uuid: UUID, to writer: inout ByteWriter) {
+        withUnsafeBytes(of: uuid.uuid) { writer.write(raw: $0) }
+    }
+
+    private func readUUID(_ reader: inout ByteReader) throws(WireError) -> UUID {
+        let b = try reader.readBytes(16)
+        return UUID(uuid: (b[0], b[1], b[2], b[3], b[4], b[5], b[6], b[7], b[8], b[9], b[10], b[11], b[12], b[13], b[14], b[15]))
+    }
+
+    private func writeMark(_ mark: StoreMark, to writer: inout ByteWriter) {
+        writer.write(mark.epoch)
+        writer.write(mark.serial)
+    }
+
+    private func readMark(_ reader: inout ByteReader) throws(WireError) -> StoreMark {
+        StoreMark(epoch: try reader.readUInt64(), serial: try reader.readUInt64())
+    }
+
+    private func writeRecord(_ record: MemberRecord, to writer: inout ByteWriter) {
+        writeNode(record.node, to: &writer)
+        writer.write(record.epoch)
+        writeUUID(record.incarnation, to: &writer)
+        writer.write(record.status.rawValue)
+        writer.write(UInt8(record.address.host.utf8.count))
+        writer.write(raw: record.address.host.utf8)
+        writer.write(record.address.port)
+        writer.write(UInt8(record.publicKey?.count ?? 0))
+        writer.write(raw: record.publicKey ?? [])
+    }
+
+    private func readRecord(_ reader: inout ByteReader) throws(WireError) -> MemberRecord {
+        let node = try readNode(&reader)
+        let epoch = try reader.readUInt64()
+        let incarnation = try readUUID(&reader)
+        let statusByte = try reader.readByte()
+        guard let status = MemberRecord.Status(rawValue: statusByte) else { throw .invalidField("member status") }
+        let hostLength = Int(try reader.readByte())
+        guard hostLength > 0, let host = String(validating: try reader.readBytes(hostLength), as: UTF8.self),
+              host.allSatisfy({ !$0.isWhitespace && $0 != "/" })
+        else { throw .invalidField("member host") }
+        let port = try reader.readUInt16()
+        guard port > 0 && port < .max else { throw .invalidField("member port") }
+        let keyLength = Int(try reader.readByte())
+        guard keyLength == 0 || keyLength == 32 else { throw .invalidField("member key length") }
+        let key = try reader.readBytes(keyLength)
+        return MemberRecord(
+            node: node, epoch: epoch, incarnation: incarnation, status: status,
+            address: Endpoint(host: host, port: port), publicKey: keyLength == 0 ? nil : key)
     }
 
     private func writeEntry(_ entry: Entry, to writer: inout ByteWriter) {
@@ -190,5 +356,21 @@ public struct WireCodec: Sendable {
             payload = try reader.readBytes(length)
         }
         return Entry(key: key, version: Version(timestamp: timestamp, node: node), schema: schema, payload: payload)
+    }
+}
+
+/// A discovery beacon (`serve --discover`): "a member is at HOST:PORT" on the LAN segment.
+public struct Beacon: Equatable, Sendable {
+    public var node: NodeID
+    /// The advertised host; empty means "the address this datagram came from".
+    public var host: String
+    public var port: UInt16
+    public var publicKey: [UInt8]?
+
+    public init(node: NodeID, host: String, port: UInt16, publicKey: [UInt8]?) {
+        self.node = node
+        self.host = host
+        self.port = port
+        self.publicKey = publicKey
     }
 }

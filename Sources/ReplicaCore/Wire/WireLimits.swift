@@ -6,11 +6,15 @@ public struct WireLimits: Sendable, Equatable {
     public var maxPayloadBytes: Int
     /// Most entries in one sync chunk.
     public var maxEntriesPerChunk: Int
+    /// Most member records in one members message, and peer reports in one heartbeat: the
+    /// largest cluster a node accepts.
+    public var maxMembers: Int
 
-    public init(maxKeyBytes: Int = 1024, maxPayloadBytes: Int = 1 << 20, maxEntriesPerChunk: Int = 1024) {
+    public init(maxKeyBytes: Int = 1024, maxPayloadBytes: Int = 1 << 20, maxEntriesPerChunk: Int = 1024, maxMembers: Int = 1024) {
         self.maxKeyBytes = maxKeyBytes
         self.maxPayloadBytes = maxPayloadBytes
         self.maxEntriesPerChunk = maxEntriesPerChunk
+        self.maxMembers = maxMembers
     }
 
     public static let standard = WireLimits()

@@ -4,7 +4,7 @@ import Foundation
 public enum WireMessage: Equatable, Sendable {
     /// A local write, published on PUB by the node that made it.
     case update(Update)
-    /// A node's liveness and state summary, published on PUB about once a second.
+    /// A node's liveness, state summary and view of its peers, published on PUB about once a second.
     case heartbeat(Heartbeat)
     /// A DEALER asks a peer's ROUTER for the entries of the buckets where digests differ.
     case syncRequest(SyncRequest)
@@ -12,9 +12,15 @@ public enum WireMessage: Equatable, Sendable {
     case syncChunk(SyncChunk)
     /// A DEALER asks a peer's ROUTER to resend the updates it published with these sequences.
     case repairRequest(RepairRequest)
+    /// Member records: a join or membership exchange (DEALER -> ROUTER and back), or changes
+    /// announced to every subscriber on PUB.
+    case members(MembersMessage)
+    /// Another node's update passed on by a member that hears it, for members that do not
+    /// (a partial partition). Published on PUB only to subscribers that asked for that origin.
+    case relay(RelayedUpdate)
 
     public enum Kind: UInt8, Sendable {
-        case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4, repairRequest = 5
+        case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4, repairRequest = 5, members = 6, relay = 7
     }
 
     public var kind: Kind {
@@ -24,6 +30,8 @@ public enum WireMessage: Equatable, Sendable {
         case .syncRequest: .syncRequest
         case .syncChunk: .syncChunk
         case .repairRequest: .repairRequest
+        case .members: .members
+        case .relay: .relay
         }
     }
 
@@ -34,14 +42,16 @@ public enum WireMessage: Equatable, Sendable {
         case .syncRequest(let m): m.origin
         case .syncChunk(let m): m.origin
         case .repairRequest(let m): m.origin
+        case .members(let m): m.origin
+        case .relay(let m): m.origin
         }
     }
 }
 
 public struct Update: Equatable, Sendable {
     public var origin: NodeID
-    /// Per-origin, gap-free counter of published messages (updates and heartbeats share it
-    /// being read, but only updates advance it), so a receiver can see what it missed.
+    /// Per-origin, gap-free counter of published updates (+1 per update, from 1 at each start of
+    /// the origin's process), so a receiver can see what it missed.
     public var sequence: UInt64
     public var entry: Entry
 
@@ -52,23 +62,82 @@ public struct Update: Equatable, Sendable {
     }
 }
 
+/// What a heartbeat says about one of the sender's peers: how far the sender has received that
+/// peer's update stream, whether it hears the peer itself, and the echo of the peer's last
+/// heartbeat (so the peer can measure its round trip and clock offset to the sender, as NTP does).
+public struct PeerReport: Equatable, Sendable {
+    public var node: NodeID
+    /// The epoch of the peer's update stream these figures are about (0: none received).
+    public var epoch: UInt64
+    /// Every update of that stream up to this sequence was received or is being repaired.
+    public var through: UInt64
+    /// The peer's `wallMillis` from the last heartbeat received from it (0: none).
+    public var echoWallMillis: UInt64
+    /// Milliseconds between receiving that heartbeat and sending this one.
+    public var heldMillis: UInt32
+    /// The sender heard the peer directly (on the peer's own connection) within its suspect time.
+    public var hearsDirectly: Bool
+
+    public init(node: NodeID, epoch: UInt64, through: UInt64, echoWallMillis: UInt64, heldMillis: UInt32, hearsDirectly: Bool) {
+        self.node = node
+        self.epoch = epoch
+        self.through = through
+        self.echoWallMillis = echoWallMillis
+        self.heldMillis = heldMillis
+        self.hearsDirectly = hearsDirectly
+    }
+}
+
 public struct Heartbeat: Equatable, Sendable {
     public var origin: NodeID
+    /// The sender's store incarnation (new when its data directory is new).
     public var incarnation: UUID
-    /// The sequence number of the last update this node published.
+    /// The sender's process epoch: its update sequences count from 1 within one epoch.
+    public var epoch: UInt64
+    /// The sequence number of the last update this node published in this epoch.
     public var sequence: UInt64
     public var timestamp: HybridTimestamp
+    /// The sender's wall clock (ms since 1970) when it sent this: peers estimate their offset.
+    public var wallMillis: UInt64
     public var digestRoot: UInt64
     public var entryCount: UInt64
+    /// A hash of the sender's member table: equal hashes mean equal tables.
+    public var membersDigest: UInt64
+    /// The sender's store serial now (see `SyncRequest.since`).
+    public var storeSerial: UInt64
+    public var reports: [PeerReport]
 
-    public init(origin: NodeID, incarnation: UUID, sequence: UInt64, timestamp: HybridTimestamp, digestRoot: UInt64, entryCount: UInt64) {
+    public init(
+        origin: NodeID, incarnation: UUID, epoch: UInt64 = 0, sequence: UInt64, timestamp: HybridTimestamp,
+        wallMillis: UInt64 = 0, digestRoot: UInt64, entryCount: UInt64, membersDigest: UInt64 = 0, storeSerial: UInt64 = 0,
+        reports: [PeerReport] = []
+    ) {
         self.origin = origin
         self.incarnation = incarnation
+        self.epoch = epoch
         self.sequence = sequence
         self.timestamp = timestamp
+        self.wallMillis = wallMillis
         self.digestRoot = digestRoot
         self.entryCount = entryCount
+        self.membersDigest = membersDigest
+        self.storeSerial = storeSerial
+        self.reports = reports
     }
+}
+
+/// A point in a responder's history: everything it stored after `serial` in process `epoch`.
+public struct StoreMark: Equatable, Sendable, Hashable {
+    public var epoch: UInt64
+    public var serial: UInt64
+
+    public init(epoch: UInt64, serial: UInt64) {
+        self.epoch = epoch
+        self.serial = serial
+    }
+
+    /// "Everything": a responder in any other epoch ignores a mark anyway.
+    public static let none = StoreMark(epoch: 0, serial: 0)
 }
 
 public struct SyncRequest: Equatable, Sendable {
@@ -76,11 +145,17 @@ public struct SyncRequest: Equatable, Sendable {
     public var requestID: UInt64
     /// The requester's bucket hashes (`StoreDigest.bucketCount` of them).
     public var buckets: [UInt64]
+    /// Only entries the responder stored after this mark are wanted: the requester already holds
+    /// everything the responder held at the mark (from an earlier completed sync with it).
+    /// Ignored (everything in the differing buckets is sent) when its epoch is not the
+    /// responder's current one.
+    public var since: StoreMark
 
-    public init(origin: NodeID, requestID: UInt64, buckets: [UInt64]) {
+    public init(origin: NodeID, requestID: UInt64, buckets: [UInt64], since: StoreMark = .none) {
         self.origin = origin
         self.requestID = requestID
         self.buckets = buckets
+        self.since = since
     }
 }
 
@@ -92,14 +167,21 @@ public struct SyncChunk: Equatable, Sendable {
     /// A repair the responder cannot serve (the updates left its retransmit buffer): the
     /// requester falls back to a full sync.
     public var isUnavailable: Bool
+    /// The responder's store mark when it took the request: once every chunk has arrived, the
+    /// requester holds everything the responder held then (the next request's `since`).
+    public var mark: StoreMark
     public var entries: [Entry]
 
-    public init(origin: NodeID, requestID: UInt64, index: UInt32, isLast: Bool, isUnavailable: Bool = false, entries: [Entry]) {
+    public init(
+        origin: NodeID, requestID: UInt64, index: UInt32, isLast: Bool, isUnavailable: Bool = false,
+        mark: StoreMark = .none, entries: [Entry]
+    ) {
         self.origin = origin
         self.requestID = requestID
         self.index = index
         self.isLast = isLast
         self.isUnavailable = isUnavailable
+        self.mark = mark
         self.entries = entries
     }
 }
@@ -116,5 +198,37 @@ public struct RepairRequest: Equatable, Sendable {
         self.requestID = requestID
         self.first = first
         self.last = last
+    }
+}
+
+public struct MembersMessage: Equatable, Sendable {
+    public var origin: NodeID
+    /// The receiver should answer with its own table (a join, or a membership exchange after
+    /// heartbeats showed different tables). Always false on PUB.
+    public var wantsReply: Bool
+    public var records: [MemberRecord]
+
+    public init(origin: NodeID, wantsReply: Bool, records: [MemberRecord]) {
+        self.origin = origin
+        self.wantsReply = wantsReply
+        self.records = records
+    }
+}
+
+public struct RelayedUpdate: Equatable, Sendable {
+    /// The member passing the update on.
+    public var origin: NodeID
+    /// The node that wrote and first published it, and its epoch and sequence there.
+    public var source: NodeID
+    public var sourceEpoch: UInt64
+    public var sequence: UInt64
+    public var entry: Entry
+
+    public init(origin: NodeID, source: NodeID, sourceEpoch: UInt64, sequence: UInt64, entry: Entry) {
+        self.origin = origin
+        self.source = source
+        self.sourceEpoch = sourceEpoch
+        self.sequence = sequence
+        self.entry = entry
     }
 }

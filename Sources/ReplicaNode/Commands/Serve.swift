@@ -141,12 +141,10 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "replica.\(settings.id)")
-        let lock: DataDirectoryLock
         let replica: Replica
         let control: ControlServer
         do {
             try FileManager.default.createDirectory(at: settings.data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
-            lock = try DataDirectoryLock(directory: settings.data)
             var configuration = ReplicaConfiguration(
                 node: settings.id, listen: settings.listen, peers: settings.peers, storage: .directory(settings.data))
             configuration.synchronous = sync.rawValue.uppercased()
@@ -171,6 +169,5 @@ struct Serve: AsyncParsableCommand {
         logger.info("signal \(signal): shutting down (send it again to exit at once)")
         await control.stop()
         await replica.shutdown()
-        withExtendedLifetime(lock) {}
     }
 }

@@ -6,8 +6,8 @@ struct Status: ParsableCommand {
     static let configuration = CommandConfiguration(
         abstract: "Show a node's identity, peers, digest, counters, and load and save errors.",
         discussion: """
-            Equal digests on two nodes mean equal replicated state. Peers are alive, suspect \
-            (silent > 1.5 s), down (silent > 5 s) or unknown (never heard). Exits with 1 if the \
+            Equal digests on two nodes mean equal replicated state. Members are alive, suspect \
+            (silent > 1.5 s), down (silent > 5 s) or left (announced their departure). Exits with 1 if the \
             node is not running, so it also serves as a health check.
 
             Example: replica-node status --data /tmp/n1 --json
@@ -28,6 +28,7 @@ struct Status: ParsableCommand {
         line("id", status.id)
         line("incarnation", status.incarnation)
         line("listen", "\(status.listen) (sync on port + 1)")
+        line("advertise", status.advertise + (status.membership == "left" ? " (left the cluster)" : ""))
         line("hlc", status.hlc)
         line("uptime", String(format: "%.1f s", status.uptimeSeconds))
         line("entries", "\(status.liveEntryCount) live, \(status.entryCount) with tombstones")
@@ -35,11 +36,12 @@ struct Status: ParsableCommand {
         line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
         let counters = status.counters
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
-            + "sync entries \(counters.syncEntriesApplied), syncs served \(counters.syncRequestsServed)")
+            + "relayed \(counters.updatesRelayed), sync entries received \(counters.syncEntriesReceived), syncs served \(counters.syncRequestsServed)")
         line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsServed) repairs served")
         line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps, "
             + "\(counters.handshakesFailed) failed handshakes")
         out += "\npeers\n" + renderPeers(status.peers)
+        if !status.pendingSeeds.isEmpty { out += "  joining through: \(status.pendingSeeds.joined(separator: ", "))\n" }
         if !status.refusedHandshakes.isEmpty {
             out += "\nrefused connections (key not trusted)\n"
             for refusal in status.refusedHandshakes {
@@ -58,13 +60,18 @@ struct Status: ParsableCommand {
 
     static func renderPeers(_ peers: [ReplicaStatus.Peer]) -> String {
         guard !peers.isEmpty else { return "  (none)\n" }
-        let header = ["ADDRESS", "ID", "STATE", "LAST SEEN", "IN SYNC", "GAPS", "SYNCS"]
+        let header = ["ID", "ADDRESS", "STATE", "SINCE", "LAST SEEN", "VIA", "IN SYNC", "RTT", "OFFSET", "GAPS", "SYNCS"]
         var rows = [header]
+        let time = DateFormatter()
+        time.dateFormat = "HH:mm:ss"
         for peer in peers {
             rows.append([
-                peer.address, peer.id ?? "-", peer.state.rawValue,
+                peer.id + (peer.trusted ? "" : " (untrusted)"), peer.address, peer.state.rawValue, time.string(from: peer.since),
                 peer.lastSeenSecondsAgo.map { String(format: "%.1fs ago", $0) } ?? "never",
+                peer.relayedBy.map { "relay \($0)" } ?? "direct",
                 peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
+                peer.roundTripMillis.map { String(format: "%.0fms", $0) } ?? "-",
+                peer.clockOffsetMillis.map { "\($0)ms" } ?? "-",
                 "\(peer.sequenceGaps)", "\(peer.syncsCompleted)",
             ])
         }

@@ -42,11 +42,14 @@ actor ControlServer: PollLoopOwner {
         socket = nil
     }
 
-    var pollSockets: [ZMQSocket] { socket.map { [$0] } ?? [] }
+    var pollItems: [PollItem<ControlSocket>] { socket.map { [PollItem($0, role: .control)] } ?? [] }
     var pollTimeout: Duration? { nil }
 
-    func pollDidReturn(readable: [Bool]) {
-        guard readable.first == true, let socket else { return }
+    /// The one socket this server waits on.
+    enum ControlSocket: Sendable { case control }
+
+    func pollDidReturn(ready: [ControlSocket]) {
+        guard !ready.isEmpty, let socket else { return }
         while let message = try? socket.receive(maxFrames: 2) {
             guard message.frames.count == 2, !message.truncated else { continue }
             let client = message.frames[0]
@@ -134,7 +137,7 @@ actor ControlServer: PollLoopOwner {
             return ControlReply(error: failure)
         } catch let error as ReplicaError {
             let code: ControlFailure.Code = switch error {
-            case .saveFailed: .saveFailed
+            case .saveFailed, .clockSkew: .saveFailed
             case .shutDown: .shutDown
             case .invalidKey, .valueTooLarge: .invalidValue
             }

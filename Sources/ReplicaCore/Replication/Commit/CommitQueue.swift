@@ -1,0 +1,100 @@
+import Foundation
+
+/// What waits for the next group commit: local writes (each with its caller waiting) and entries
+/// received from members; and whether the store has been failing.
+///
+/// Everything queued during one loop turn is committed in one transaction. If the commit fails
+/// (a full disk), the local writers get the error and nothing of theirs is published, and the
+/// received entries are dropped: their senders still hold them, and a catch-up sync fetches them
+/// once the store works again. While it keeps failing, received entries are not even tried for a
+/// back-off that doubles up to `maxBackoff` (a full disk must not turn into a busy loop); local
+/// writes are still tried, one commit each, since a caller is waiting for the answer.
+struct CommitQueue: Sendable {
+    struct PendingWrite: Sendable {
+        var entries: [Entry]
+        var continuation: CheckedContinuation<[Entry], any Error>
+    }
+
+    struct Inbound: Sendable {
+        var entry: Entry
+        /// The member it came from (for observers).
+        var from: NodeID
+    }
+
+    /// A store that failed its last commit.
+    struct Failure: Equatable, Sendable {
+        var first: Date
+        var last: Date
+        var count: Int
+        var message: String
+        /// Received entries are dropped until then.
+        var retryAt: ContinuousClock.Instant
+        var backoff: Duration
+    }
+
+    static let firstBackoff: Duration = .milliseconds(250)
+    static let maxBackoff: Duration = .seconds(8)
+
+    private(set) var writes: [PendingWrite] = []
+    private(set) var inbound: [Inbound] = []
+    private(set) var failure: Failure?
+    /// Received entries dropped without a commit attempt while the store was failing.
+    private(set) var droppedWhileFailing = 0
+
+    var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
+
+    mutating func enqueue(_ write: PendingWrite) { writes.append(write) }
+
+    /// Queues a received entry, unless the store is failing and its back-off has not passed;
+    /// returns whether it was queued.
+    mutating func accept(_ entry: Entry, from node: NodeID, now: ContinuousClock.Instant) -> Bool {
+        if let failure, now < failure.retryAt {
+            droppedWhileFailing += 1
+            return false
+        }
+        inbound.append(Inbound(entry: entry, from: node))
+        return true
+    }
+
+    /// Everything queued, to commit now; with `holdingWrites`, the received entries only (local
+    /// writes wait, e.g. for the clock check).
+    mutating func takeBatch(holdingWrites: Bool = false) -> (writes: [PendingWrite], inbound: [Inbound]) {
+        defer {
+            if !holdingWrites { writes.removeAll(keepingCapacity: true) }
+            inbound.removeAll(keepingCapacity: true)
+        }
+        return (holdingWrites ? [] : writes, inbound)
+    }
+
+    /// Takes the queued local writes out (to fail them).
+    mutating func takeWrites() -> [PendingWrite] {
+        defer { writes.removeAll() }
+        return writes
+    }
+
+    /// The commit succeeded; returns the failure it ended, if any.
+    mutating func committed() -> Failure? {
+        defer { failure = nil }
+        return failure
+    }
+
+    /// The commit failed with `message`; returns whether this is a new failure (not a repeat).
+    mutating func failed(_ message: String, now: ContinuousClock.Instant, date: Date = Date()) -> Bool {
+        if var current = failure {
+            current.last = date
+            current.count += 1
+            current.message = message
+            current.backoff = min(Self.maxBackoff, current.backoff * 2)
+            current.retryAt = now + current.backoff
+            failure = current
+            return false
+        }
+        failure = Failure(first: date, last: date, count: 1, message: message, retryAt: now + Self.firstBackoff, backoff: Self.firstBackoff)
+        return true
+    }
+
+    /// Whether received entries may be committed again (no failure, or its back-off passed).
+    func acceptsInbound(now: ContinuousClock.Instant) -> Bool {
+        failure.map { now >= $0.retryAt } ?? true
+    }
+}

@@ -1,0 +1,80 @@
+/// Whether this node's clock agrees with its members' clocks, from the offsets measured by
+/// heartbeat echoes (`ClockEstimate`).
+///
+/// A node whose clock is more than `limit` from the median of its live members refuses local
+/// writes: stamped far in the future, they would be refused by every member until their clocks
+/// caught up, and then win over writes made later in real time (history reordered). Until its
+/// clock has been compared with a live member's (the first heartbeat echoes, a second or two
+/// after start), local writes wait, at most `grace`: a node cannot know it is wrong before then.
+struct ClockCheck: Sendable {
+    enum Verdict: Equatable, Sendable {
+        /// No member is heard: nothing to compare with.
+        case alone
+        /// Members are heard but no offset is measured yet.
+        case unverified
+        /// The median of the members' offsets (theirs minus ours), within the limit.
+        case agrees(medianMillis: Int64)
+        /// Beyond the limit: local writes are refused.
+        case skewed(medianMillis: Int64)
+    }
+
+    let limitMillis: Int64
+    let grace: Duration
+    private(set) var verdict: Verdict = .alone
+    private var unverifiedSince: ContinuousClock.Instant?
+
+    init(limit: Duration, grace: Duration) {
+        limitMillis = Int64(limit / .milliseconds(1))
+        self.grace = grace
+    }
+
+    /// The median of `offsets`; of an even count, the middle value nearer zero (with two
+    /// members, one of them off, the other is believed).
+    static func median(_ offsets: [Int64]) -> Int64? {
+        guard !offsets.isEmpty else { return nil }
+        let sorted = offsets.sorted()
+        let upper = sorted[sorted.count / 2]
+        guard sorted.count % 2 == 0 else { return upper }
+        let lower = sorted[sorted.count / 2 - 1]
+        return abs(lower) <= abs(upper) ? lower : upper
+    }
+
+    /// Re-judges from the offsets of the members heard directly that have a measurement, and
+    /// how many more are heard but not measured yet. Returns the new verdict if it changed.
+    mutating func evaluate(offsets: [Int64], unmeasured: Int, now: ContinuousClock.Instant) -> Verdict? {
+        let new: Verdict
+        if let median = Self.median(offsets) {
+            new = abs(median) > limitMillis ? .skewed(medianMillis: median) : .agrees(medianMillis: median)
+        } else {
+            new = unmeasured > 0 ? .unverified : .alone
+        }
+        if new == .unverified {
+            unverifiedSince = unverifiedSince ?? now
+        } else {
+            unverifiedSince = nil
+        }
+        guard new != verdict else { return nil }
+        verdict = new
+        return new
+    }
+
+    /// Local writes wait (the clock is not compared yet, and the grace has not run out).
+    func holdsWrites(now: ContinuousClock.Instant) -> Bool {
+        guard verdict == .unverified, let since = unverifiedSince else { return false }
+        return now - since < grace
+    }
+
+    /// Local writes are refused with this median offset.
+    var refusal: Int64? {
+        if case .skewed(let median) = verdict { return median }
+        return nil
+    }
+
+    /// How much further ahead than our own clock a received timestamp may be: when our clock is
+    /// behind the members' median, by that much (entries stamped by members whose clocks are
+    /// fine must not be refused because ours is slow).
+    var allowanceMillis: UInt64 {
+        if case .agrees(let median) = verdict, median > 0 { return UInt64(median) }
+        return 0
+    }
+}

@@ -1,0 +1,92 @@
+import Foundation
+
+/// A fault a user or operator must be able to see, listed in `status` until it clears.
+public struct Problem: Sendable, Equatable, Codable {
+    public enum Kind: String, Sendable, Codable {
+        /// A value, counter, log or file could not be read (undecodable, corrupt, newer schema).
+        case load
+        /// A local write could not be committed (full or read-only disk, a newer schema's data).
+        case save
+        /// Entries received from members could not be committed: they are fetched again, with
+        /// back-off, once commits work.
+        case commit
+        /// This node's clock is too far from its members' (median): local writes are refused.
+        case clock
+        /// A member's clock is too far from ours: its entries are refused while so.
+        case peerClock
+        /// Another process claims this node's id.
+        case identity
+        /// A member was announced whose key is not trusted here: it is not dialled.
+        case trust
+    }
+
+    public var kind: Kind
+    /// The key, file or member concerned.
+    public var subject: String
+    public var message: String
+    /// When it first occurred, when last, and how many times (since it was last clear).
+    public var since: Date
+    public var last: Date
+    public var count: Int
+
+    public init(kind: Kind, subject: String, message: String, since: Date = Date(), last: Date? = nil, count: Int = 1) {
+        self.kind = kind
+        self.subject = subject
+        self.message = message
+        self.since = since
+        self.last = last ?? since
+        self.count = count
+    }
+
+    /// Whether `health` fails on it: faults of this node that lose writes or would reorder
+    /// history. Problems elsewhere (a member's clock, an untrusted member) are listed but are
+    /// not this node's ill health.
+    public var failsHealth: Bool {
+        switch kind {
+        case .load, .save, .commit, .clock, .identity: true
+        case .peerClock, .trust: false
+        }
+    }
+
+    /// The same problem again: a new message and time, one more occurrence.
+    mutating func recur(_ message: String, at date: Date = Date()) {
+        self.message = message
+        last = date
+        count += 1
+    }
+}
+
+/// The current problems of one kind family, by subject, for `status` and `health`.
+struct ProblemBoard: Sendable {
+    private(set) var problems: [String: Problem] = [:]
+
+    private static func id(_ kind: Problem.Kind, _ subject: String) -> String { "\(kind.rawValue)\u{1F}\(subject)" }
+
+    /// Records an occurrence; returns true if the problem is new (worth a log line).
+    @discardableResult
+    mutating func raise(_ kind: Problem.Kind, _ subject: String, _ message: String, at date: Date = Date()) -> Bool {
+        let id = Self.id(kind, subject)
+        if problems[id] != nil {
+            problems[id]?.recur(message, at: date)
+            return false
+        }
+        problems[id] = Problem(kind: kind, subject: subject, message: message, since: date)
+        return true
+    }
+
+    /// Clears a problem; returns it if it was there.
+    @discardableResult
+    mutating func clear(_ kind: Problem.Kind, _ subject: String) -> Problem? {
+        problems.removeValue(forKey: Self.id(kind, subject))
+    }
+
+    mutating func clearAll(_ kind: Problem.Kind) {
+        problems = problems.filter { $0.value.kind != kind }
+    }
+
+    func of(_ kind: Problem.Kind) -> [Problem] {
+        problems.values.filter { $0.kind == kind }.sorted { $0.since < $1.since }
+    }
+
+    var all: [Problem] { problems.values.sorted { ($0.kind.rawValue, $0.since) < ($1.kind.rawValue, $1.since) } }
+}

@@ -1,0 +1,143 @@
+import Foundation
+
+/// The member table of one node, and the rules by which gossip changes it.
+///
+/// Records arrive from a join (a seed's reply), from membership exchanges between members whose
+/// tables differ (heartbeats carry a digest of each table), and from announcements on PUB. A
+/// record that supersedes what the table holds (see `MemberRecord.supersedes`) replaces it and is
+/// announced on, so every member learns it in a round or two; one that does not changes nothing,
+/// so gossip stops by itself. Merging is commutative, associative and idempotent: tables that
+/// saw the same records, in any order, are equal (and so are their digests).
+struct Membership: Sendable {
+    /// This node's own record (written by this node alone).
+    private(set) var local: MemberRecord
+    /// Every other node ever learnt, `forgotten` ones included (as tombstones, so that gossip
+    /// from a member that has not heard of the removal cannot bring them back).
+    private(set) var others: [NodeID: MemberRecord] = [:]
+    /// A hash of the whole table; equal on two nodes means equal tables.
+    private(set) var digest: UInt64 = 0
+
+    init(local: MemberRecord) {
+        self.local = local
+        digest = computeDigest()
+    }
+
+    /// What a merge changed, for the node to act on (dial, hang up, log).
+    enum Change: Equatable, Sendable {
+        /// A member to dial: new, or a new life of one that had left.
+        case joined(MemberRecord)
+        /// A member restarted (new epoch) at the same address with the same key.
+        case restarted(MemberRecord)
+        /// A member now at another address or with another key: hang up and dial anew.
+        case moved(MemberRecord)
+        /// A member announced its departure.
+        case left(MemberRecord)
+        /// An operator removed a member.
+        case forgotten(MemberRecord)
+    }
+
+    struct MergeResult: Equatable, Sendable {
+        var changes: [Change] = []
+        /// Records that changed this table: to be announced to the other members.
+        var announce: [MemberRecord] = []
+        /// Someone holds a record of this node that would replace our own (another life of our
+        /// id, or an operator's `forget`): we re-assert ourselves with a later epoch.
+        var reasserted = false
+    }
+
+    /// Members to dial: active, not this node.
+    var active: [MemberRecord] { others.values.filter { $0.status == .active }.sorted { $0.node < $1.node } }
+
+    /// Members to list in status: all but the forgotten.
+    var listed: [MemberRecord] { others.values.filter { $0.status != .forgotten }.sorted { $0.node < $1.node } }
+
+    /// Every record, this node's own first: what a join reply or an exchange carries.
+    var allRecords: [MemberRecord] { [local] + others.values.sorted { $0.node < $1.node } }
+
+    subscript(node: NodeID) -> MemberRecord? { node == local.node ? local : others[node] }
+
+    mutating func merge(_ records: [MemberRecord], wallMillis: UInt64) -> MergeResult {
+        var result = MergeResult()
+        for record in records {
+            if record.node == local.node {
+                // Only this node writes its own record. A record of it that would win (an
+                // operator's forget or a stale leave reaching a live node, or an older copy of
+                // this id at a later epoch) is answered with a later epoch of our own.
+                if record.supersedes(local) && local.status == .active {
+                    local.epoch = max(record.epoch + 1, wallMillis)
+                    result.reasserted = true
+                    result.announce.append(local)
+                }
+                continue
+            }
+            guard let existing = others[record.node] else {
+                others[record.node] = record
+                result.announce.append(record)
+                switch record.status {
+                case .active: result.changes.append(.joined(record))
+                case .left: result.changes.append(.left(record))
+                case .forgotten: result.changes.append(.forgotten(record))
+                }
+                continue
+            }
+            guard record.supersedes(existing) else { continue }
+            others[record.node] = record
+            result.announce.append(record)
+            switch record.status {
+            case .active where existing.status != .active:
+                result.changes.append(.joined(record))
+            case .active where existing.address != record.address || existing.publicKey != record.publicKey:
+                result.changes.append(.moved(record))
+            case .active:
+                result.changes.append(.restarted(record))
+            case .left:
+                result.changes.append(.left(record))
+            case .forgotten:
+                result.changes.append(.forgotten(record))
+            }
+        }
+        if !result.announce.isEmpty { digest = computeDigest() }
+        return result
+    }
+
+    /// This node leaves: its record says so (at the same epoch, so it wins everywhere).
+    mutating func leave() -> MemberRecord {
+        local.status = .left
+        digest = computeDigest()
+        return local
+    }
+
+    /// Why a member cannot be forgotten.
+    enum ForgetRefusal: Error, Equatable, Sendable {
+        case isSelf
+        case unknown
+        case stillAlive
+    }
+
+    /// An operator removes member `node` from the cluster (it must not be alive: a live member
+    /// would re-assert itself at once). Returns the tombstone to announce.
+    mutating func forget(_ node: NodeID, isAlive: Bool) throws(ForgetRefusal) -> MemberRecord {
+        guard node != local.node else { throw .isSelf }
+        guard var record = others[node], record.status != .forgotten else { throw .unknown }
+        guard !isAlive || record.status == .left else { throw .stillAlive }
+        record.status = .forgotten
+        others[node] = record
+        digest = computeDigest()
+        return record
+    }
+
+    private func computeDigest() -> UInt64 {
+        var hash = StableHash()
+        for record in allRecords.sorted(by: { $0.node < $1.node }) {
+            hash.combine(bytes: record.node.rawValue.utf8)
+            hash.combine(0)
+            hash.combine(record.epoch)
+            hash.combine(UInt64(record.status.rawValue))
+            hash.combine(bytes: record.address.description.utf8)
+            hash.combine(0)
+            hash.combine(bytes: record.publicKey ?? [])
+            withUnsafeBytes(of: record.incarnation.uuid) { hash.combine(bytes: $0) }
+        }
+        return hash.finalized
+    }
+}

@@ -1,0 +1,120 @@
+/// When to (re)dial one connecting socket (a SUB or DEALER to a member, or a DEALER to a seed).
+///
+/// libzmq's own reconnection is off (a libzmq 4.3 defect, see `ZMQSocket.setClusterConnectionOptions`),
+/// so the owner re-dials. A dial goes through three phases, each with its own deadline, so that a
+/// slow link is never cut short and a dead one is retried soon:
+/// - `connecting`: the TCP connect. It takes one round trip; a partition drops it silently, so it
+///   is retried after `connectAttempt` (a small multiple of the measured round trip).
+/// - `handshaking`: TCP is up, the ZMTP (and CURVE) handshake runs: several round trips, so
+///   `handshakeDeadline` is generous. A stopped peer's kernel accepts TCP and then nothing comes.
+/// - `connected`: until the connection is lost, or the peer falls silent while the connection
+///   looks up (a partition leaves TCP established but dead): then re-dialled every
+///   `silentRedialEvery`, which gives a fresh TCP connection.
+/// A lost connection waits a back-off that doubles with each consecutive failure.
+struct LinkDialer: Equatable, Sendable {
+    enum Phase: Equatable, Sendable {
+        case connecting(since: ContinuousClock.Instant)
+        case handshaking(since: ContinuousClock.Instant)
+        case connected(since: ContinuousClock.Instant)
+        case waiting(until: ContinuousClock.Instant)
+    }
+
+    struct Timing: Equatable, Sendable {
+        var connectAttempt: Duration
+        var handshakeDeadline: Duration
+        var silentRedialEvery: Duration
+        var backoffBase: Duration = .milliseconds(100)
+        var backoffCap: Duration = .seconds(2)
+
+        /// Deadlines for a link whose worst recent round trip is `roundTrip` (nil: not measured).
+        /// A LAN gets 0.5 s connect attempts; a 400 ms round trip gets 1.6 s, and a handshake of
+        /// ten round trips.
+        static func adapted(to roundTrip: Duration?, silentRedialEvery: Duration) -> Timing {
+            let trip = roundTrip ?? .milliseconds(250)
+            return Timing(
+                connectAttempt: max(.milliseconds(500), trip * 4),
+                handshakeDeadline: max(.seconds(3), trip * 10),
+                silentRedialEvery: max(silentRedialEvery, trip * 4))
+        }
+    }
+
+    private(set) var phase: Phase
+    private(set) var lastDial: ContinuousClock.Instant
+    /// Consecutive dials that did not reach `connected`.
+    private(set) var failures = 0
+    /// Completed handshakes over the socket's life.
+    private(set) var handshakes = 0
+    /// The connection was lost (or re-dialled) since the last completed handshake.
+    private(set) var interrupted = false
+
+    init(dialedAt now: ContinuousClock.Instant) {
+        phase = .connecting(since: now)
+        lastDial = now
+    }
+
+    var isConnected: Bool {
+        if case .connected = phase { return true }
+        return false
+    }
+
+    /// Connected, and the handshake completed less than `window` ago: the connection is fresh
+    /// proof of a path to the member even before its next heartbeat arrives.
+    func connectedRecently(now: ContinuousClock.Instant, window: Duration) -> Bool {
+        if case .connected(let since) = phase { return now - since < window }
+        return false
+    }
+
+    /// The owner dialled (again): a fresh TCP connection is on its way.
+    mutating func dialed(now: ContinuousClock.Instant) {
+        if isConnected || handshakes > 0 { interrupted = true }
+        phase = .connecting(since: now)
+        lastDial = now
+    }
+
+    /// What a monitor event means for the owner.
+    enum Outcome: Equatable, Sendable {
+        case none
+        /// The first handshake of this socket completed.
+        case connected
+        /// A handshake completed after the connection had been lost or re-dialled.
+        case reconnected
+    }
+
+    mutating func tcpConnected(now: ContinuousClock.Instant) {
+        if case .connecting = phase { phase = .handshaking(since: now) }
+    }
+
+    mutating func handshakeSucceeded(now: ContinuousClock.Instant) -> Outcome {
+        phase = .connected(since: now)
+        failures = 0
+        handshakes += 1
+        defer { interrupted = false }
+        return handshakes == 1 ? .connected : (interrupted ? .reconnected : .none)
+    }
+
+    mutating func disconnected(now: ContinuousClock.Instant, timing: Timing) {
+        interrupted = true
+        failures += 1
+        phase = .waiting(until: now + backoff(timing))
+    }
+
+    /// Whether to re-dial now. `peerSilent`: the member has not been heard for its suspect time.
+    mutating func shouldRedial(now: ContinuousClock.Instant, peerSilent: Bool, timing: Timing) -> Bool {
+        switch phase {
+        case .connecting(let since):
+            if now - since >= timing.connectAttempt { failures += 1; return true }
+        case .handshaking(let since):
+            if now - since >= timing.handshakeDeadline { failures += 1; return true }
+        case .connected:
+            if peerSilent && now - lastDial >= timing.silentRedialEvery { return true }
+        case .waiting(let until):
+            if now >= until { return true }
+        }
+        return false
+    }
+
+    private func backoff(_ timing: Timing) -> Duration {
+        let exponent = min(failures, 8)
+        return min(timing.backoffCap, timing.backoffBase * (1 << exponent))
+    }
+}

@@ -1,0 +1,155 @@
+/// How far one origin's update stream has been received, whatever path its updates took (the
+/// origin's own connection or a relay through another member), and which updates are missing.
+///
+/// An origin numbers its published updates 1, 2, 3, ... within one epoch (one process life). A
+/// receiver that sees a sequence jump, or a heartbeat announcing a higher sequence than it has,
+/// knows exactly which updates it lost; they are repaired from the origin's retransmit buffer
+/// (or fetched by a sync). A duplicate (the same update by two paths) is harmless: merging an
+/// entry twice changes nothing, so the stream only decides what to ask for, never what to apply.
+struct OriginStream: Equatable, Sendable {
+    /// The epoch these sequences belong to (0: not known yet).
+    private(set) var epoch: UInt64 = 0
+    /// The highest sequence received or recorded as missing.
+    private(set) var through: UInt64 = 0
+    /// Lost sequences, oldest first, disjoint and not adjacent.
+    private(set) var missing: [ClosedRange<UInt64>] = []
+    /// How many times a loss was detected (for status).
+    private(set) var gaps = 0
+
+    /// What an arriving message means for the stream.
+    enum Verdict: Equatable, Sendable {
+        /// In order, or a late arrival that fills a gap, or a repeat: nothing to do.
+        case inOrder
+        /// Sequences were skipped: they are now in `missing`.
+        case gap(ClosedRange<UInt64>)
+        /// A new epoch began: the origin restarted, and whatever it published late in its last
+        /// life that we did not get can no longer be repaired from it (a sync must bring it).
+        case restarted
+    }
+
+    /// Every update up to here was received or is being repaired: what heartbeats report.
+    var contiguousThrough: UInt64 {
+        missing.first.map { $0.lowerBound - 1 } ?? through
+    }
+
+    /// An update with `sequence` arrived, of `epoch` if the message says (relays do), else of
+    /// the epoch the origin's heartbeats announced.
+    mutating func received(sequence: UInt64, epoch messageEpoch: UInt64? = nil) -> Verdict {
+        if let messageEpoch, messageEpoch != epoch {
+            guard messageEpoch > epoch else { return .inOrder }  // a straggler of an earlier life
+            let wasKnown = epoch != 0
+            restart(epoch: messageEpoch, through: sequence)
+            return wasKnown ? .restarted : .inOrder
+        }
+        if epoch == 0 && through == 0 && missing.isEmpty {
+            // The first update seen, before any heartbeat: what came before was published before
+            // we listened, and the start-up sync brings it.
+            through = sequence
+            return .inOrder
+        }
+        if sequence == through &+ 1 {
+            through = sequence
+            return .inOrder
+        }
+        if sequence > through {
+            let lost = through + 1...sequence - 1
+            note(lost)
+            through = sequence
+            return .gap(lost)
+        }
+        remove(sequence...sequence)
+        return .inOrder
+    }
+
+    /// The origin's heartbeat: it is in `epoch` and has published up to `sequence`. Everything
+    /// it published before the heartbeat was sent earlier on the same ordered connection, so a
+    /// higher sequence than ours means those updates were dropped.
+    mutating func announced(epoch announced: UInt64, sequence: UInt64) -> Verdict {
+        if announced != epoch {
+            guard announced > epoch else { return .inOrder }
+            guard epoch != 0 else {
+                // The first heartbeat: updates seen before it belong to this epoch.
+                epoch = announced
+                if through == 0 && missing.isEmpty {
+                    through = sequence
+                    return .inOrder
+                }
+                return noteThrough(sequence)
+            }
+            restart(epoch: announced, through: sequence)
+            return .restarted
+        }
+        return noteThrough(sequence)
+    }
+
+    /// Another member reports holding this origin's stream up to `sequence` in `epoch`: what we
+    /// lack of it (nothing if we are ahead or the epochs differ).
+    func behind(epoch other: UInt64, through sequence: UInt64) -> ClosedRange<UInt64>? {
+        guard other == epoch, epoch != 0, sequence > contiguousThrough else { return nil }
+        return contiguousThrough + 1...sequence
+    }
+
+    /// Like a heartbeat, but learnt from a member that holds the stream this far: the
+    /// sequences beyond ours are missing.
+    mutating func learned(epoch other: UInt64, through sequence: UInt64) -> Verdict {
+        guard other == epoch, epoch != 0 else { return .inOrder }
+        return noteThrough(sequence)
+    }
+
+    /// The oldest missing range, at most `limit` sequences long, taken out to be repaired.
+    mutating func takeRepair(limit: UInt64) -> ClosedRange<UInt64>? {
+        guard let first = missing.first else { return nil }
+        let range = first.lowerBound...min(first.upperBound, first.lowerBound + limit - 1)
+        if range.upperBound == first.upperBound {
+            missing.removeFirst()
+        } else {
+            missing[0] = range.upperBound + 1...first.upperBound
+        }
+        return range
+    }
+
+    /// A sync with a member that held this stream through `sequence` brought everything up to it.
+    mutating func covered(through sequence: UInt64, epoch covered: UInt64) {
+        guard covered == epoch else { return }
+        remove(0...sequence)
+    }
+
+    /// A full sync that held everything (start-up, restart): forget all known losses.
+    mutating func clearMissing() { missing.removeAll() }
+
+    private mutating func noteThrough(_ sequence: UInt64) -> Verdict {
+        guard sequence > through else { return .inOrder }
+        let lost = through + 1...sequence
+        note(lost)
+        through = sequence
+        return .gap(lost)
+    }
+
+    private mutating func restart(epoch: UInt64, through: UInt64) {
+        self.epoch = epoch
+        self.through = through
+        missing.removeAll()
+    }
+
+    private mutating func note(_ range: ClosedRange<UInt64>) {
+        gaps += 1
+        if let last = missing.last, last.upperBound + 1 >= range.lowerBound {
+            missing[missing.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
+        } else {
+            missing.append(range)
+        }
+    }
+
+    private mutating func remove(_ range: ClosedRange<UInt64>) {
+        var result: [ClosedRange<UInt64>] = []
+        for existing in missing {
+            guard existing.overlaps(range) else {
+                result.append(existing)
+                continue
+            }
+            if existing.lowerBound < range.lowerBound { result.append(existing.lowerBound...range.lowerBound - 1) }
+            if existing.upperBound > range.upperBound { result.append(range.upperBound + 1...existing.upperBound) }
+        }
+        missing = result
+    }
+}

@@ -1,0 +1,348 @@
+import Foundation
+
+/// The timers of the peer layer, from `ReplicaConfiguration`, stretched for slow links.
+struct PeerTiming: Equatable, Sendable {
+    var heartbeatInterval: Duration
+    var suspectAfter: Duration
+    var downAfter: Duration
+    /// A repair or sync that receives nothing for this long is abandoned.
+    var requestTimeout: Duration
+    /// A connected socket to a silent member is re-dialled this often.
+    var silentRedialEvery: Duration = .seconds(1)
+
+    /// Failure detection adapts to the measured round trip: a heartbeat reaches us one way
+    /// (about half a round trip) late, and jitter on a slow link is a fraction of its round trip,
+    /// so the suspect time is at least one heartbeat interval plus two round trips.
+    func adapted(to roundTrip: Duration?) -> PeerTiming {
+        guard let roundTrip else { return self }
+        var timing = self
+        timing.suspectAfter = max(suspectAfter, heartbeatInterval + roundTrip * 2)
+        timing.downAfter = max(downAfter, timing.suspectAfter + heartbeatInterval * 3)
+        timing.requestTimeout = max(requestTimeout, roundTrip * 20)
+        return timing
+    }
+}
+
+/// What this node knows about one member and how it talks to it: the per-peer state machine.
+///
+/// Events come in (a heartbeat, an update, a chunk, a connection event, a timer tick); actions
+/// come out for the `Replica` reactor to carry out (re-dial a socket, ask for a repair, want a
+/// sync, exchange member tables). No sockets, no clocks read: `now` is passed in, so every
+/// decision is testable with tables (Tests/ReplicaCoreTests/PeerSessionTests.swift).
+struct PeerSession: Sendable {
+    let node: NodeID
+    private(set) var record: MemberRecord
+    private(set) var liveness: Liveness
+    private(set) var subscriber: LinkDialer
+    private(set) var dealer: LinkDialer
+    /// This member's own update stream (whatever path its updates take).
+    private(set) var stream = OriginStream()
+    private(set) var clock = ClockEstimate()
+    private(set) var incarnation: UUID?
+    private(set) var heartbeat: HeardHeartbeat?
+    private(set) var repair: RepairInFlight?
+    /// Where the last completed sync with this member left off: the next one asks only for
+    /// what it stored since.
+    private(set) var syncMark: StoreMark = .none
+    private(set) var stats = Stats()
+    private var membersMismatches = 0
+
+    struct HeardHeartbeat: Equatable, Sendable {
+        var epoch: UInt64
+        var sequence: UInt64
+        var wallMillis: UInt64
+        var receivedAt: ContinuousClock.Instant
+        var digestRoot: UInt64
+        /// Our digest root when it arrived (the quiet-digest rule compares two heartbeats).
+        var ourRoot: UInt64
+        var membersDigest: UInt64
+        var storeSerial: UInt64
+        var entryCount: UInt64
+        var reports: [NodeID: PeerReport]
+    }
+
+    struct RepairInFlight: Equatable, Sendable {
+        var requestID: UInt64
+        var range: ClosedRange<UInt64>
+        var lastProgress: ContinuousClock.Instant
+    }
+
+    struct Stats: Equatable, Sendable {
+        var syncsCompleted = 0
+        var repairsCompleted = 0
+        var repairedUpdates = 0
+        /// Bytes of every message received from this member, by kind of traffic.
+        var updateBytes = 0
+        var syncBytes = 0
+        var repairBytes = 0
+        /// Entries it wrote that were refused for a timestamp too far ahead, and its heartbeats
+        /// taken for liveness only for the same reason.
+        var futureTimestampsRejected = 0
+        var skewedHeartbeats = 0
+    }
+
+    /// What we know that the session's decisions depend on.
+    struct LocalView: Equatable, Sendable {
+        var node: NodeID
+        var digestRoot: UInt64
+        var membersDigest: UInt64
+        /// A sync with this member is in flight.
+        var syncing: Bool
+    }
+
+    /// What the reactor must do.
+    enum Action: Equatable, Sendable {
+        case stateChanged(Liveness.Transition)
+        case wantSync(SyncReason)
+        /// Send our member table and ask for theirs (the tables differ).
+        case exchangeMembers
+        /// Ask the member to resend these updates from its retransmit buffer.
+        case requestRepair(ClosedRange<UInt64>)
+        case redialSubscriber
+        case redialDealer
+        /// The sync connection was lost: a sync or repair riding on it is gone.
+        case syncConnectionLost
+    }
+
+    init(record: MemberRecord, now: ContinuousClock.Instant) {
+        node = record.node
+        self.record = record
+        liveness = Liveness(now: now)
+        subscriber = LinkDialer(dialedAt: now)
+        dealer = LinkDialer(dialedAt: now)
+    }
+
+    /// The timing for this member, adapted to its round trip.
+    func timing(_ base: PeerTiming) -> PeerTiming { base.adapted(to: clock.worstRoundTrip) }
+
+    func dialTiming(_ base: PeerTiming) -> LinkDialer.Timing {
+        .adapted(to: clock.worstRoundTrip, silentRedialEvery: base.silentRedialEvery)
+    }
+
+    func hearsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
+        liveness.hearsDirectly(now: now, window: timing(base).suspectAfter)
+    }
+
+    /// Members this one says it hears directly (from its last heartbeat).
+    var hears: Set<NodeID> {
+        Set(heartbeat?.reports.values.filter(\.hearsDirectly).map(\.node) ?? [])
+    }
+
+    // MARK: Messages
+
+    /// Any message on this member's own connections.
+    mutating func heardDirectly(now: ContinuousClock.Instant) -> [Action] {
+        liveness.heardDirectly(now: now).map { [.stateChanged($0)] } ?? []
+    }
+
+    /// A member we hear vouched for this one (or passed on one of its updates).
+    mutating func heardIndirectly(now: ContinuousClock.Instant) -> [Action] {
+        liveness.heardIndirectly(now: now).map { [.stateChanged($0)] } ?? []
+    }
+
+    mutating func heartbeatReceived(_ message: Heartbeat, local: LocalView, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
+        var actions = heardDirectly(now: now)
+        if let known = incarnation, known != message.incarnation {
+            actions.append(.wantSync(.newIncarnation))
+        }
+        incarnation = message.incarnation
+        if stream.announced(epoch: message.epoch, sequence: message.sequence) == .restarted {
+            actions.append(.wantSync(.peerRestarted))
+        }
+        var reports: [NodeID: PeerReport] = [:]
+        for report in message.reports { reports[report.node] = report }
+        if let echo = reports[local.node] {
+            clock.record(echoedWallMillis: echo.echoWallMillis, heldMillis: echo.heldMillis,
+                         peerWallMillis: message.wallMillis, receivedWallMillis: wallMillis)
+        }
+        // Digests differ all the time while writes are in flight. Divergence is a difference
+        // that holds while neither side changes: our root and the member's both stayed put for a
+        // whole heartbeat interval and still differ. (Losses during writes show as sequence gaps.)
+        if let last = heartbeat, message.digestRoot != local.digestRoot, last.digestRoot == message.digestRoot,
+           last.ourRoot == local.digestRoot, !local.syncing {
+            actions.append(.wantSync(.digestsDiffer))
+        }
+        // Member tables: two heartbeats in a row with another table (an announcement may be on
+        // its way in between) start an exchange.
+        if message.membersDigest != local.membersDigest {
+            membersMismatches += 1
+            if membersMismatches >= 2 {
+                membersMismatches = 0
+                actions.append(.exchangeMembers)
+            }
+        } else {
+            membersMismatches = 0
+        }
+        heartbeat = HeardHeartbeat(
+            epoch: message.epoch, sequence: message.sequence, wallMillis: message.wallMillis, receivedAt: now,
+            digestRoot: message.digestRoot, ourRoot: local.digestRoot, membersDigest: message.membersDigest,
+            storeSerial: message.storeSerial, entryCount: message.entryCount, reports: reports)
+        return actions
+    }
+
+    /// One of this member's updates arrived: on its own connection (`epoch` nil) or relayed.
+    mutating func updateReceived(sequence: UInt64, epoch: UInt64? = nil) -> [Action] {
+        stream.received(sequence: sequence, epoch: epoch) == .restarted ? [.wantSync(.peerRestarted)] : []
+    }
+
+    /// Another member holds this member's stream through `sequence` (its heartbeat said so),
+    /// and we cannot hear this member ourselves: we lack what lies beyond ours.
+    mutating func heldElsewhere(epoch: UInt64, through sequence: UInt64) {
+        _ = stream.learned(epoch: epoch, through: sequence)
+    }
+
+    /// A heartbeat from this member whose clock is too far ahead of ours: it proves the member
+    /// alive and measures its clock, and nothing else is taken from it.
+    mutating func skewedHeartbeatReceived(_ message: Heartbeat, local node: NodeID, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
+        let actions = heardDirectly(now: now)
+        if let echo = message.reports.first(where: { $0.node == node }) {
+            clock.record(echoedWallMillis: echo.echoWallMillis, heldMillis: echo.heldMillis,
+                         peerWallMillis: message.wallMillis, receivedWallMillis: wallMillis)
+        }
+        stats.skewedHeartbeats += 1
+        return actions
+    }
+
+    mutating func countFutureRejection() { stats.futureTimestampsRejected += 1 }
+
+    /// Our wall clock was stepped: offsets measured against the old one are void.
+    mutating func resetClock() { clock = ClockEstimate() }
+
+    mutating func countBytes(update: Int = 0, sync: Int = 0, repair: Int = 0) {
+        stats.updateBytes += update
+        stats.syncBytes += sync
+        stats.repairBytes += repair
+    }
+
+    // MARK: Connections
+
+    mutating func subscriberTCPConnected(now: ContinuousClock.Instant) { subscriber.tcpConnected(now: now) }
+    mutating func dealerTCPConnected(now: ContinuousClock.Instant) { dealer.tcpConnected(now: now) }
+
+    mutating func subscriberHandshakeSucceeded(now: ContinuousClock.Instant) {
+        _ = subscriber.handshakeSucceeded(now: now)
+    }
+
+    /// The sync connection completed a handshake: after a loss, a sync fetches at once what
+    /// the link missed (a healed partition, a resumed member), without waiting for a heartbeat.
+    mutating func dealerHandshakeSucceeded(now: ContinuousClock.Instant) -> [Action] {
+        dealer.handshakeSucceeded(now: now) == .reconnected ? [.wantSync(.reconnected)] : []
+    }
+
+    mutating func subscriberDisconnected(now: ContinuousClock.Instant, base: PeerTiming) {
+        subscriber.disconnected(now: now, timing: dialTiming(base))
+    }
+
+    mutating func dealerDisconnected(now: ContinuousClock.Instant, base: PeerTiming) -> [Action] {
+        dealer.disconnected(now: now, timing: dialTiming(base))
+        repair = nil
+        return [.syncConnectionLost]
+    }
+
+    mutating func subscriberRedialed(now: ContinuousClock.Instant) { subscriber.dialed(now: now) }
+
+    mutating func dealerRedialed(now: ContinuousClock.Instant) -> [Action] {
+        dealer.dialed(now: now)
+        // A request in flight went with the old pipe.
+        repair = nil
+        return [.syncConnectionLost]
+    }
+
+    // MARK: Repairs and syncs
+
+    mutating func repairStarted(requestID: UInt64, range: ClosedRange<UInt64>, now: ContinuousClock.Instant) {
+        repair = RepairInFlight(requestID: requestID, range: range, lastProgress: now)
+    }
+
+    enum RepairVerdict: Equatable, Sendable {
+        case unrelated
+        case progress
+        case completed
+        /// The member no longer holds those updates: a sync must bring them.
+        case unavailable
+    }
+
+    mutating func repairChunk(requestID: UInt64, entries: Int, isLast: Bool, isUnavailable: Bool, now: ContinuousClock.Instant) -> RepairVerdict {
+        guard let current = repair, current.requestID == requestID else { return .unrelated }
+        if isUnavailable {
+            repair = nil
+            return .unavailable
+        }
+        stats.repairedUpdates += entries
+        if isLast {
+            repair = nil
+            stats.repairsCompleted += 1
+            return .completed
+        }
+        repair?.lastProgress = now
+        return .progress
+    }
+
+    /// A full sync with this member completed: everything it held at `mark` is here.
+    mutating func syncCompleted(mark: StoreMark) {
+        syncMark = mark
+        stats.syncsCompleted += 1
+        // Its own updates up to the sequence it had announced are among what it sent.
+        if let heartbeat { stream.covered(through: heartbeat.sequence, epoch: heartbeat.epoch) }
+    }
+
+    /// A sync with another member that held this member's stream through `sequence` completed.
+    mutating func covered(through sequence: UInt64, epoch: UInt64) {
+        stream.covered(through: sequence, epoch: epoch)
+    }
+
+    /// A start-up (or otherwise complete) sync brought everything: no loss is pending.
+    mutating func clearMissing() { stream.clearMissing() }
+
+    // MARK: Membership
+
+    /// A new record for this member (a restart, another address, a departure, a return).
+    mutating func recordChanged(_ new: MemberRecord, now: ContinuousClock.Instant) -> [Action] {
+        let old = record
+        record = new
+        if new.status == .left { return liveness.left(now: now).map { [.stateChanged($0)] } ?? [] }
+        if old.status != .active && new.status == .active {
+            return liveness.rejoined(now: now).map { [.stateChanged($0)] } ?? []
+        }
+        return []
+    }
+
+    /// This node was stalled for `gap` (stopped, starved): nothing heard meanwhile is not the
+    /// member's fault.
+    mutating func stalled(for gap: Duration) { liveness.stalled(for: gap) }
+
+    // MARK: Timers
+
+    /// Ages liveness, re-dials what needs it, times out a repair, and starts the next repair.
+    /// `holdRepairs`: a sync that brings everything is pending; lost updates wait for it.
+    mutating func tick(now: ContinuousClock.Instant, base: PeerTiming, holdRepairs: Bool) -> [Action] {
+        guard record.status == .active else { return [] }
+        var actions: [Action] = []
+        let timing = timing(base)
+        if let transition = liveness.tick(now: now, suspectAfter: timing.suspectAfter, downAfter: timing.downAfter) {
+            actions.append(.stateChanged(transition))
+        }
+        let silent = !liveness.hearsDirectly(now: now, window: timing.suspectAfter)
+        let dial = dialTiming(base)
+        if subscriber.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialSubscriber) }
+        if dealer.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialDealer) }
+        if let current = repair, now - current.lastProgress >= timing.requestTimeout {
+            // The sync wanted instead brings everything: no more repairs of these losses.
+            repair = nil
+            stream.clearMissing()
+            actions.append(.wantSync(.repairTimedOut))
+        }
+        if repair == nil, !holdRepairs, !stream.missing.isEmpty {
+            if dealer.isConnected && !silent, let range = stream.takeRepair(limit: Self.maxRepair) {
+                actions.append(.requestRepair(range))
+            } else if silent {
+                // We cannot reach it to ask: a member that holds its updates must bring them.
+                actions.append(.wantSync(.repairUnavailable))
+            }
+        }
+        return actions
+    }
+
+    /// Most updates asked for in one repair request.
+    static let maxRepair: UInt64 = 4096
+}

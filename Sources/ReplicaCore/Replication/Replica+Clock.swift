@@ -1,0 +1,56 @@
+import Foundation
+
+/// This node's clock against its members': the verdict of `ClockCheck`, the problems it
+/// raises, and what changes when the wall clock is stepped.
+extension Replica {
+    func checkClock(now: ContinuousClock.Instant) {
+        let wall = HybridLogicalClock.systemClock()
+        noticeClockStep(wall: wall, now: now)
+        var offsets: [Int64] = []
+        var unmeasured = 0
+        for session in sessions.values where session.record.status == .active && session.hearsDirectly(now: now, base: timing) {
+            if let offset = session.clock.offsetMillis {
+                offsets.append(offset)
+            } else {
+                unmeasured += 1
+            }
+            let subject = session.node.rawValue
+            if let offset = session.clock.offsetMillis, abs(offset) > clockCheck.limitMillis {
+                if problems.raise(.peerClock, subject, "\(subject)'s clock is \(abs(offset) / 1000) s \(offset > 0 ? "ahead of" : "behind") this node's; "
+                    + "entries it writes are refused while so") {
+                    logger.warning("\(subject)'s clock is \(offset) ms off ours, beyond the \(clockCheck.limitMillis) ms limit")
+                }
+            } else {
+                problems.clear(.peerClock, subject)
+            }
+        }
+        clock.extraDriftMillis = clockCheck.allowanceMillis
+        if let verdict = clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
+            clock.extraDriftMillis = clockCheck.allowanceMillis
+            switch verdict {
+            case .skewed(let median):
+                let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
+                problems.raise(.clock, identity.node.rawValue, error.description)
+                logger.error("\(error.description)")
+                for write in commits.takeWrites() { write.continuation.resume(throwing: error) }
+            case .agrees, .alone, .unverified:
+                if problems.clear(.clock, identity.node.rawValue) != nil {
+                    logger.info("this node's clock agrees with its members' again; writes are accepted")
+                }
+            }
+        }
+    }
+
+    /// The wall clock moved differently from the monotonic clock (stepped by an operator or
+    /// NTP): offsets measured before are void, so a fixed clock is trusted again within a few
+    /// heartbeats instead of after every old sample has aged out.
+    private func noticeClockStep(wall: UInt64, now: ContinuousClock.Instant) {
+        defer { lastClockReading = (wall, now) }
+        guard let (lastWall, lastNow) = lastClockReading else { return }
+        let wallElapsed = Int64(bitPattern: wall &- lastWall)
+        let elapsed = Int64((now - lastNow) / .milliseconds(1))
+        guard abs(wallElapsed - elapsed) > 1000 else { return }
+        logger.warning("the wall clock was stepped by \(wallElapsed - elapsed) ms; measuring the members' clocks afresh")
+        for node in sessions.keys { sessions[node]?.resetClock() }
+    }
+}

@@ -1,0 +1,111 @@
+import Foundation
+
+/// The group commit: queued local writes and received entries in one transaction, then publish
+/// the local winners, resume the writers and tell observers.
+extension Replica {
+    func flush() {
+        guard !commits.isEmpty else { return }
+        // Until this node's clock has been compared with its members', local writes wait.
+        let (local, remote) = commits.takeBatch(holdingWrites: clockCheck.holdsWrites(now: .now))
+        guard !local.isEmpty || !remote.isEmpty else { return }
+        let winners: [Entry]
+        do {
+            winners = try store.merge(remote.map(\.entry) + local.flatMap(\.entries))
+        } catch {
+            commitFailed(error, local: local, remote: remote)
+            return
+        }
+        if let ended = commits.committed() {
+            logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
+            problems.clear(.commit, Self.receivedEntries)
+            planner.wantCatchUp(.commitFailed)
+        }
+        if !local.isEmpty && !problems.of(.save).isEmpty {
+            logger.info("saves succeed again; clearing \(problems.of(.save).count) save error(s)")
+            problems.clearAll(.save)
+        }
+
+        // Which member each remote winner came through, for observers only (a dictionary of keys
+        // costs a hash per entry on the hot path, so none is built when nobody observes).
+        var remoteOrigin: [String: NodeID] = [:]
+        if !observers.isEmpty {
+            remoteOrigin.reserveCapacity(remote.count)
+            for item in remote { remoteOrigin[item.entry.key] = item.from }
+        }
+        // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
+        var localStamps = Set<HybridTimestamp>()
+        if !local.isEmpty {
+            localStamps.reserveCapacity(local.reduce(0) { $0 + $1.entries.count })
+            for write in local { for entry in write.entries { localStamps.insert(entry.version.timestamp) } }
+        }
+        if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
+        for entry in winners {
+            let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
+            if isLocal {
+                publish(entry)
+            } else {
+                counters.updatesApplied += 1
+            }
+            if !observers.isEmpty {
+                notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
+            }
+        }
+        for write in local { write.continuation.resume(returning: write.entries) }
+    }
+
+    /// Nothing of the batch was written. Writers get the error (nothing of theirs is published);
+    /// received entries are dropped, to be fetched again by a catch-up sync once commits work.
+    private func commitFailed(_ error: any Error, local: [CommitQueue.PendingWrite], remote: [CommitQueue.Inbound]) {
+        let reason = "\(error)"
+        if commits.failed(reason, now: .now) {
+            logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+        } else if case let (true, suppressed) = warnings.admit("commit", now: .now) {
+            logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
+        }
+        // Queued counter increments were not committed: re-read slot totals from the store.
+        counterSlots.removeAll()
+        for write in local {
+            for entry in write.entries { problems.raise(.save, entry.key, reason) }
+            let key = write.entries.first?.key ?? ""
+            write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
+        }
+        if !remote.isEmpty {
+            counters.inboundDroppedOnFailedCommit += remote.count
+            problems.raise(.commit, Self.receivedEntries, "\(remote.count) received entries could not be committed (\(reason)); "
+                + "they are fetched again once commits work, retried with back-off")
+            planner.wantCatchUp(.commitFailed)
+        }
+    }
+
+    /// The subject of the problem of failing replicated commits.
+    static let receivedEntries = "received entries"
+
+    /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members'
+    /// (each refusal counts in the clock problem).
+    func refuseIfClockSkewed() throws {
+        guard let offset = clockCheck.refusal else { return }
+        let error = ReplicaError.clockSkew(offsetMillis: offset, limitMillis: clockCheck.limitMillis)
+        problems.raise(.clock, identity.node.rawValue, error.description)
+        throw error
+    }
+
+    private func publish(_ entry: Entry) {
+        guard let publisher else { return }
+        sequence &+= 1
+        retransmit.record(entry.key, sequence: sequence)
+        let frames = codec.publishFrames(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))
+        do {
+            try publisher.send(frames)
+            counters.updatesPublished += 1
+        } catch {
+            // PUB never blocks; a failure here is a closed context. Repairs fill the gap.
+            logger.error("publish failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+        }
+    }
+
+    private func notify(_ change: Change) {
+        for observer in observers.values where change.entry.key.hasPrefix(observer.prefix) {
+            observer.continuation.yield(change)
+        }
+    }
+}

@@ -1,0 +1,177 @@
+import Foundation
+
+/// Sockets to members and seeds: opening, closing, and their connection events.
+extension Replica {
+    // MARK: Members
+
+    /// Whether a member may be dialled: always when insecure; under CURVE only with a trusted
+    /// key, and (where the trust source names keys) its own id's key.
+    func isAdmitted(_ record: MemberRecord) -> Bool {
+        guard curve != nil else { return true }
+        guard let key = record.publicKey, trustedKeys.contains(key) else { return false }
+        if let owner = keyOwners[key], owner != record.node { return false }
+        return true
+    }
+
+    func linkSecurity(serverKey: [UInt8]?) -> LinkSecurity? {
+        guard let curve else { return .insecure }
+        guard let serverKey, let text = CurveKeyPair.z85(ofRaw: serverKey) else { return nil }
+        return .curve(curve.keys, serverKey: text)
+    }
+
+    /// Opens the sockets to a member (closing any to an old address first).
+    func openLink(to record: MemberRecord, now: ContinuousClock.Instant) {
+        closeLink(to: record.node)
+        guard record.status == .active, isAdmitted(record), let security = linkSecurity(serverKey: record.publicKey) else { return }
+        do {
+            links[record.node] = try MemberLink(
+                node: record.node, address: record.address, from: configuration.listen, context: context,
+                limits: configuration.limits, security: security)
+            pollItemsCache = nil
+            logger.info("dialling member \(record.node) at \(record.address)")
+        } catch {
+            logger.error("cannot dial member \(record.node) at \(record.address): \(error)")
+        }
+    }
+
+    func closeLink(to node: NodeID) {
+        guard let link = links.removeValue(forKey: node) else { return }
+        link.close()
+        pollItemsCache = nil
+        // Relays taken through it are chosen again on the next turn.
+        relaysTaken = relaysTaken.filter { $0.value != node }
+    }
+
+    func receiveLinkEvents(of node: NodeID, subscriber: Bool) {
+        guard let link = links[node] else { return }
+        let socket = subscriber ? link.subscriberEvents : link.dealerEvents
+        let now = ContinuousClock.now
+        for _ in 0..<64 {
+            guard let event = try? socket.receiveMonitorEvent() else { return }
+            switch (event, subscriber) {
+            case (.connected, true): sessions[node]?.subscriberTCPConnected(now: now)
+            case (.connected, false): sessions[node]?.dealerTCPConnected(now: now)
+            case (.handshakeSucceeded, true): sessions[node]?.subscriberHandshakeSucceeded(now: now)
+            case (.handshakeSucceeded, false):
+                if let actions = sessions[node]?.dealerHandshakeSucceeded(now: now) {
+                    if actions.contains(.wantSync(.reconnected)) {
+                        logger.info("sync link to \(node) reconnected; syncing")
+                        _ = planner.connectionLost(to: node)
+                    }
+                    perform(actions, for: node, now: now)
+                }
+            case (.disconnected, true): sessions[node]?.subscriberDisconnected(now: now, base: timing)
+            case (.disconnected, false):
+                if let actions = sessions[node]?.dealerDisconnected(now: now, base: timing) { perform(actions, for: node, now: now) }
+            case (.handshakeFailed, _), (.other, _): continue
+            }
+        }
+    }
+
+    // MARK: Seeds
+
+    /// Asks every configured seed (except this node itself) to let us join.
+    func contactSeeds() {
+        let own = [configuration.listen, membership.local.address]
+        for seed in configuration.peers where !own.contains(seed) {
+            openSeed(seed, serverKey: curve?.peerKeys[seed].flatMap(CurveKeyPair.rawBytes(ofZ85:)))
+        }
+    }
+
+    func openSeed(_ address: Endpoint, serverKey: [UInt8]?) {
+        guard !isShutDown, !seeds.contains(where: { $0.address == address }) else { return }
+        guard let security = linkSecurity(serverKey: serverKey) else {
+            logger.warning("seed \(address) has no trusted public key; not contacted")
+            return
+        }
+        do {
+            let seed = try SeedContact(
+                id: nextSeedID, address: address, from: configuration.listen, context: context,
+                limits: configuration.limits, security: security, now: .now)
+            nextSeedID += 1
+            seeds.append(seed)
+            pollItemsCache = nil
+            sendJoin(to: seed, now: .now)
+        } catch {
+            logger.error("cannot contact seed \(address): \(error)")
+        }
+    }
+
+    func sendJoin(to seed: SeedContact, now: ContinuousClock.Instant) {
+        let message = MembersMessage(origin: identity.node, wantsReply: true, records: membership.allRecords)
+        _ = try? seed.dealer.send([codec.encode(.members(message))])
+        seed.lastJoinSent = now
+    }
+
+    func closeSeed(_ id: Int) {
+        guard let index = seeds.firstIndex(where: { $0.id == id }) else { return }
+        seeds.remove(at: index).close()
+        pollItemsCache = nil
+    }
+
+    func receiveSeedEvents(of id: Int) {
+        guard let seed = seeds.first(where: { $0.id == id }) else { return }
+        let now = ContinuousClock.now
+        for _ in 0..<16 {
+            guard let event = try? seed.events.receiveMonitorEvent() else { return }
+            switch event {
+            case .connected: seed.dialer.tcpConnected(now: now)
+            case .handshakeSucceeded:
+                _ = seed.dialer.handshakeSucceeded(now: now)
+                sendJoin(to: seed, now: now)
+            case .disconnected: seed.dialer.disconnected(now: now, timing: .adapted(to: nil, silentRedialEvery: timing.silentRedialEvery))
+            case .handshakeFailed, .other: continue
+            }
+        }
+    }
+
+    func receiveSeedReplies(from id: Int) {
+        guard let seed = seeds.first(where: { $0.id == id }) else { return }
+        while let message = try? seed.dealer.receive(maxFrames: 1) {
+            do {
+                guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                guard case .members(let members) = try codec.decode(message.frames[0]) else { throw WireError.invalidField("join reply") }
+                if members.origin == identity.node {
+                    logger.debug("seed \(seed.address) is this node itself")
+                } else {
+                    logger.info("joined through seed \(seed.address) (\(members.origin)): \(members.records.count) member records")
+                    mergeMembers(members.records, from: members.origin)
+                }
+                closeSeed(id)
+                return
+            } catch {
+                dropMalformed(error, from: "seed \(seed.address)")
+            }
+        }
+    }
+
+    /// Re-dials seeds whose connection failed, repeats unanswered joins, and contacts the seeds
+    /// again when this node has heard no member for a while (all gone, or a partition that
+    /// outlived every connection).
+    func maintainSeeds(now: ContinuousClock.Instant) {
+        let dialTiming = LinkDialer.Timing.adapted(to: nil, silentRedialEvery: timing.silentRedialEvery)
+        for seed in seeds {
+            if seed.dialer.shouldRedial(now: now, peerSilent: false, timing: dialTiming) {
+                _ = try? seed.dealer.redial(Endpoint.connecting(to: seed.syncAddress, from: configuration.listen))
+                seed.dialer.dialed(now: now)
+            }
+            if let last = seed.lastJoinSent, now - last >= Self.joinRetry, seed.dialer.isConnected {
+                sendJoin(to: seed, now: now)
+            }
+        }
+        let anyAlive = sessions.values.contains { $0.liveness.state == .alive }
+        if anyAlive || configuration.peers.isEmpty {
+            isolatedSince = nil
+        } else if let since = isolatedSince {
+            if seeds.isEmpty && now - since >= timing.downAfter {
+                logger.info("no member heard for \(now - since); contacting the seeds again")
+                contactSeeds()
+                isolatedSince = now
+            }
+        } else {
+            isolatedSince = now
+        }
+    }
+
+    static let joinRetry: Duration = .seconds(2)
+}

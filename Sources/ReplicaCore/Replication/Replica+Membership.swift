@@ -1,0 +1,196 @@
+import Foundation
+
+/// Membership: merging gossip, dialling who joined, hanging up on who left, `leave`, `forget`,
+/// trust changes and discovery beacons.
+extension Replica {
+    /// Merges member records (a join reply, an exchange, an announcement) and acts on what changed.
+    func mergeMembers(_ records: [MemberRecord], from source: NodeID) {
+        let now = ContinuousClock.now
+        let result = membership.merge(records, wallMillis: HybridLogicalClock.systemClock())
+        if result.reasserted {
+            logger.warning("\(source) holds a record of this node that would replace ours (a forget, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
+        }
+        for change in result.changes { apply(change, now: now) }
+        if !result.announce.isEmpty { announce(result.announce) }
+    }
+
+    private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
+        switch change {
+        case .joined(let record):
+            if sessions[record.node] == nil {
+                sessions[record.node] = PeerSession(record: record, now: now)
+            } else if let actions = sessions[record.node]?.recordChanged(record, now: now) {
+                perform(actions, for: record.node, now: now)
+            }
+            let admitted = isAdmitted(record)
+            logger.info("member \(record.node) joined at \(record.address)\(admitted ? "" : " (its key is not trusted here: not dialled)")")
+            openLink(to: record, now: now)
+            // It may hold data we lack (a node that had been on its own): one sync, when it is up.
+            if admitted { planner.want(.memberJoined, with: record.node) }
+        case .restarted(let record):
+            _ = sessions[record.node]?.recordChanged(record, now: now)
+        case .moved(let record):
+            logger.info("member \(record.node) moved to \(record.address)")
+            sessions[record.node] = PeerSession(record: record, now: now)
+            openLink(to: record, now: now)
+        case .left(let record):
+            logger.info("member \(record.node) left the cluster")
+            if let actions = sessions[record.node]?.recordChanged(record, now: now) { perform(actions, for: record.node, now: now) }
+            if sessions[record.node] == nil { sessions[record.node] = PeerSession(record: record, now: now) }
+            closeLink(to: record.node)
+            planner.remove(record.node)
+        case .forgotten(let record):
+            logger.info("member \(record.node) was forgotten")
+            sessions[record.node] = nil
+            closeLink(to: record.node)
+            planner.remove(record.node)
+        }
+    }
+
+    /// Tells every member (on PUB) about records that changed our table.
+    func announce(_ records: [MemberRecord]) {
+        guard let publisher, !records.isEmpty else { return }
+        let message = MembersMessage(origin: identity.node, wantsReply: false, records: records)
+        _ = try? publisher.send(codec.publishFrames(.members(message)))
+    }
+
+    /// Sends our whole table to `node` over its DEALER; with `wantsReply`, it answers with its own.
+    func sendMembers(to node: NodeID, wantsReply: Bool) {
+        guard let link = links[node] else { return }
+        let message = MembersMessage(origin: identity.node, wantsReply: wantsReply, records: membership.allRecords)
+        _ = try? link.dealer.send([codec.encode(.members(message))])
+    }
+
+    /// A members message that came in on our ROUTER (a join or an exchange): merged, and answered
+    /// with our table if asked.
+    func serveMembers(_ message: MembersMessage, to client: [UInt8], on socket: ZMQSocket) {
+        mergeMembers(message.records, from: message.origin)
+        guard message.wantsReply else { return }
+        let reply = MembersMessage(origin: identity.node, wantsReply: false, records: membership.allRecords)
+        _ = try? socket.send([client, codec.encode(.members(reply))])
+    }
+
+    /// A members message that came back on a member's DEALER: the answer to an exchange (or to
+    /// our leave announcement).
+    func receiveMembersReply(_ message: MembersMessage, from node: NodeID) {
+        mergeMembers(message.records, from: message.origin)
+        if leaving != nil {
+            leaving?.waitingFor.remove(node)
+            if leaving?.waitingFor.isEmpty == true { finishLeaving() }
+        }
+    }
+
+    // MARK: Leave and forget
+
+    /// Leaves the cluster: announces the departure to every member and waits (at most
+    /// `leaveTimeout`) until each alive one has acknowledged it; then shuts down. Returns how many
+    /// members acknowledged. Every member then lists this node as `left` and stops dialling it.
+    @discardableResult
+    public func leave() async -> Int {
+        guard !isShutDown else { return 0 }
+        let departed = membership.leave()
+        logger.info("leaving the cluster")
+        announce([departed])
+        let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
+        for node in alive { sendMembers(to: node, wantsReply: true) }
+        let acknowledged = await withCheckedContinuation { continuation in
+            leaving = LeaveProgress(waitingFor: alive, deadline: .now + configuration.leaveTimeout, continuation: continuation)
+            if alive.isEmpty { finishLeaving() }
+        }
+        shutdown()
+        return acknowledged
+    }
+
+    func checkLeaveDeadline(now: ContinuousClock.Instant) {
+        guard let leaving, now >= leaving.deadline else { return }
+        logger.warning("leave: no acknowledgement from \(leaving.waitingFor.sorted().map(\.rawValue).joined(separator: ", ")) in time")
+        finishLeaving()
+    }
+
+    func finishLeaving() {
+        guard let progress = leaving else { return }
+        leaving = nil
+        let total = sessions.values.filter { $0.liveness.state == .alive }.count
+        progress.continuation?.resume(returning: max(0, total - progress.waitingFor.count))
+    }
+
+    /// Why `forget` refused.
+    public struct ForgetError: Error, CustomStringConvertible, Sendable {
+        public var description: String
+    }
+
+    /// Removes member `node` from the cluster for good: every member stops dialling it and lists
+    /// it no more. Refused for this node itself and for a member that is alive (stop it first, or
+    /// run `leave` on it). If the member starts again later, it rejoins as a new life.
+    public func forget(_ node: NodeID) throws {
+        let alive = sessions[node]?.liveness.state == .alive
+        do {
+            let tombstone = try membership.forget(node, isAlive: alive)
+            apply(.forgotten(tombstone), now: .now)
+            announce([tombstone])
+        } catch .isSelf {
+            throw ForgetError(description: "\(node) is this node; use leave to take it out of the cluster")
+        } catch .unknown {
+            throw ForgetError(description: "no member \(node) is known here")
+        } catch .stillAlive {
+            throw ForgetError(description: "\(node) is alive; stop it (or run leave on it) before forgetting it")
+        }
+    }
+
+    // MARK: Trust
+
+    /// Replaces the trusted CURVE keys without a restart (the CLI re-reads its trust directory):
+    /// newly trusted members are dialled, members no longer trusted are hung up on, and the ZAP
+    /// handler admits connections by the new list at once.
+    public func updateTrust(trusted: Set<String>, keyOwners owners: [String: NodeID]) {
+        guard var settings = curve else { return }
+        settings.trusted = trusted
+        settings.keyOwners = owners
+        let (keys, byKey) = Self.trust(settings)
+        guard keys != trustedKeys || byKey != keyOwners else { return }
+        trustedKeys = keys
+        keyOwners = byKey
+        logger.info("trust updated: \(keys.count) key(s)")
+        let now = ContinuousClock.now
+        for record in membership.active {
+            let admitted = isAdmitted(record)
+            if admitted && links[record.node] == nil {
+                openLink(to: record, now: now)
+                planner.want(.memberJoined, with: record.node)
+            } else if !admitted && links[record.node] != nil {
+                logger.warning("member \(record.node)'s key is no longer trusted; hanging up")
+                closeLink(to: record.node)
+                planner.remove(record.node)
+            }
+        }
+    }
+
+    // MARK: Discovery
+
+    func sendBeacon() {
+        guard let beacon else { return }
+        let local = membership.local
+        guard local.status == .active else { return }
+        let host = configuration.advertise?.host ?? (configuration.listen.isWildcard ? "" : configuration.listen.host)
+        beacon.broadcast(codec.encode(Beacon(node: identity.node, host: host, port: local.address.port, publicKey: local.publicKey)))
+    }
+
+    /// A beacon from a node we do not know yet is a seed to join through.
+    func receiveBeacons() {
+        guard let beacon else { return }
+        for _ in 0..<64 {
+            guard let (bytes, sender) = beacon.receive() else { return }
+            guard let message = try? codec.decodeBeacon(bytes) else {
+                counters.malformedDropped += 1
+                continue
+            }
+            guard message.node != identity.node, membership[message.node]?.status != .active else { continue }
+            if curve != nil {
+                guard let key = message.publicKey, trustedKeys.contains(key) else { continue }
+            }
+            let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
+            logger.info("discovered \(message.node) at \(address) by beacon")
+            openSeed(address, serverKey: message.publicKey)
+        }
+    }
+}

@@ -1,0 +1,162 @@
+import Foundation
+
+/// The loop body: dispatch readiness by socket role, commit what arrived with the queued local
+/// writes, then run the timers.
+extension Replica {
+    public var pollItems: [PollItem<SocketRole>] {
+        guard !isShutDown, let syncServer, let publisher else { return [] }
+        if let cached = pollItemsCache { return cached }
+        var items = [PollItem(syncServer, role: SocketRole.syncServer), PollItem(publisher, role: .publisher)]
+        if let authenticator { items.append(PollItem(authenticator, role: .authenticator)) }
+        for (index, monitor) in handshakeMonitors.enumerated() { items.append(PollItem(monitor.socket, role: .handshakeMonitor(index))) }
+        if let beacon { items.append(PollItem(fileDescriptor: beacon.fileDescriptor, role: .beacon)) }
+        for link in links.values {
+            items.append(PollItem(link.subscriber, role: .subscriber(link.node)))
+            items.append(PollItem(link.dealer, role: .dealer(link.node)))
+            items.append(PollItem(link.subscriberEvents, role: .subscriberEvents(link.node)))
+            items.append(PollItem(link.dealerEvents, role: .dealerEvents(link.node)))
+        }
+        for seed in seeds {
+            items.append(PollItem(seed.dealer, role: .seed(seed.id)))
+            items.append(PollItem(seed.events, role: .seedEvents(seed.id)))
+        }
+        pollItemsCache = items
+        return items
+    }
+
+    public var pollTimeout: Duration? {
+        guard !isShutDown else { return nil }
+        let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: .now)
+        if !commits.inbound.isEmpty || writesReady || !responder.replies.isEmpty { return .zero }
+        // Wake at least every 100 ms to age peer states and start syncs.
+        return min(max(.zero, nextHeartbeat - .now), .milliseconds(100))
+    }
+
+    public func pollDidReturn(ready: [SocketRole]) {
+        guard !isShutDown else { return }
+        noticeStall()
+        var intakeFull = false
+        for role in ready {
+            switch role {
+            case .syncServer: receiveRequests()
+            case .publisher: receiveSubscriptions()
+            case .authenticator, .handshakeMonitor: serviceAuthentication()
+            case .beacon: receiveBeacons()
+            case .subscriber(let node): intakeFull = receivePublished(from: node) || intakeFull
+            case .dealer(let node): receiveReplies(from: node)
+            case .subscriberEvents(let node): receiveLinkEvents(of: node, subscriber: true)
+            case .dealerEvents(let node): receiveLinkEvents(of: node, subscriber: false)
+            case .seed(let id): receiveSeedReplies(from: id)
+            case .seedEvents(let id): receiveSeedEvents(of: id)
+            }
+        }
+        let now = ContinuousClock.now
+        if intakeFull {
+            intakeBusySince = intakeBusySince ?? now
+        } else {
+            intakeBusySince = nil
+        }
+        continueReplies()
+        flush()
+        runTimers(now: now)
+    }
+
+    /// A wake-up long after the last one means this node was stalled (SIGSTOP, a frozen VM, a
+    /// starved CPU): its members' silence in that time is not theirs. Their evidence is moved
+    /// forward, so they are not declared down and re-dialled, dropping what their connections
+    /// queued for us meanwhile.
+    private func noticeStall() {
+        let now = ContinuousClock.now
+        let gap = now - lastTurn
+        lastTurn = now
+        guard gap > timing.suspectAfter else { return }
+        logger.warning("this node was stalled for \(gap); not counting that against its members")
+        for node in sessions.keys { sessions[node]?.stalled(for: gap) }
+    }
+
+    func runTimers(now: ContinuousClock.Instant) {
+        if !seedsContacted {
+            seedsContacted = true
+            contactSeeds()
+        }
+        if now >= nextHeartbeat {
+            publishHeartbeat(now: now)
+            nextHeartbeat = now + configuration.heartbeatInterval
+        }
+        if beacon != nil && now >= nextBeacon {
+            sendBeacon()
+            nextBeacon = now + configuration.beaconInterval
+        }
+        if now >= nextPeriodicSync {
+            for (node, session) in sessions where session.liveness.state == .alive { planner.want(.periodic, with: node) }
+            nextPeriodicSync = now + configuration.periodicSyncInterval
+        }
+        if now >= nextTombstoneSweep {
+            collectTombstones()
+            nextTombstoneSweep = now + configuration.tombstoneSweepInterval
+        }
+        checkClock(now: now)
+        if commits.failure != nil && commits.acceptsInbound(now: now) {
+            // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
+            planner.wantCatchUp(.commitFailed)
+        }
+        for node in sessions.keys.sorted() {
+            guard let actions = sessions[node]?.tick(now: now, base: timing, holdRepairs: planner.holdsRepairs) else { continue }
+            perform(actions, for: node, now: now)
+        }
+        planRelays(now: now)
+        if let expired = planner.expire(now: now, timeout: timing.requestTimeout) {
+            logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry")
+        }
+        startNextSync(now: now)
+        for reply in responder.expire(now: now, timeout: timing.requestTimeout) {
+            logger.warning("reply to \(reply.requester) abandoned: nothing could be sent for \(timing.requestTimeout)")
+        }
+        maintainSeeds(now: now)
+        checkLeaveDeadline(now: now)
+    }
+
+    /// Carries out what a member's session decided.
+    func perform(_ actions: [PeerSession.Action], for node: NodeID, now: ContinuousClock.Instant) {
+        for action in actions {
+            switch action {
+            case .stateChanged(let transition):
+                stateChanged(node, transition)
+            case .wantSync(let reason):
+                planner.want(reason, with: node)
+            case .exchangeMembers:
+                sendMembers(to: node, wantsReply: true)
+            case .requestRepair(let range):
+                requestRepair(range, from: node, now: now)
+            case .redialSubscriber:
+                guard let link = links[node] else { continue }
+                redial(link.subscriber, link.publishAddress, of: node)
+                sessions[node]?.subscriberRedialed(now: now)
+            case .redialDealer:
+                guard let link = links[node] else { continue }
+                redial(link.dealer, link.syncAddress, of: node)
+                if let follow = sessions[node]?.dealerRedialed(now: now) { perform(follow, for: node, now: now) }
+            case .syncConnectionLost:
+                if let lost = planner.connectionLost(to: node) {
+                    logger.info("sync with \(node) interrupted after \(lost.chunks) chunks; will resume")
+                }
+            }
+        }
+    }
+
+    private func stateChanged(_ node: NodeID, _ transition: Liveness.Transition) {
+        let address = sessions[node]?.record.address.description ?? "?"
+        logger.info("member \(node) (\(address)) is \(transition.to.rawValue) (was \(transition.from.rawValue))")
+    }
+
+    func redial(_ socket: ZMQSocket, _ address: String, of node: NodeID) {
+        do {
+            if let rtt = sessions[node]?.clock.worstRoundTrip {
+                try socket.setConnectTimeout(LinkDialer.Timing.adapted(to: rtt, silentRedialEvery: timing.silentRedialEvery).connectAttempt)
+            }
+            try socket.redial(address)
+        } catch {
+            logger.warning("re-dialling \(node) failed: \(error)")
+        }
+    }
+}

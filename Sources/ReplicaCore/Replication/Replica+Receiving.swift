@@ -1,0 +1,142 @@
+import Foundation
+
+/// What members publish: updates, heartbeats, announcements and relays, read from their SUBs.
+extension Replica {
+    /// Reads up to one batch from a member's SUB; returns true if more may be waiting (the batch
+    /// was full), so that a catch-up sync waits until the queued stream has been read.
+    func receivePublished(from node: NodeID) -> Bool {
+        guard let link = links[node] else { return false }
+        for _ in 0..<configuration.maxBatch {
+            let message: ReceivedMessage?
+            do {
+                message = try link.subscriber.receive(maxFrames: 2)
+            } catch {
+                logger.warning("receive failed", metadata: ["peer": "\(node)", "error": "\(error)"])
+                return false
+            }
+            guard let message else { return false }
+            do {
+                guard !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                let bytes = message.frames.reduce(0) { $0 + $1.count }
+                let decoded = try codec.decodePublished(message.frames)
+                guard decoded.origin == node else {
+                    dropForged(decoded.origin, on: node)
+                    continue
+                }
+                sessions[node]?.countBytes(update: bytes)
+                let now = ContinuousClock.now
+                if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
+                switch decoded {
+                case .update(let update): receive(update, from: node)
+                case .heartbeat(let heartbeat): receive(heartbeat, from: node, now: now)
+                case .members(let members): mergeMembers(members.records, from: node)
+                case .relay(let relayed): receive(relayed, now: now)
+                case .syncRequest, .syncChunk, .repairRequest: throw WireError.unknownKind(decoded.kind.rawValue)
+                }
+            } catch {
+                dropMalformed(error, from: node.rawValue)
+            }
+        }
+        return true
+    }
+
+    func dropMalformed(_ error: any Error, from source: String) {
+        let cause: String
+        if case WireError.tooLarge(field: "message", _, _) = error {
+            counters.oversizedDropped += 1
+            cause = "oversized"
+        } else {
+            counters.malformedDropped += 1
+            cause = "malformed"
+        }
+        warn(cause, "dropped a \(cause) message from \(source): \(error)")
+    }
+
+    /// A message on member `node`'s own connection that claims another origin (another member,
+    /// or this node): a member speaks for itself only; forwarded entries travel in syncs,
+    /// repairs and relays, which keep their writers.
+    func dropForged(_ origin: NodeID, on node: NodeID) {
+        counters.forgedOriginsDropped += 1
+        warn("forged origin", "dropped a message claiming origin \(origin) on \(node)'s connection")
+    }
+
+    /// Logs a warning at most once per cause per interval, with the count of those not logged.
+    func warn(_ cause: String, _ message: @autoclosure () -> String) {
+        let (log, suppressed) = warnings.admit(cause, now: .now)
+        guard log else { return }
+        logger.warning("\(message())\(suppressed > 0 ? " (and \(suppressed) more since the last such line)" : "")")
+    }
+
+    private func receive(_ update: Update, from node: NodeID) {
+        if let actions = sessions[node]?.updateReceived(sequence: update.sequence) {
+            perform(actions, for: node, now: .now)
+        }
+        if !relaysServed.isEmpty, let epoch = sessions[node]?.stream.epoch { relay(update, epoch: epoch) }
+        accept(update.entry, from: node)
+    }
+
+    private func receive(_ relayed: RelayedUpdate, now: ContinuousClock.Instant) {
+        let source = relayed.source
+        guard source != identity.node, sessions[source] != nil else {
+            accept(relayed.entry, from: relayed.origin)
+            return
+        }
+        var actions = sessions[source]?.heardIndirectly(now: now) ?? []
+        actions += sessions[source]?.updateReceived(sequence: relayed.sequence, epoch: relayed.sourceEpoch) ?? []
+        perform(actions, for: source, now: now)
+        accept(relayed.entry, from: source)
+    }
+
+    private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: ContinuousClock.Instant) {
+        // A heartbeat is not data: its timestamp never moves our clock. From a member whose clock
+        // is beyond the limit ahead of ours it keeps the member alive and measures its clock (so
+        // the skew shows), and does nothing else: no gap, repair, sync or exchange.
+        let wall = HybridLogicalClock.systemClock()
+        let ahead = Int64(bitPattern: heartbeat.wallMillis &- wall)
+        if ahead > clockCheck.limitMillis + Int64(clockCheck.allowanceMillis) {
+            counters.skewedHeartbeats += 1
+            if let actions = sessions[node]?.skewedHeartbeatReceived(heartbeat, local: identity.node, now: now, wallMillis: wall) {
+                perform(actions, for: node, now: now)
+            }
+            return
+        }
+        let local = PeerSession.LocalView(
+            node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
+            syncing: planner.inFlight?.peer == node)
+        guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
+        perform(actions, for: node, now: now)
+        // What the member says about the others: whom it hears (indirect liveness), and how far it
+        // has their streams (updates of members we cannot hear that we lack).
+        for report in heartbeat.reports where report.node != identity.node && report.node != node {
+            guard var session = sessions[report.node], session.record.status == .active else { continue }
+            var follow: [PeerSession.Action] = []
+            if report.hearsDirectly { follow += session.heardIndirectly(now: now) }
+            if !session.hearsDirectly(now: now, base: timing) && session.stream.behind(epoch: report.epoch, through: report.through) != nil {
+                session.heldElsewhere(epoch: report.epoch, through: report.through)
+                planner.wantCatchUp(.behindMember, preferring: node)
+            }
+            sessions[report.node] = session
+            perform(follow, for: report.node, now: now)
+        }
+    }
+
+    /// Queues a remote entry for the next commit if its timestamp is acceptable.
+    func accept(_ entry: Entry, from node: NodeID) {
+        if entry.isTombstone && entry.version.timestamp < tombstoneCutoff {
+            // Already collected here (or about to be): taking it back would undo the collection.
+            counters.expiredTombstonesDropped += 1
+            return
+        }
+        do {
+            try clock.receive(entry.version.timestamp)
+        } catch {
+            counters.futureTimestampsRejected += 1
+            sessions[entry.version.node]?.countFutureRejection()
+            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(HybridLogicalClock.systemClock())) / 1000
+            warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
+                + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
+            return
+        }
+        _ = commits.accept(entry, from: node, now: .now)
+    }
+}

@@ -1,0 +1,57 @@
+import Foundation
+
+/// Relays for partial partitions: when this node cannot hear a member that another member
+/// hears, that other member passes the unheard one's updates on (see `RelayPlanner`).
+extension Replica {
+    /// Subscribes to (and drops) relays as the plan changes.
+    func planRelays(now: ContinuousClock.Instant) {
+        let views = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
+            RelayPlanner.View(node: session.node, directlySilent: !session.hearsDirectly(now: now, base: timing), hears: session.hears)
+        }
+        let plan = RelayPlanner.plan(views, current: relaysTaken)
+        guard plan != relaysTaken else { return }
+        for (source, relay) in relaysTaken where plan[source] != relay {
+            if let link = links[relay], link.relayedSources.remove(source) != nil {
+                try? link.subscriber.unsubscribe(WireCodec.relayTopic(for: source))
+                logger.info("\(source) is heard again (or \(relay) no longer hears it): relay through \(relay) dropped")
+            }
+        }
+        for (source, relay) in plan where relaysTaken[source] != relay {
+            guard let link = links[relay] else { continue }
+            do {
+                try link.subscriber.subscribe(WireCodec.relayTopic(for: source))
+                link.relayedSources.insert(source)
+                logger.info("cannot hear \(source) directly; taking its updates through \(relay)")
+            } catch {
+                logger.warning("relay subscription for \(source) at \(relay) failed: \(error)")
+            }
+        }
+        relaysTaken = plan.filter { links[$0.value]?.relayedSources.contains($0.key) == true }
+    }
+
+    /// Subscription changes reported by our XPUB: which sources some member wants relayed.
+    func receiveSubscriptions() {
+        guard let publisher else { return }
+        for _ in 0..<256 {
+            guard let change = try? publisher.receiveSubscription() else { return }
+            switch change {
+            case .subscribed(let topic):
+                if let source = Self.relaySource(of: topic) { relaysServed.insert(source) }
+            case .unsubscribed(let topic):
+                if let source = Self.relaySource(of: topic) { relaysServed.remove(source) }
+            }
+        }
+    }
+
+    private static func relaySource(of topic: [UInt8]) -> NodeID? {
+        guard topic.first == WireCodec.relayTopic, topic.last == 0, topic.count > 2 else { return nil }
+        return NodeID(rawValue: String(decoding: topic.dropFirst().dropLast(), as: UTF8.self))
+    }
+
+    /// Passes on an update of `source` (received on its own connection) to the members that asked.
+    func relay(_ update: Update, epoch: UInt64) {
+        guard let publisher, relaysServed.contains(update.origin) else { return }
+        let relayed = RelayedUpdate(origin: identity.node, source: update.origin, sourceEpoch: epoch, sequence: update.sequence, entry: update.entry)
+        if (try? publisher.send(codec.publishFrames(.relay(relayed)))) == true { counters.updatesRelayed += 1 }
+    }
+}

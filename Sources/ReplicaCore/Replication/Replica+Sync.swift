@@ -1,0 +1,145 @@
+import Foundation
+import Logging
+
+/// Requesting: full anti-entropy syncs (as the `SyncPlanner` decides) and repairs of lost
+/// updates (as each `PeerSession` decides), and what comes back on the members' DEALERs.
+extension Replica {
+    /// Starts the sync the planner picks, if any.
+    func startNextSync(now: ContinuousClock.Instant) {
+        let candidates = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
+            SyncPlanner.Candidate(
+                node: session.node,
+                // Heard directly, or its sync connection just came back (a healed partition: the
+                // sync need not wait for the next heartbeat).
+                reachable: session.dealer.isConnected && (session.hearsDirectly(now: now, base: timing)
+                    || session.dealer.connectedRecently(now: now, window: session.timing(timing).suspectAfter)),
+                coversMissing: covers(session),
+                progress: (session.heartbeat?.reports.values.reduce(0) { $0 &+ $1.through } ?? 0) &+ (session.heartbeat?.sequence ?? 0))
+        }
+        // A catch-up waits (at most a second) while queued updates are still being read.
+        let deferCatchUp = intakeBusySince.map { now - $0 < .seconds(1) } ?? false
+        guard let (node, reason) = planner.next(candidates, deferCatchUp: deferCatchUp), let link = links[node], let session = sessions[node] else { return }
+        let requestID = nextRequestID
+        nextRequestID += 1
+        let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets, since: session.syncMark)
+        do {
+            guard try link.dealer.send([codec.encode(.syncRequest(request))]) else { return }
+        } catch {
+            logger.warning("sync request to \(node) failed: \(error)")
+            return
+        }
+        planner.started(with: node, requestID: requestID, reason: reason, now: now)
+        // Routine periodic checks log at debug; every other sync is worth a line.
+        logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
+    }
+
+    /// Whether `session`'s member holds every update we know we are missing, by its reports.
+    private func covers(_ session: PeerSession) -> Bool {
+        guard let reports = session.heartbeat?.reports else { return false }
+        for (origin, other) in sessions where !other.stream.missing.isEmpty {
+            if origin == session.node { continue }
+            guard let report = reports[origin], report.epoch == other.stream.epoch,
+                  report.through >= other.stream.through
+            else { return false }
+        }
+        return true
+    }
+
+    func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
+        guard let link = links[node] else { return }
+        let requestID = nextRequestID
+        nextRequestID += 1
+        let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
+        do {
+            guard try link.dealer.send([codec.encode(.repairRequest(request))]) else { return }
+        } catch {
+            logger.warning("repair request to \(node) failed: \(error)")
+            return
+        }
+        sessions[node]?.repairStarted(requestID: requestID, range: range, now: now)
+        logger.debug("repair requested", metadata: ["peer": "\(node)", "range": "\(range)"])
+    }
+
+    /// Reads replies on a member's DEALER: sync and repair chunks, and membership answers.
+    func receiveReplies(from node: NodeID) {
+        guard let link = links[node] else { return }
+        // A bounded intake per loop turn (at most 8 chunks, about 8,000 entries), so one commit
+        // stays short and heartbeats, local writes and other members are served in between.
+        for _ in 0..<8 {
+            let message: ReceivedMessage?
+            do {
+                message = try link.dealer.receive(maxFrames: 1)
+            } catch {
+                logger.warning("sync receive failed: \(error)")
+                return
+            }
+            guard let message else { return }
+            do {
+                guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                let decoded = try codec.decode(message.frames[0])
+                guard decoded.origin == node else {
+                    dropForged(decoded.origin, on: node)
+                    continue
+                }
+                let now = ContinuousClock.now
+                if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
+                switch decoded {
+                case .syncChunk(let chunk): receive(chunk, bytes: message.frames[0].count, from: node, now: now)
+                case .members(let members): receiveMembersReply(members, from: node)
+                default: throw WireError.unknownKind(decoded.kind.rawValue)
+                }
+            } catch {
+                dropMalformed(error, from: node.rawValue)
+            }
+        }
+    }
+
+    private func receive(_ chunk: SyncChunk, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
+        guard var session = sessions[node] else { return }
+        switch session.repairChunk(requestID: chunk.requestID, entries: chunk.entries.count, isLast: chunk.isLast, isUnavailable: chunk.isUnavailable, now: now) {
+        case .unrelated:
+            break
+        case .unavailable:
+            sessions[node] = session
+            logger.info("\(node) no longer holds the updates we lost; syncing instead")
+            planner.wantCatchUp(.repairUnavailable, preferring: node)
+            return
+        case .progress, .completed:
+            session.countBytes(repair: bytes)
+            sessions[node] = session
+            for entry in chunk.entries { accept(entry, from: node) }
+            counters.repairedUpdates += chunk.entries.count
+            return
+        }
+        switch planner.received(requestID: chunk.requestID, from: node, entries: chunk.entries.count, bytes: bytes, isLast: chunk.isLast, now: now) {
+        case .unrelated:
+            return  // a reply to a request we abandoned
+        case .progress(let sync):
+            if sync.chunks % 100 == 0 {
+                logger.info("sync from \(node) in progress: \(sync.entries) entries, \(sync.bytes) bytes")
+            }
+        case .completed(let sync):
+            let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
+            logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
+            syncCompleted(with: node, mark: chunk.mark, reason: sync.reason, now: now)
+        }
+        sessions[node]?.countBytes(sync: bytes)
+        for entry in chunk.entries { accept(entry, from: node) }
+        counters.syncEntriesReceived += chunk.entries.count
+        counters.syncBytesReceived += bytes
+    }
+
+    /// A sync brought everything `node` held when it took the request: the losses it covers are
+    /// no longer losses. After a catch-up, losses of members we cannot reach that it did not
+    /// cover are given up: nobody reachable holds them (they come back with those members).
+    private func syncCompleted(with node: NodeID, mark: StoreMark, reason: SyncReason, now: ContinuousClock.Instant) {
+        let reports = sessions[node]?.heartbeat?.reports ?? [:]
+        sessions[node]?.syncCompleted(mark: mark)
+        for origin in sessions.keys where origin != node {
+            if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
+            if reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
+                sessions[origin]?.clearMissing()
+            }
+        }
+    }
+}

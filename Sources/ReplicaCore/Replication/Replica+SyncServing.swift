@@ -1,0 +1,151 @@
+import Foundation
+
+/// Serving: sync requests, repair requests and membership requests that arrive on our ROUTER,
+/// and the replies being streamed (see `SyncResponder`).
+extension Replica {
+    /// Entries read from the store, or taken from a repair, and queued per loop turn for one reply.
+    static let keysPerTurn = 2048
+
+    func receiveRequests() {
+        guard let syncServer else { return }
+        let now = ContinuousClock.now
+        for _ in 0..<64 {
+            let message: ReceivedMessage?
+            do {
+                message = try syncServer.receive(maxFrames: 2)
+            } catch {
+                logger.warning("sync receive failed: \(error)")
+                return
+            }
+            guard let message else { return }
+            do {
+                guard message.frames.count == 2, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                let client = message.frames[0]
+                switch try codec.decode(message.frames[1]) {
+                case .syncRequest(let request): acceptSync(request, from: client, now: now)
+                case .repairRequest(let request): acceptRepair(request, from: client, on: syncServer, now: now)
+                case .members(let members): serveMembers(members, to: client, on: syncServer)
+                case let other: throw WireError.unknownKind(other.kind.rawValue)
+                }
+            } catch {
+                dropMalformed(error, from: "sync client")
+            }
+        }
+    }
+
+    private func acceptSync(_ request: SyncRequest, from client: [UInt8], now: ContinuousClock.Instant) {
+        var differing = store.digest.differingBuckets(from: request.buckets)
+        // Expired tombstones are collected before being offered: the requester would drop them
+        // anyway, and keeping them would keep our digests apart.
+        if !differing.isEmpty && collectTombstones() > 0 {
+            differing = store.digest.differingBuckets(from: request.buckets)
+        }
+        // A mark from this life of ours: the requester holds what we held then; only what we
+        // stored since can be news to it.
+        let since = request.since.epoch == epoch ? request.since.serial : 0
+        let reply = SyncResponder.Reply(
+            client: client, requester: request.origin, requestID: request.requestID,
+            mark: StoreMark(epoch: epoch, serial: store.serial), isRepair: false,
+            pending: store.keys(inBuckets: differing, storedAfter: since)[...], lastProgress: now)
+        if responder.accept(reply) == .refused {
+            // A bounded number of replies at once, so requests cannot grow memory; a refused
+            // requester times out and asks again.
+            counters.syncRequestsRefused += 1
+        } else {
+            counters.syncRequestsServed += 1
+        }
+    }
+
+    /// Resends published updates (the current entries of their keys), or says at once that they
+    /// have left the retransmit buffer.
+    private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: ZMQSocket, now: ContinuousClock.Instant) {
+        guard request.last - request.first < PeerSession.maxRepair, let keys = retransmit.keys(request.first...request.last) else {
+            let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
+            _ = try? socket.send([client, codec.encode(.syncChunk(gone))])
+            return
+        }
+        let reply = SyncResponder.Reply(
+            client: client, requester: request.origin, requestID: request.requestID, mark: .none, isRepair: true,
+            pending: keys[...], lastProgress: now)
+        if responder.accept(reply) == .refused {
+            counters.syncRequestsRefused += 1
+        } else {
+            counters.repairsServed += 1
+        }
+    }
+
+    /// Sends the next slice of every reply in progress, as far as each requester's queue allows.
+    func continueReplies() {
+        guard let syncServer, !responder.replies.isEmpty else { return }
+        let now = ContinuousClock.now
+        var finished: [Int] = []
+        for index in responder.replies.indices {
+            let keys = responder.take(from: index, limit: Self.keysPerTurn)
+            let entries: [Entry]
+            do {
+                entries = try store.entries(forKeys: responder.replies[index].isRepair ? Self.once(keys) : Array(keys))
+            } catch {
+                logger.error("sync read failed: \(error)")
+                finished.append(index)
+                continue
+            }
+            let reply = responder.replies[index]
+            let isDone = responder.isDone(index)
+            var chunks = split(entries)
+            if chunks.isEmpty && isDone { chunks = [[]] }
+            var queued = 0
+            var queuedEntries = 0
+            do {
+                for (position, chunk) in chunks.enumerated() {
+                    let message = SyncChunk(
+                        origin: identity.node, requestID: reply.requestID, index: reply.nextChunk + UInt32(queued),
+                        isLast: isDone && position == chunks.count - 1, mark: reply.mark, entries: chunk)
+                    guard try syncServer.send([reply.client, codec.encode(.syncChunk(message))]) else { break }
+                    queued += 1
+                    queuedEntries += chunk.count
+                }
+            } catch {
+                // The requester's connection is gone (ROUTER_MANDATORY): it will ask again.
+                logger.debug("reply to \(reply.requester) dropped: \(error)")
+                finished.append(index)
+                continue
+            }
+            if queued > 0 { responder.sent(chunks: queued, entries: queuedEntries, at: index, now: now) }
+            if queued < chunks.count {
+                // Its queue is full (it is not reading): what did not fit waits for a later turn.
+                responder.putBack(chunks[queued...].joined().map(\.key), at: index)
+                continue
+            }
+            if isDone {
+                logger.debug("reply to \(reply.requester) sent \(responder.replies[index].entriesSent) entries")
+                finished.append(index)
+            }
+        }
+        responder.remove(at: finished)
+    }
+
+    /// A key published twice in a repaired range is read (and sent) once, first place kept.
+    private static func once(_ keys: ArraySlice<String>) -> [String] {
+        var seen = Set<String>()
+        return keys.filter { seen.insert($0).inserted }
+    }
+
+    /// Cuts entries into chunks that respect the entry-count and byte limits.
+    func split(_ entries: [Entry]) -> [[Entry]] {
+        var chunks: [[Entry]] = []
+        var current: [Entry] = []
+        var bytes = 0
+        for entry in entries {
+            let size = entry.key.utf8.count + (entry.payload?.count ?? 0) + 96
+            if !current.isEmpty && (current.count == configuration.limits.maxEntriesPerChunk || bytes + size > configuration.limits.maxChunkBytes) {
+                chunks.append(current)
+                current = []
+                bytes = 0
+            }
+            current.append(entry)
+            bytes += size
+        }
+        if !current.isEmpty { chunks.append(current) }
+        return chunks
+    }
+}

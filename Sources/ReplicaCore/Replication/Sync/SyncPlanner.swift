@@ -1,0 +1,153 @@
+/// Decides which full anti-entropy sync this node runs, and when: one at a time.
+///
+/// A node that fell behind (a pause, a partition, a restart) would otherwise pull the same
+/// difference from every member at once: N copies of what it missed. Here syncs run one after
+/// another, each request built from the digest as it is after the previous one, so the second
+/// member is only asked for what the first did not have. A sync whose reason any member can
+/// serve (`SyncReason.isCatchUp`) goes to the member that holds the most; repairs wait while
+/// such a sync is pending, since it brings what they would.
+struct SyncPlanner: Sendable {
+    struct InFlight: Equatable, Sendable {
+        var peer: NodeID
+        var requestID: UInt64
+        var reason: SyncReason
+        var started: ContinuousClock.Instant
+        var lastProgress: ContinuousClock.Instant
+        var chunks = 0
+        var entries = 0
+        var bytes = 0
+    }
+
+    /// A member a sync could go to, as the node sees it now.
+    struct Candidate: Equatable, Sendable {
+        var node: NodeID
+        /// Alive, with a connected sync connection.
+        var reachable: Bool
+        /// Its reports show it holds every update we know we are missing.
+        var coversMissing: Bool
+        /// How far it has received the cluster's update streams (a sum of sequences): the most
+        /// up to date member has the highest.
+        var progress: UInt64
+    }
+
+    /// Syncs wanted with one member in particular.
+    private(set) var wanted: [NodeID: SyncReason] = [:]
+    /// A sync wanted with whichever member holds the most, and the member to prefer if it can.
+    private(set) var catchUp: (reason: SyncReason, preferred: NodeID?)?
+    private(set) var inFlight: InFlight?
+
+    /// Lost updates are not repaired one origin at a time while a sync that brings everything
+    /// is pending or running.
+    var holdsRepairs: Bool {
+        catchUp != nil || (inFlight?.reason.isCatchUp ?? false)
+    }
+
+    mutating func want(_ reason: SyncReason, with peer: NodeID) {
+        if reason.isCatchUp {
+            wantCatchUp(reason, preferring: peer)
+            return
+        }
+        if let existing = wanted[peer], existing <= reason { return }
+        wanted[peer] = reason
+    }
+
+    mutating func wantCatchUp(_ reason: SyncReason, preferring peer: NodeID? = nil) {
+        if let existing = catchUp, existing.reason <= reason {
+            if existing.preferred == nil { catchUp?.preferred = peer }
+            return
+        }
+        catchUp = (reason, peer ?? catchUp?.preferred)
+    }
+
+    /// The sync to start now, if any. `deferCatchUp`: updates are still pouring in (a node that
+    /// just resumed is reading what its connections queued), so a catch-up waits rather than
+    /// fetch what is about to arrive anyway.
+    func next(_ candidates: [Candidate], deferCatchUp: Bool = false) -> (peer: NodeID, reason: SyncReason)? {
+        guard inFlight == nil else { return nil }
+        let reachable = candidates.filter(\.reachable)
+        if let catchUp, !deferCatchUp, let best = Self.best(for: catchUp.preferred, among: reachable) {
+            return (best, catchUp.reason)
+        }
+        let specific = reachable.compactMap { candidate in wanted[candidate.node].map { (candidate.node, $0) } }
+        return specific.min { $0.1 != $1.1 ? $0.1 < $1.1 : $0.0 < $1.0 }
+    }
+
+    /// The member a catch-up goes to: the one it was wanted with (the link that came back, the
+    /// origin whose updates are lost, the member that said it holds more), else one whose reports
+    /// show it holds what we miss, else the most up to date.
+    private static func best(for preferred: NodeID?, among candidates: [Candidate]) -> NodeID? {
+        candidates.min { a, b in
+            if (a.node == preferred) != (b.node == preferred) { return a.node == preferred }
+            if a.coversMissing != b.coversMissing { return a.coversMissing }
+            if a.progress != b.progress { return a.progress > b.progress }
+            return a.node < b.node
+        }?.node
+    }
+
+    /// The reactor sent the request chosen by `next`.
+    mutating func started(with peer: NodeID, requestID: UInt64, reason: SyncReason, now: ContinuousClock.Instant) {
+        inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now)
+        wanted[peer] = nil
+        if reason.isCatchUp || catchUp?.preferred == peer { catchUp = nil }
+    }
+
+    enum ChunkVerdict: Equatable, Sendable {
+        /// Not the sync in flight (an abandoned one, or a repair reply): ignore it here.
+        case unrelated
+        case progress(InFlight)
+        case completed(InFlight)
+    }
+
+    /// A chunk answering a sync request arrived from `peer`.
+    mutating func received(requestID: UInt64, from peer: NodeID, entries: Int, bytes: Int, isLast: Bool, now: ContinuousClock.Instant) -> ChunkVerdict {
+        guard var sync = inFlight, sync.peer == peer, sync.requestID == requestID else { return .unrelated }
+        sync.chunks += 1
+        sync.entries += entries
+        sync.bytes += bytes
+        sync.lastProgress = now
+        if isLast {
+            inFlight = nil
+            // Links that came back while a catch-up ran are served by it: it asked the member
+            // that had the most, and what another one still holds shows as sequence gaps
+            // (repairs) or as digests that differ while quiet. A sync per link would fetch the
+            // same difference again from each.
+            if sync.reason.isCatchUp, catchUp?.reason == .reconnected { catchUp = nil }
+            return .completed(sync)
+        }
+        inFlight = sync
+        return .progress(sync)
+    }
+
+    /// Abandons the sync in flight if nothing arrived for `timeout`; it is wanted again.
+    mutating func expire(now: ContinuousClock.Instant, timeout: Duration) -> InFlight? {
+        guard let sync = inFlight, now - sync.lastProgress >= timeout else { return nil }
+        abandon(sync)
+        return sync
+    }
+
+    /// The connection carrying the sync with `peer` was lost: its reply is gone with it.
+    mutating func connectionLost(to peer: NodeID) -> InFlight? {
+        guard let sync = inFlight, sync.peer == peer else { return nil }
+        abandon(sync)
+        return sync
+    }
+
+    /// `peer` left or was forgotten: nothing more is asked of it.
+    mutating func remove(_ peer: NodeID) {
+        wanted[peer] = nil
+        if catchUp?.preferred == peer { catchUp?.preferred = nil }
+        if inFlight?.peer == peer {
+            if let sync = inFlight, sync.reason.isCatchUp { wantCatchUp(sync.reason) }
+            inFlight = nil
+        }
+    }
+
+    private mutating func abandon(_ sync: InFlight) {
+        inFlight = nil
+        if sync.reason.isCatchUp {
+            wantCatchUp(sync.reason, preferring: sync.peer)
+        } else {
+            want(sync.reason, with: sync.peer)
+        }
+    }
+}

@@ -1,0 +1,47 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// An exclusive `flock` on `DATA/lock`, held as long as a store is open on the directory, so two
+/// replicas (in this process or another, the library or `replica-node`) never share one data
+/// directory: they would write different values under one version and lose increments. The
+/// holder writes its PID into the file for the error the next one gets; the kernel releases the
+/// lock when the process dies, even by kill -9.
+public final class DataDirectoryLock: @unchecked Sendable {
+    private let fd: Int32
+
+    /// The directory is held by another open store.
+    public struct Held: Error, CustomStringConvertible, Sendable, Equatable {
+        public var directory: String
+        /// The holder's process id, as it wrote it (nil if unreadable).
+        public var pid: Int32?
+
+        public var description: String {
+            guard let pid else { return "another process holds the data directory \(directory); one directory serves one replica" }
+            if pid == getpid() { return "this process already has a replica open on \(directory); one directory serves one replica" }
+            return "process \(pid) holds the data directory \(directory); one directory serves one replica"
+        }
+    }
+
+    public init(directory: URL) throws {
+        let path = directory.appendingPathComponent("lock").path
+        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard fd >= 0 else {
+            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+        }
+        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+            var buffer = [UInt8](repeating: 0, count: 32)
+            let count = pread(fd, &buffer, buffer.count, 0)
+            close(fd)
+            let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
+            throw Held(directory: directory.path, pid: Int32(text))
+        }
+        let pid = Array("\(getpid())\n".utf8)
+        _ = ftruncate(fd, 0)
+        _ = pwrite(fd, pid, pid.count, 0)
+    }
+
+    deinit { close(fd) }
+}

@@ -1,0 +1,96 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+/// Membership end to end, with real replicas on loopback: a node joins through one seed and its
+/// writes reach everyone; a node leaves; a dead node is forgotten.
+@Suite(.serialized) struct MembershipScenarioTests {
+    /// A replica named `name` whose only seeds are `seeds` (ports).
+    static func replica(_ name: NodeID, port: UInt16 = testPorts.pair(), seeds: [UInt16]) throws -> Replica {
+        var configuration = ReplicaConfiguration(
+            node: name, listen: Endpoint(host: "127.0.0.1", port: port),
+            peers: seeds.map { Endpoint(host: "127.0.0.1", port: $0) }, storage: .memory)
+        configuration.heartbeatInterval = .milliseconds(200)
+        configuration.suspectAfter = .milliseconds(600)
+        configuration.downAfter = .seconds(2)
+        return try Replica(configuration)
+    }
+
+    /// Every replica lists every other with `state`.
+    static func everyoneSees(_ replicas: [Replica], _ state: PeerState = .alive, of ids: Set<String>? = nil) async -> Bool {
+        let all = Set(replicas.map(\.identity.node.rawValue))
+        for replica in replicas {
+            let wanted = (ids ?? all).subtracting([replica.identity.node.rawValue])
+            let seen = Set(await replica.status().peers.filter { $0.state == state }.map(\.id))
+            guard wanted.isSubset(of: seen) else { return false }
+        }
+        return true
+    }
+
+    @Test func aNodeThatJoinsThroughOneSeedIsDialledByEveryoneAndItsWritesReachThem() async throws {
+        let ports = (0..<3).map { _ in testPorts.pair() }
+        // A chain of seeds: b knows a, c knows b. Gossip must still make a full mesh.
+        let a = try Self.replica("a", port: ports[0], seeds: [])
+        let b = try Self.replica("b", port: ports[1], seeds: [ports[0]])
+        let c = try Self.replica("c", port: ports[2], seeds: [ports[1]])
+        let first = [a, b, c]
+        #expect(await eventually { await Self.everyoneSees(first) })
+        try await a.write("before", payload: Array("1".utf8))
+
+        let d = try Self.replica("d", seeds: [ports[2]])  // joins at runtime, knowing only c
+        let all = first + [d]
+        #expect(await eventually { await Self.everyoneSees(all) }, "d joined and everyone dials it")
+        #expect(await eventually { (try? await d.entry(for: "before")) != nil }, "d got what was there")
+        try await d.write("from-d", payload: Array("2".utf8))
+        for replica in first {
+            #expect(await eventually { (try? await replica.entry(for: "from-d")) != nil }, "\(replica.identity.node) got d's write")
+        }
+        for replica in all { await replica.shutdown() }
+    }
+
+    @Test func aNodeThatLeavesIsListedLeftEverywhereAndNotDialled() async throws {
+        let port = testPorts.pair()
+        let a = try Self.replica("a", port: port, seeds: [])
+        let b = try Self.replica("b", seeds: [port])
+        let c = try Self.replica("c", seeds: [port])
+        #expect(await eventually { await Self.everyoneSees([a, b, c]) })
+        let acknowledged = await c.leave()
+        #expect(acknowledged == 2)
+        #expect(await c.isShutDown)
+        for replica in [a, b] {
+            let peer = await replica.status().peers.first { $0.id == "c" }
+            #expect(peer?.state == .left, "acknowledged, so already known")
+        }
+        // It stays left: no member re-dials it or brings it back.
+        try await Task.sleep(for: .seconds(3))
+        #expect(await Self.everyoneSees([a, b], .left, of: ["c"]))
+        for replica in [a, b] { await replica.shutdown() }
+    }
+
+    @Test func aDeadNodeIsForgottenByTheWholeCluster() async throws {
+        let port = testPorts.pair()
+        let a = try Self.replica("a", port: port, seeds: [])
+        let b = try Self.replica("b", seeds: [port])
+        let c = try Self.replica("c", seeds: [port])
+        #expect(await eventually { await Self.everyoneSees([a, b, c]) })
+        await #expect(throws: Replica.ForgetError.self) { try await a.forget("c") }  // alive: refused
+        await c.shutdown()
+        #expect(await eventually { await Self.everyoneSees([a, b], .down, of: ["c"]) })
+        try await a.forget("c")
+        await #expect(throws: Replica.ForgetError.self) { try await a.forget("a") }
+        #expect(await eventually {
+            for replica in [a, b] where await replica.status().peers.contains(where: { $0.id == "c" }) { return false }
+            return true
+        }, "gone from every list")
+        for replica in [a, b] { await replica.shutdown() }
+    }
+
+    @Test func aSeedThatIsTheNodeItselfIsHarmless() async throws {
+        let port = testPorts.pair()
+        let a = try Self.replica("a", port: port, seeds: [port])
+        let b = try Self.replica("b", seeds: [port])
+        #expect(await eventually { await Self.everyoneSees([a, b]) })
+        #expect(await a.status().peers.map(\.id) == ["b"])
+        for replica in [a, b] { await replica.shutdown() }
+    }
+}

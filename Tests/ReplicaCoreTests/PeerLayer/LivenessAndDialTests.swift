@@ -1,0 +1,168 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+/// `Liveness`, `LinkDialer` and `ClockEstimate`: the per-member timers, without sockets or sleeps.
+@Suite struct LivenessAndDialTests {
+    let start = ContinuousClock.now
+    func at(_ milliseconds: Int) -> ContinuousClock.Instant { start + .milliseconds(milliseconds) }
+
+    @Test func silenceMakesAMemberSuspectThenDown() {
+        var liveness = Liveness(now: at(0))
+        #expect(liveness.state == .suspect, "known but not heard yet")
+        let check1 = liveness.heardDirectly(now: at(100)) == .init(from: .suspect, to: .alive)
+        #expect(check1)
+        let check2 = liveness.tick(now: at(1500), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == nil
+        #expect(check2)
+        let check3 = liveness.tick(now: at(1600), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == .init(from: .alive, to: .suspect)
+        #expect(check3)
+        let check4 = liveness.tick(now: at(5100), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == .init(from: .suspect, to: .down)
+        #expect(check4)
+        let check5 = liveness.heardDirectly(now: at(6000)) == .init(from: .down, to: .alive)
+        #expect(check5)
+    }
+
+    @Test func aMemberVouchedForByAnotherStaysAlive() {
+        var liveness = Liveness(now: at(0))
+        _ = liveness.heardDirectly(now: at(0))
+        for t in stride(from: 1000, through: 10_000, by: 1000) {
+            _ = liveness.heardIndirectly(now: at(t))
+            let check6 = liveness.tick(now: at(t + 500), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == nil
+            #expect(check6)
+        }
+        #expect(liveness.state == .alive)
+        #expect(!liveness.hearsDirectly(now: at(10_000), window: .milliseconds(1500)))
+    }
+
+    @Test func leftIsKeptUntilANewLife() {
+        var liveness = Liveness(now: at(0))
+        _ = liveness.heardDirectly(now: at(0))
+        let check7 = liveness.left(now: at(10)) == .init(from: .alive, to: .left)
+        #expect(check7)
+        let check8 = liveness.heardDirectly(now: at(20)) == nil
+        #expect(check8, "a straggler does not bring it back")
+        let check9 = liveness.tick(now: at(60_000), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == nil
+        #expect(check9)
+        let check10 = liveness.rejoined(now: at(70_000)) == .init(from: .left, to: .suspect)
+        #expect(check10)
+    }
+
+    @Test func aStallOfOurOwnIsNotTheMembersSilence() {
+        var liveness = Liveness(now: at(0))
+        _ = liveness.heardDirectly(now: at(1000))
+        liveness.stalled(for: .seconds(30))
+        let check11 = liveness.tick(now: at(31_500), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == nil
+        #expect(check11)
+        #expect(liveness.state == .alive)
+    }
+
+    // MARK: Dialling
+
+    let lan = LinkDialer.Timing.adapted(to: nil, silentRedialEvery: .seconds(1))
+
+    @Test func deadlinesAdaptToTheRoundTrip() {
+        #expect(lan.connectAttempt == .seconds(1) && lan.handshakeDeadline == .seconds(3))
+        let slow = LinkDialer.Timing.adapted(to: .milliseconds(400), silentRedialEvery: .seconds(1))
+        #expect(slow.connectAttempt == .milliseconds(1600))
+        #expect(slow.handshakeDeadline == .seconds(4))
+        #expect(slow.silentRedialEvery == .milliseconds(1600))
+        let loopback = LinkDialer.Timing.adapted(to: .milliseconds(1), silentRedialEvery: .seconds(1))
+        #expect(loopback.connectAttempt == .milliseconds(500))
+    }
+
+    @Test func aConnectThatGetsNoAnswerIsRetried() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        let check12 = !dialer.shouldRedial(now: at(999), peerSilent: true, timing: lan)
+        #expect(check12)
+        let check13 = dialer.shouldRedial(now: at(1000), peerSilent: true, timing: lan)
+        #expect(check13)
+        #expect(dialer.failures == 1)
+    }
+
+    /// A slow handshake (CURVE over 200 ms links takes several round trips) is not cut short once
+    /// TCP is up: the bug that kept 100 ms links from ever forming a cluster.
+    @Test func aSlowHandshakeIsGivenItsTime() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        dialer.tcpConnected(now: at(400))
+        let check14 = !dialer.shouldRedial(now: at(2900), peerSilent: true, timing: lan)
+        #expect(check14)
+        let check15 = dialer.handshakeSucceeded(now: at(2000)) == .connected
+        #expect(check15)
+        #expect(dialer.isConnected)
+        let check16 = !dialer.shouldRedial(now: at(2500), peerSilent: false, timing: lan)
+        #expect(check16)
+    }
+
+    @Test func aConnectedSocketToASilentPeerIsRedialledNoOftenerThanItsInterval() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        _ = dialer.handshakeSucceeded(now: at(10))
+        let check17 = !dialer.shouldRedial(now: at(999), peerSilent: true, timing: lan)
+        #expect(check17)
+        let check18 = dialer.shouldRedial(now: at(1000), peerSilent: true, timing: lan)
+        #expect(check18)
+        dialer.dialed(now: at(1000))
+        let check19 = dialer.handshakeSucceeded(now: at(1010)) == .reconnected
+        #expect(check19)
+    }
+
+    @Test func lostConnectionsBackOffDoubling() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        _ = dialer.handshakeSucceeded(now: at(10))
+        dialer.disconnected(now: at(100), timing: lan)
+        let check20 = !dialer.shouldRedial(now: at(299), peerSilent: true, timing: lan)
+        #expect(check20)
+        let check21 = dialer.shouldRedial(now: at(300), peerSilent: true, timing: lan)
+        #expect(check21)
+        dialer.dialed(now: at(300))
+        let connectAttemptExpired = dialer.shouldRedial(now: at(1300), peerSilent: true, timing: lan)
+        #expect(connectAttemptExpired)
+        dialer.dialed(now: at(1300))
+        dialer.tcpConnected(now: at(1301))
+        dialer.disconnected(now: at(1400), timing: lan)
+        let check22 = !dialer.shouldRedial(now: at(2199), peerSilent: true, timing: lan)
+        #expect(check22, "third failure: 800 ms")
+        let check23 = dialer.shouldRedial(now: at(2200), peerSilent: true, timing: lan)
+        #expect(check23)
+    }
+
+    // MARK: Clocks
+
+    struct EchoRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var t1: UInt64, held: UInt32, t3: UInt64, t4: UInt64
+        var roundTrip: Int64?, offset: Int64?
+        var testDescription: String { name }
+    }
+
+    static let echoes: [EchoRow] = [
+        EchoRow(name: "same clocks, 10 ms each way", t1: 1_000, held: 500, t3: 1_510, t4: 1_520, roundTrip: 20, offset: 0),
+        EchoRow(name: "peer 120 s ahead", t1: 1_000, held: 500, t3: 121_510, t4: 1_520, roundTrip: 20, offset: 120_000),
+        EchoRow(name: "peer 5 s behind, 200 ms each way", t1: 10_000, held: 300, t3: 5_500, t4: 10_700, roundTrip: 400, offset: -5_000),
+        EchoRow(name: "no echo yet", t1: 0, held: 0, t3: 5, t4: 10, roundTrip: nil, offset: nil),
+        EchoRow(name: "our clock stepped back: impossible", t1: 10_000, held: 0, t3: 10_000, t4: 9_000, roundTrip: nil, offset: nil),
+    ]
+
+    @Test(arguments: echoes) func echoesGiveRoundTripAndOffset(_ row: EchoRow) {
+        var estimate = ClockEstimate()
+        estimate.record(echoedWallMillis: row.t1, heldMillis: row.held, peerWallMillis: row.t3, receivedWallMillis: row.t4)
+        #expect(estimate.samples.first?.roundTripMillis == row.roundTrip)
+        #expect(estimate.offsetMillis == row.offset)
+    }
+
+    @Test func theOffsetComesFromTheQuickestRecentExchange() {
+        var estimate = ClockEstimate()
+        // A queued heartbeat inflates the round trip and skews the offset; the quick one is trusted.
+        estimate.record(echoedWallMillis: 1_000, heldMillis: 0, peerWallMillis: 1_900, receivedWallMillis: 2_000)
+        estimate.record(echoedWallMillis: 3_000, heldMillis: 0, peerWallMillis: 3_005, receivedWallMillis: 3_010)
+        #expect(estimate.offsetMillis == 0)
+        #expect(estimate.worstRoundTrip == .milliseconds(1000))
+        for t: UInt64 in 1...ClockEstimate.keep.asUInt64 {
+            estimate.record(echoedWallMillis: 10_000 * t, heldMillis: 0, peerWallMillis: 10_000 * t + 5, receivedWallMillis: 10_000 * t + 10)
+        }
+        #expect(estimate.worstRoundTrip == .milliseconds(10), "old samples age out")
+    }
+}
+
+private extension Int {
+    var asUInt64: UInt64 { UInt64(self) }
+}

@@ -1,0 +1,134 @@
+import Foundation
+import PropertyBased
+import Testing
+@testable import ReplicaCore
+
+/// `Membership` and `RelayPlanner`: join, leave, forget, gossip that stops by itself, and relays.
+@Suite struct MembershipTests {
+    static func record(_ node: NodeID, epoch: UInt64 = 1, status: MemberRecord.Status = .active, port: UInt16 = 7000) -> MemberRecord {
+        MemberRecord(node: node, epoch: epoch, incarnation: UUID(uuid: (0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, UInt8(epoch % 256))),
+                     status: status, address: Endpoint(host: "10.0.0.1", port: port), publicKey: nil)
+    }
+
+    func table(_ local: NodeID = "a") -> Membership { Membership(local: Self.record(local)) }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var before: [MemberRecord]
+        var incoming: [MemberRecord]
+        var changes: [Membership.Change]
+        var announced: Int
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "a new member joins", before: [], incoming: [record("b")], changes: [.joined(record("b"))], announced: 1),
+        Row(name: "a known record changes nothing (gossip stops)", before: [record("b")], incoming: [record("b")], changes: [], announced: 0),
+        Row(name: "an older life changes nothing", before: [record("b", epoch: 5)], incoming: [record("b", epoch: 4)], changes: [], announced: 0),
+        Row(name: "a restart at the same address", before: [record("b")], incoming: [record("b", epoch: 2)], changes: [.restarted(record("b", epoch: 2))], announced: 1),
+        Row(name: "a restart elsewhere", before: [record("b")], incoming: [record("b", epoch: 2, port: 8000)], changes: [.moved(record("b", epoch: 2, port: 8000))], announced: 1),
+        Row(name: "a departure", before: [record("b")], incoming: [record("b", status: .left)], changes: [.left(record("b", status: .left))], announced: 1),
+        Row(name: "a departure beats its own life's active record", before: [record("b", status: .left)], incoming: [record("b")], changes: [], announced: 0),
+        Row(name: "a return after leaving", before: [record("b", status: .left)], incoming: [record("b", epoch: 2)], changes: [.joined(record("b", epoch: 2))], announced: 1),
+        Row(name: "a forget", before: [record("b")], incoming: [record("b", status: .forgotten)], changes: [.forgotten(record("b", status: .forgotten))], announced: 1),
+        Row(name: "a forgotten member is not brought back by stale gossip", before: [record("b", status: .forgotten)], incoming: [record("b")], changes: [], announced: 0),
+        Row(name: "our own record from others changes nothing", before: [], incoming: [record("a")], changes: [], announced: 0),
+    ]
+
+    @Test(arguments: rows) func merging(_ row: Row) {
+        var membership = table()
+        _ = membership.merge(row.before, wallMillis: 0)
+        let result = membership.merge(row.incoming, wallMillis: 0)
+        #expect(result.changes == row.changes)
+        #expect(result.announce.count == row.announced)
+        #expect(!result.reasserted)
+    }
+
+    @Test func aLiveNodeReassertsItselfAgainstAForgetOfItself() {
+        var membership = table()
+        let result = membership.merge([Self.record("a", status: .forgotten)], wallMillis: 99)
+        #expect(result.reasserted)
+        #expect(membership.local.status == .active && membership.local.epoch == 99)
+        #expect(result.announce == [membership.local])
+    }
+
+    @Test func forgetRefusesItselfTheUnknownAndTheLiving() {
+        var membership = table()
+        _ = membership.merge([Self.record("b"), Self.record("c")], wallMillis: 0)
+        #expect(throws: Membership.ForgetRefusal.isSelf) { try membership.forget("a", isAlive: false) }
+        #expect(throws: Membership.ForgetRefusal.unknown) { try membership.forget("z", isAlive: false) }
+        #expect(throws: Membership.ForgetRefusal.stillAlive) { try membership.forget("b", isAlive: true) }
+        let tombstone = try? membership.forget("c", isAlive: false)
+        #expect(tombstone?.status == .forgotten)
+        #expect(membership.listed.map(\.node) == ["b"])
+        #expect(membership.active.map(\.node) == ["b"])
+    }
+
+    @Test func leavingMarksOurOwnRecord() {
+        var membership = table()
+        let before = membership.digest
+        let check1 = membership.leave().status == .left
+        #expect(check1)
+        #expect(membership.digest != before)
+    }
+
+    /// Tables that saw the same records in any order and grouping are equal (and so their
+    /// digests): gossip converges whatever way it travels.
+    @Test func mergeIsOrderInsensitive() async {
+        let records: [MemberRecord] = (0..<6).flatMap { n in
+            [MemberRecord.Status.active, .left, .forgotten].flatMap { status in
+                (1...2).map { epoch in Self.record(NodeID(rawValue: "n\(n)")!, epoch: UInt64(epoch), status: status, port: UInt16(7000 + epoch)) }
+            }
+        }
+        await propertyCheck(input: Gen.int(in: 0...Int(UInt32.max))) { seed in
+            var generator = SplitMix(seed: UInt64(seed))
+            var one = table("x"), other = table("x")
+            _ = one.merge(records.shuffled(using: &generator), wallMillis: 0)
+            for record in records.shuffled(using: &generator) { _ = other.merge([record], wallMillis: 0) }
+            #expect(one.digest == other.digest)
+            #expect(one.allRecords == other.allRecords)
+        }
+    }
+
+    // MARK: Relays
+
+    @Test func aMemberWeCannotHearIsTakenThroughOneThatCan() {
+        let views: [RelayPlanner.View] = [
+            .init(node: "a", directlySilent: true, hears: ["b"]),
+            .init(node: "b", directlySilent: false, hears: ["a", "c"]),
+            .init(node: "c", directlySilent: false, hears: ["a", "b"]),
+        ]
+        #expect(RelayPlanner.plan(views, current: [:]) == ["a": "b"], "the first candidate by id")
+        #expect(RelayPlanner.plan(views, current: ["a": "c"]) == ["a": "c"], "a working relay is kept")
+    }
+
+    @Test func noRelayWhenEveryoneHearsEveryone() {
+        let views: [RelayPlanner.View] = [
+            .init(node: "a", directlySilent: false, hears: ["b"]),
+            .init(node: "b", directlySilent: false, hears: ["a"]),
+        ]
+        #expect(RelayPlanner.plan(views, current: ["a": "b"]).isEmpty)
+    }
+
+    @Test func noRelayWhenNobodyHearsIt() {
+        let views: [RelayPlanner.View] = [
+            .init(node: "a", directlySilent: true, hears: []),
+            .init(node: "b", directlySilent: false, hears: []),
+            .init(node: "c", directlySilent: true, hears: ["a"]),
+        ]
+        #expect(RelayPlanner.plan(views, current: [:]).isEmpty, "c hears a but we cannot hear c")
+    }
+}
+
+/// A seeded generator for shuffles in property tests.
+struct SplitMix: RandomNumberGenerator {
+    var state: UInt64
+    init(seed: UInt64) { state = seed }
+    mutating func next() -> UInt64 {
+        state &+= 0x9e37_79b9_7f4a_7c15
+        var z = state
+        z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
+        z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
+        return z ^ (z >> 31)
+    }
+}

@@ -1,0 +1,112 @@
+import Testing
+@testable import ReplicaCore
+
+/// `OriginStream`: which of an origin's updates are missing, whatever path they took.
+@Suite struct OriginStreamTests {
+    /// A message arriving at a stream: an update (with the epoch a relay names), or a heartbeat.
+    enum Arrival: CustomStringConvertible {
+        case update(UInt64, epoch: UInt64? = nil)
+        case heartbeat(epoch: UInt64, sequence: UInt64)
+
+        var description: String {
+            switch self {
+            case .update(let s, let e): "update \(s)" + (e.map { " of epoch \($0)" } ?? "")
+            case .heartbeat(let e, let s): "heartbeat \(e)/\(s)"
+            }
+        }
+    }
+
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        var arrivals: [Arrival]
+        var verdicts: [OriginStream.Verdict]
+        var missing: [ClosedRange<UInt64>]
+        var through: UInt64
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "first sight sets the baseline, no gap", arrivals: [.heartbeat(epoch: 7, sequence: 40)],
+            verdicts: [.inOrder], missing: [], through: 40),
+        Row(name: "in order", arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(2), .update(3)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 3),
+        Row(name: "a skipped update is a gap", arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(4)],
+            verdicts: [.inOrder, .inOrder, .gap(2...3)], missing: [2...3], through: 4),
+        Row(name: "a late arrival fills its gap", arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(4), .update(3)],
+            verdicts: [.inOrder, .inOrder, .gap(2...3), .inOrder], missing: [2...2], through: 4),
+        Row(name: "a duplicate (the same update by a relay) changes nothing",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(2), .update(2, epoch: 7), .update(1)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 2),
+        Row(name: "a heartbeat ahead of the updates proves they were dropped",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .heartbeat(epoch: 7, sequence: 5)],
+            verdicts: [.inOrder, .inOrder, .gap(2...5)], missing: [2...5], through: 5),
+        Row(name: "adjacent gaps merge", arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(3), .heartbeat(epoch: 7, sequence: 6)],
+            verdicts: [.inOrder, .gap(1...2), .gap(4...6)], missing: [1...2, 4...6], through: 6),
+        Row(name: "a new epoch is a restart: old losses are dropped",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(3), .heartbeat(epoch: 9, sequence: 2)],
+            verdicts: [.inOrder, .gap(1...2), .restarted], missing: [], through: 2),
+        Row(name: "a straggler of an earlier epoch is ignored",
+            arrivals: [.heartbeat(epoch: 9, sequence: 4), .update(100, epoch: 7), .heartbeat(epoch: 7, sequence: 100)],
+            verdicts: [.inOrder, .inOrder, .inOrder], missing: [], through: 4),
+        Row(name: "updates before the first heartbeat belong to its epoch",
+            arrivals: [.update(5), .update(6), .heartbeat(epoch: 7, sequence: 8)],
+            verdicts: [.inOrder, .inOrder, .gap(7...8)], missing: [7...8], through: 8),
+        Row(name: "a relay names the epoch: a new one restarts the stream",
+            arrivals: [.heartbeat(epoch: 7, sequence: 3), .update(1, epoch: 8)],
+            verdicts: [.inOrder, .restarted], missing: [], through: 1),
+    ]
+
+    @Test(arguments: rows) func arrivals(_ row: Row) {
+        var stream = OriginStream()
+        var verdicts: [OriginStream.Verdict] = []
+        for arrival in row.arrivals {
+            switch arrival {
+            case .update(let sequence, let epoch): verdicts.append(stream.received(sequence: sequence, epoch: epoch))
+            case .heartbeat(let epoch, let sequence): verdicts.append(stream.announced(epoch: epoch, sequence: sequence))
+            }
+        }
+        #expect(verdicts == row.verdicts)
+        #expect(stream.missing == row.missing)
+        #expect(stream.through == row.through)
+    }
+
+    @Test func repairsAreTakenOldestFirstInBoundedPieces() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 1, sequence: 0)
+        _ = stream.received(sequence: 10_000)
+        #expect(stream.contiguousThrough == 0)
+        let check1 = stream.takeRepair(limit: 4096) == 1...4096
+        #expect(check1)
+        let check2 = stream.takeRepair(limit: 4096) == 4097...8192
+        #expect(check2)
+        #expect(stream.contiguousThrough == 8192)
+        let check3 = stream.takeRepair(limit: 4096) == 8193...9999
+        #expect(check3)
+        let check4 = stream.takeRepair(limit: 4096) == nil
+        #expect(check4)
+        #expect(stream.contiguousThrough == 10_000)
+    }
+
+    @Test func aSyncCoversLossesUpToWhatTheMemberHeld() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 1, sequence: 0)
+        _ = stream.received(sequence: 20)
+        _ = stream.received(sequence: 40)
+        #expect(stream.missing == [1...19, 21...39])
+        stream.covered(through: 30, epoch: 1)
+        #expect(stream.missing == [31...39])
+        stream.covered(through: 99, epoch: 2)  // another life: says nothing about this one
+        #expect(stream.missing == [31...39])
+    }
+
+    @Test func aMemberAheadOfUsShowsWhatWeLack() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 3, sequence: 10)
+        #expect(stream.behind(epoch: 3, through: 15) == 11...15)
+        #expect(stream.behind(epoch: 3, through: 9) == nil)
+        #expect(stream.behind(epoch: 4, through: 99) == nil)
+        let check5 = stream.learned(epoch: 3, through: 15) == .gap(11...15)
+        #expect(check5)
+        #expect(stream.missing == [11...15])
+    }
+}

@@ -1,0 +1,148 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+/// `PeerSession`: every trigger a member's messages and timers pull, as tables of events and the
+/// actions they must (and must not) produce.
+@Suite struct PeerSessionTests {
+    static let start = ContinuousClock.now
+    static func at(_ milliseconds: Int) -> ContinuousClock.Instant { start + .milliseconds(milliseconds) }
+    static let timing = PeerTiming(heartbeatInterval: .seconds(1), suspectAfter: .milliseconds(1500), downAfter: .seconds(5), requestTimeout: .seconds(10))
+    static let record = MemberRecord(node: "b", epoch: 7, incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2)),
+                                     status: .active, address: Endpoint(host: "127.0.0.1", port: 7000), publicKey: nil)
+
+    /// What happens to a session, in order.
+    enum Event: CustomStringConvertible, Sendable {
+        case heartbeat(epoch: UInt64 = 7, sequence: UInt64 = 0, incarnation: UInt8 = 2, root: UInt64 = 1, members: UInt64 = 0, at: Int)
+        case update(UInt64, at: Int)
+        case dealerConnected(at: Int)
+        case subscriberConnected(at: Int)
+        case dealerLost(at: Int)
+        case tick(at: Int, holdRepairs: Bool = false)
+        case repairStarted(UInt64, ClosedRange<UInt64>, at: Int)
+        case repairAnswer(UInt64, unavailable: Bool, at: Int)
+
+        var description: String { "\(self)" }
+    }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// Our digest root and member digest throughout.
+        var ourRoot: UInt64 = 1
+        var events: [Event]
+        /// Every action of the last event.
+        var last: [PeerSession.Action]
+        var testDescription: String { name }
+    }
+
+    /// Heartbeat, both connections up: a member that is alive and reachable, where each row starts.
+    static let up: [Event] = [.heartbeat(at: 0), .dealerConnected(at: 1), .subscriberConnected(at: 1)]
+
+    static let rows: [Row] = [
+        Row(name: "a steady heartbeat does nothing", events: up + [.heartbeat(at: 1000)], last: []),
+        Row(name: "a new incarnation wants a sync", events: up + [.heartbeat(incarnation: 3, at: 1000)], last: [.wantSync(.newIncarnation)]),
+        Row(name: "a new epoch (restart) wants a sync", events: up + [.heartbeat(epoch: 8, at: 1000)], last: [.wantSync(.peerRestarted)]),
+        Row(name: "digests that differ while both are quiet want a sync", ourRoot: 5,
+            events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 9, at: 2000)], last: [.wantSync(.digestsDiffer)]),
+        Row(name: "digests that differ while the peer writes do not", ourRoot: 5,
+            events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 10, at: 2000)], last: []),
+        Row(name: "member tables that differ twice start an exchange",
+            events: up + [.heartbeat(members: 4, at: 1000), .heartbeat(members: 4, at: 2000)], last: [.exchangeMembers]),
+        Row(name: "member tables that differ once do not (an announcement may be on its way)",
+            events: up + [.heartbeat(members: 4, at: 1000)], last: []),
+        Row(name: "a gap is repaired from the member", events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 30)],
+            last: [.requestRepair(2...4)]),
+        Row(name: "a heartbeat ahead of the updates is a gap too", events: up + [.heartbeat(sequence: 3, at: 500), .tick(at: 600)],
+            last: [.requestRepair(1...3)]),
+        Row(name: "repairs wait while a sync that brings everything is pending",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 30, holdRepairs: true)], last: []),
+        Row(name: "one repair at a time",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...3, at: 25), .tick(at: 30)], last: []),
+        Row(name: "an unavailable repair asks for a sync",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .repairAnswer(1, unavailable: true, at: 40)],
+            last: []),
+        Row(name: "a repair that times out wants a sync (and no more repairs)",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .heartbeat(at: 10_000), .tick(at: 10_100)],
+            last: [.wantSync(.repairTimedOut)]),
+        Row(name: "losses of a member we cannot hear need another member's sync",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 1600)],
+            last: [.stateChanged(.init(from: .alive, to: .suspect)), .redialSubscriber, .redialDealer, .wantSync(.repairUnavailable)]),
+        Row(name: "a sync connection that comes back wants a sync",
+            events: up + [.dealerLost(at: 500), .dealerConnected(at: 900)], last: [.wantSync(.reconnected)]),
+        Row(name: "losing the sync connection abandons what rides on it", events: up + [.dealerLost(at: 500)], last: [.syncConnectionLost]),
+        Row(name: "silence makes it suspect and re-dials both connections", events: up + [.tick(at: 1600)],
+            last: [.stateChanged(.init(from: .alive, to: .suspect)), .redialSubscriber, .redialDealer]),
+        Row(name: "a connection that never completes is re-dialled, the live one is not",
+            events: [.heartbeat(at: 0), .dealerConnected(at: 1), .tick(at: 1000)], last: [.redialSubscriber]),
+    ]
+
+    @Test(arguments: rows) func triggers(_ row: Row) {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        var last: [PeerSession.Action] = []
+        for event in row.events {
+            let local = PeerSession.LocalView(node: "a", digestRoot: row.ourRoot, membersDigest: 0, syncing: false)
+            switch event {
+            case .heartbeat(let epoch, let sequence, let incarnation, let root, let members, let t):
+                let message = Heartbeat(origin: "b", incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, incarnation)),
+                                        epoch: epoch, sequence: sequence, timestamp: .zero, digestRoot: root, entryCount: 0, membersDigest: members)
+                last = session.heartbeatReceived(message, local: local, now: Self.at(t), wallMillis: 0)
+            case .update(let sequence, let t):
+                last = session.heardDirectly(now: Self.at(t)) + session.updateReceived(sequence: sequence)
+            case .dealerConnected(let t):
+                session.dealerTCPConnected(now: Self.at(t))
+                last = session.dealerHandshakeSucceeded(now: Self.at(t))
+            case .subscriberConnected(let t):
+                session.subscriberTCPConnected(now: Self.at(t))
+                session.subscriberHandshakeSucceeded(now: Self.at(t))
+                last = []
+            case .dealerLost(let t):
+                last = session.dealerDisconnected(now: Self.at(t), base: Self.timing)
+            case .tick(let t, let hold):
+                last = session.tick(now: Self.at(t), base: Self.timing, holdRepairs: hold)
+            case .repairStarted(let id, let range, let t):
+                session.repairStarted(requestID: id, range: range, now: Self.at(t))
+                last = []
+            case .repairAnswer(let id, let unavailable, let t):
+                let verdict = session.repairChunk(requestID: id, entries: 0, isLast: true, isUnavailable: unavailable, now: Self.at(t))
+                #expect(verdict == (unavailable ? .unavailable : .completed))
+                last = []
+            }
+        }
+        #expect(last == row.last)
+    }
+
+    @Test func aCompletedSyncCoversTheMembersOwnUpdatesItHadAnnounced() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 0, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(0), wallMillis: 0)
+        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 50, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(1000), wallMillis: 0)
+        #expect(session.stream.missing == [1...50])
+        session.syncCompleted(mark: StoreMark(epoch: 7, serial: 3))
+        #expect(session.stream.missing.isEmpty)
+        #expect(session.syncMark == StoreMark(epoch: 7, serial: 3))
+        #expect(session.stats.syncsCompleted == 1)
+    }
+
+    @Test func aSlowLinkStretchesFailureDetection() {
+        let slow = Self.timing.adapted(to: .milliseconds(400))
+        #expect(slow.suspectAfter == .milliseconds(1800))
+        #expect(slow.downAfter == .milliseconds(5000))
+        #expect(Self.timing.adapted(to: .milliseconds(1)).suspectAfter == .milliseconds(1500))
+        #expect(Self.timing.adapted(to: .seconds(1)).requestTimeout == .seconds(20))
+    }
+
+    @Test func departureAndReturnFollowTheRecord() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        _ = session.heardDirectly(now: Self.at(10))
+        var left = Self.record
+        left.status = .left
+        let check1 = session.recordChanged(left, now: Self.at(20)) == [.stateChanged(.init(from: .alive, to: .left))]
+        #expect(check1)
+        let check2 = session.tick(now: Self.at(60_000), base: Self.timing, holdRepairs: false) == []
+        #expect(check2, "a departed member is not dialled")
+        var back = Self.record
+        back.epoch = 9
+        let check3 = session.recordChanged(back, now: Self.at(70_000)) == [.stateChanged(.init(from: .left, to: .suspect))]
+        #expect(check3)
+    }
+}

@@ -1,0 +1,205 @@
+import Testing
+@testable import ReplicaCore
+
+/// `SyncPlanner`: one full sync at a time, from the member that has the most.
+@Suite struct SyncPlannerTests {
+    let now = ContinuousClock.now
+
+    static func candidate(_ node: NodeID, reachable: Bool = true, covers: Bool = false, progress: UInt64 = 0) -> SyncPlanner.Candidate {
+        SyncPlanner.Candidate(node: node, reachable: reachable, coversMissing: covers, progress: progress)
+    }
+
+    @Test func aCatchUpGoesToTheMemberItWasWantedWith() {
+        var planner = SyncPlanner()
+        planner.wantCatchUp(.reconnected, preferring: "a")
+        let choice = planner.next([Self.candidate("a"), Self.candidate("b", covers: true), Self.candidate("c", progress: 99)])
+        #expect(choice?.peer == "a" && choice?.reason == .reconnected, "the link that came back has the news, whatever stale reports say")
+    }
+
+    @Test func elseToTheMemberThatCoversWhatWeMissThenTheMostUpToDate() {
+        var planner = SyncPlanner()
+        planner.wantCatchUp(.startUp)
+        #expect(planner.next([Self.candidate("a", progress: 5), Self.candidate("b", progress: 9)])?.peer == "b")
+        #expect(planner.next([Self.candidate("a", covers: true, progress: 5), Self.candidate("b", progress: 9)])?.peer == "a")
+        planner.wantCatchUp(.repairUnavailable, preferring: "a")
+        #expect(planner.next([Self.candidate("a", reachable: false), Self.candidate("b", progress: 9)])?.peer == "b")
+        #expect(planner.next([Self.candidate("a", reachable: false)]) == nil, "nobody reachable: wait")
+    }
+
+    /// A healed partition brings every link back at once: one catch-up, not one per link.
+    @Test func linksThatComeBackDuringACatchUpAreServedByIt() {
+        var planner = SyncPlanner()
+        planner.wantCatchUp(.reconnected, preferring: "a")
+        planner.started(with: "a", requestID: 1, reason: .reconnected, now: now)
+        planner.want(.reconnected, with: "b")
+        #expect(planner.catchUp?.preferred == "b")
+        _ = planner.received(requestID: 1, from: "a", entries: 5, bytes: 50, isLast: true, now: now)
+        #expect(planner.catchUp == nil)
+        #expect(planner.next([Self.candidate("a"), Self.candidate("b")]) == nil)
+    }
+
+    /// The "catch-up from everyone at once": after a pause every member has something
+    /// to say; syncs still run one after another, and a catch-up is wanted once.
+    @Test func oneSyncAtATime() {
+        var planner = SyncPlanner()
+        planner.wantCatchUp(.startUp)
+        planner.want(.memberJoined, with: "a")
+        planner.want(.memberJoined, with: "b")
+        let candidates = [Self.candidate("a"), Self.candidate("b")]
+        let first = planner.next(candidates)!
+        #expect(first.reason == .startUp)
+        planner.started(with: first.peer, requestID: 1, reason: first.reason, now: now)
+        #expect(planner.next(candidates) == nil, "one in flight")
+        let check1 = planner.received(requestID: 1, from: first.peer, entries: 10, bytes: 100, isLast: true, now: now) != .unrelated
+        #expect(check1)
+        let second = planner.next(candidates)!
+        #expect(second.peer != first.peer && second.reason == .memberJoined, "the other member's want remains; the first's was met")
+        planner.started(with: second.peer, requestID: 2, reason: second.reason, now: now)
+        _ = planner.received(requestID: 2, from: second.peer, entries: 0, bytes: 10, isLast: true, now: now)
+        #expect(planner.next(candidates) == nil, "nothing left")
+    }
+
+    @Test func specificWantsGoByPriority() {
+        var planner = SyncPlanner()
+        planner.want(.periodic, with: "a")
+        planner.want(.digestsDiffer, with: "b")
+        planner.want(.peerRestarted, with: "c")
+        let candidates = [Self.candidate("a"), Self.candidate("b"), Self.candidate("c")]
+        #expect(planner.next(candidates)?.peer == "c")
+        planner.want(.periodic, with: "c")
+        #expect(planner.wanted["c"] == .peerRestarted, "a lesser reason does not replace a greater one")
+    }
+
+    @Test func repairsWaitForACatchUp() {
+        var planner = SyncPlanner()
+        #expect(!planner.holdsRepairs)
+        planner.want(.digestsDiffer, with: "a")
+        #expect(!planner.holdsRepairs, "a digest check does not bring lost updates for sure")
+        planner.want(.repairUnavailable, with: "a")
+        #expect(planner.holdsRepairs)
+        planner.started(with: "a", requestID: 1, reason: .repairUnavailable, now: now)
+        #expect(planner.holdsRepairs, "in flight")
+        _ = planner.received(requestID: 1, from: "a", entries: 0, bytes: 0, isLast: true, now: now)
+        #expect(!planner.holdsRepairs)
+    }
+
+    @Test func anAbandonedSyncIsWantedAgain() {
+        var planner = SyncPlanner()
+        planner.want(.peerRestarted, with: "a")
+        planner.started(with: "a", requestID: 1, reason: .peerRestarted, now: now)
+        let check2 = planner.received(requestID: 9, from: "a", entries: 1, bytes: 1, isLast: true, now: now) == .unrelated
+        #expect(check2, "an old request's reply")
+        let check3 = planner.expire(now: now + .seconds(9), timeout: .seconds(10)) == nil
+        #expect(check3)
+        let check4 = planner.expire(now: now + .seconds(10), timeout: .seconds(10))?.peer == "a"
+        #expect(check4)
+        #expect(planner.wanted["a"] == .peerRestarted)
+        planner.started(with: "a", requestID: 2, reason: .peerRestarted, now: now)
+        let check5 = planner.connectionLost(to: "b") == nil
+        #expect(check5)
+        let check6 = planner.connectionLost(to: "a")?.requestID == 2
+        #expect(check6)
+        #expect(planner.inFlight == nil && planner.wanted["a"] == .peerRestarted)
+    }
+
+    @Test func aDepartedMemberIsAskedNothing() {
+        var planner = SyncPlanner()
+        planner.want(.periodic, with: "a")
+        planner.wantCatchUp(.startUp, preferring: "a")
+        planner.started(with: "a", requestID: 1, reason: .startUp, now: now)
+        planner.remove("a")
+        #expect(planner.inFlight == nil && planner.wanted["a"] == nil)
+        #expect(planner.catchUp?.reason == .startUp, "what it was bringing is still wanted, from someone else")
+        #expect(planner.next([Self.candidate("b")])?.peer == "b")
+    }
+
+    @Test func aCatchUpWaitsWhileQueuedUpdatesPourIn() {
+        var planner = SyncPlanner()
+        planner.wantCatchUp(.repairUnavailable)
+        #expect(planner.next([Self.candidate("a")], deferCatchUp: true) == nil)
+        #expect(planner.next([Self.candidate("a")], deferCatchUp: false)?.peer == "a")
+    }
+}
+
+/// `SyncResponder`: replies streamed as fast as their requesters read, bounded in number.
+@Suite struct SyncResponderTests {
+    let now = ContinuousClock.now
+
+    func reply(_ client: UInt8, keys: [String], repair: Bool = false) -> SyncResponder.Reply {
+        SyncResponder.Reply(
+            client: [client], requester: "r", requestID: UInt64(client), mark: .none, isRepair: repair,
+            pending: keys[...], lastProgress: now)
+    }
+
+    @Test func repliesAreBoundedAndOnePerConnection() {
+        var responder = SyncResponder(maxReplies: 2)
+        let check7 = responder.accept(reply(1, keys: ["a"])) == .accepted
+        #expect(check7)
+        let check8 = responder.accept(reply(1, keys: ["b"])) == .replacedEarlier
+        #expect(check8)
+        let check9 = responder.accept(reply(1, keys: [], repair: true)) == .accepted
+        #expect(check9, "a repair beside a sync")
+        let check10 = responder.accept(reply(2, keys: ["c"])) == .refused
+        #expect(check10)
+        #expect(responder.replies.count == 2)
+    }
+
+    @Test func whatDoesNotFitWaitsAtTheFront() {
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(reply(1, keys: ["a", "b", "c", "d", "e"]))
+        let first = responder.take(from: 0, limit: 2)
+        #expect(Array(first) == ["a", "b"])
+        responder.putBack(["b"], at: 0)
+        let again = responder.take(from: 0, limit: 10)
+        #expect(Array(again) == ["b", "c", "d", "e"])
+        #expect(responder.isDone(0))
+    }
+
+    @Test func aReplyNobodyReadsIsDropped() {
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(reply(1, keys: ["a"]))
+        _ = responder.accept(reply(2, keys: ["a"]))
+        responder.sent(chunks: 1, entries: 1, at: 1, now: now + .seconds(5))
+        let dropped = responder.expire(now: now + .seconds(10), timeout: .seconds(10))
+        #expect(dropped.map(\.client) == [[1]])
+        #expect(responder.replies.map(\.client) == [[2]])
+    }
+}
+
+/// `CommitQueue`: a failing store is retried with back-off, and nothing is acknowledged unless
+/// committed.
+@Suite struct CommitQueueTests {
+    let now = ContinuousClock.now
+    let entry = Entry(key: "k", version: Version(timestamp: .zero, node: "n"), payload: [1])
+
+    @Test func receivedEntriesWaitOutTheBackOffAfterAFailure() {
+        var queue = CommitQueue()
+        let check11 = queue.accept(entry, from: "b", now: now)
+        #expect(check11)
+        _ = queue.takeBatch()
+        let check12 = queue.failed("disk full", now: now)
+        #expect(check12, "a new failure")
+        let check13 = !queue.accept(entry, from: "b", now: now + .milliseconds(100))
+        #expect(check13, "dropped: fetched again later")
+        #expect(queue.droppedWhileFailing == 1)
+        let check14 = queue.accept(entry, from: "b", now: now + .milliseconds(250))
+        #expect(check14)
+        _ = queue.takeBatch()
+        let check15 = !queue.failed("disk full", now: now + .milliseconds(250))
+        #expect(check15, "a repeat")
+        #expect(queue.failure?.backoff == .milliseconds(500))
+        let check16 = !queue.acceptsInbound(now: now + .milliseconds(700))
+        #expect(check16)
+        let check17 = queue.acceptsInbound(now: now + .milliseconds(750))
+        #expect(check17)
+        let check18 = queue.committed()?.count == 2
+        #expect(check18)
+        #expect(queue.failure == nil)
+    }
+
+    @Test func theBackOffIsCapped() {
+        var queue = CommitQueue()
+        for _ in 0..<20 { _ = queue.failed("disk full", now: now) }
+        #expect(queue.failure?.backoff == CommitQueue.maxBackoff)
+    }
+}

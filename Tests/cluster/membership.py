@@ -1,0 +1,351 @@
+"""Membership scenarios for faults.py: nodes that join at runtime, restart, are wiped, leave or
+are forgotten; a partial ("bridge") partition; 200 ms links; discovery by beacon; and the
+volume a node that fell behind receives to catch up. Each is checked Jepsen style like the
+other scenarios (no acknowledged write lost), plus the property it is about."""
+
+import json
+import os
+import subprocess
+import threading
+import time
+
+from harness import Cluster, Workload, add_op, check_counter, check_drinks, check_register, incr_op, run, run_scripts
+
+# The faults.py helpers, given by faults.py itself (it imports this module).
+converge = verify = wait_for = peer_state = Failure = None
+DEFAULT_BOUND = 10.0
+
+
+def peers_of(status):
+    return {p["id"]: p for p in (status or {}).get("peers", [])}
+
+
+def wait_states(cluster, observers, target_id, state, timeout):
+    """Waits until every observer lists `target_id` in `state` (None: not listed at all);
+    returns the seconds it took, or None."""
+    start = time.monotonic()
+    ok = wait_for(lambda: all((peers_of(s).get(target_id) or {}).get("state") == state
+                              if state is not None else target_id not in peers_of(s)
+                              for s in cluster.statuses(observers).values()), timeout, step=0.05)
+    return time.monotonic() - start if ok else None
+
+
+def scenario_join_runtime(ctx, binary):
+    """Three nodes run; node4 starts knowing only node1 (nobody else knows it); writes go to all
+    four, node4 included: its writes must reach the others, and everyone must list it."""
+    with Cluster(binary, 3, "join", seeds=lambda k: [1] if k == 4 else [j for j in (1, 2, 3) if j != k]) as c:
+        c.start_all()
+        w = Workload(c, [f"j{i}" for i in range(6)], writers=3).start()
+        time.sleep(1.0)
+        c.add_node()
+        started = time.monotonic()
+        c.start(4)
+        ctx.say("started node4 with --peer node1 only")
+        c.wait_all_alive(timeout=15)
+        ctx.say(f"every node sees every other alive {time.monotonic() - started:.2f} s after node4 started")
+        ops = run_scripts(c, [[incr_op(k, 1) for _ in range(20)] for k in (1, 4)] +
+                          [[add_op(4, "joined-latte", 75, "2024-05-01T08:00:00.000Z")]])
+        time.sleep(1.0)
+        w.stop()
+        stopped = time.monotonic()
+        converge(ctx, c, stopped, DEFAULT_BOUND, what="the last write")
+        verify(ctx, c, w)
+        problems, values = check_counter(c, "visits", ops)
+        problems += check_drinks(c, ops)[0]
+        if problems:
+            raise Failure("; ".join(problems[:5]))
+        node4_writes = sum(1 for op in w.ops if op.ok and op.node == 4)
+        ctx.say(f"node4's {node4_writes} acknowledged sets, 20 increments and a drink are on every node "
+                f"(counter = {sorted(set(values.values()))})")
+
+
+def scenario_rejoin(ctx, binary):
+    """node3 knows only node1. Restarted on its data, it rejoins by itself; wiped, it rejoins
+    as a new incarnation, and the others list the new one."""
+    with Cluster(binary, 3, "rejoin", seeds=lambda k: [1] if k == 3 else [j for j in (1, 2) if j != k]) as c:
+        c.start_all()
+        w = Workload(c, [f"r{i}" for i in range(4)], writers=2, targets=lambda wid: [1, 2]).start()
+        old = c.incarnation(3)
+        c.stop(3)
+        c.start(3)
+        c.wait_all_alive()
+        ctx.say("node3 restarted on its data and rejoined")
+        c.stop(3)
+        c.wipe(3)
+        started = time.monotonic()
+        c.start(3)
+        c.wait_all_alive()
+        new = c.incarnation(3)
+        if new == old:
+            raise Failure("the wiped node kept its incarnation")
+        listed = {k: (peers_of(s).get("node3") or {}).get("incarnation", "").lower() for k, s in c.statuses([1, 2]).items()}
+        if any(i != new for i in listed.values()):
+            raise Failure(f"the others list node3 as {listed}, not its new incarnation {new}")
+        ctx.say(f"wiped node3 rejoined as incarnation {new[:8]} (was {old[:8]}) in {time.monotonic() - started:.2f} s")
+        w.stop()
+        converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="the last write")
+        verify(ctx, c, w)
+
+
+def scenario_leave(ctx, binary):
+    """node4 runs `leave`: it exits, every member lists it `left` within 2 s, and keeps it so."""
+    with Cluster(binary, 4, "leave") as c:
+        c.start_all()
+        w = Workload(c, [f"v{i}" for i in range(4)], writers=2, targets=lambda wid: [1, 2, 3]).start()
+        before = c.statuses([1, 2, 3])
+        t = time.monotonic()
+        result = c.leave(4)
+        if result.returncode != 0:
+            raise Failure(f"leave failed: {result.stderr.strip()}")
+        code = c.nodes[4].process.wait(timeout=10)
+        seconds = wait_states(c, [1, 2, 3], "node4", "left", 2.0)
+        if seconds is None:
+            raise Failure(f"not every member lists node4 left within 2 s: "
+                          f"{ {k: (peers_of(s).get('node4') or {}).get('state') for k, s in c.statuses([1, 2, 3]).items()} }")
+        ctx.say(f"leave returned in {time.monotonic() - t:.2f} s ({result.stdout.strip()}); node4 exited {code}; "
+                f"listed left everywhere {seconds:.2f} s after")
+        time.sleep(3.0)
+        still = {k: (peers_of(s).get("node4") or {}).get("state") for k, s in c.statuses([1, 2, 3]).items()}
+        if set(still.values()) != {"left"}:
+            raise Failure(f"node4 is listed as {still} 3 s later")
+        w.stop()
+        converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="the last write", ks=[1, 2, 3])
+        verify(ctx, c, w)
+        ctx.say(f"still left 3 s later; {len(before)} members kept replicating")
+
+
+def scenario_forget(ctx, binary):
+    """node4 is killed and never comes back: `forget node4` on node1 removes it from every list."""
+    with Cluster(binary, 4, "forget") as c:
+        c.start_all()
+        c.kill(4)
+        if wait_states(c, [1, 2, 3], "node4", "down", 15) is None:
+            raise Failure("node4 not seen down")
+        result = c.forget(1, "node4")
+        if result.returncode != 0:
+            raise Failure(f"forget failed: {result.stderr.strip()}")
+        seconds = wait_states(c, [1, 2, 3], "node4", None, 2.0)
+        if seconds is None:
+            raise Failure("node4 still listed 2 s after forget")
+        ctx.say(f"forget node4 on node1: gone from every member's list in {seconds:.2f} s")
+        refused = c.forget(1, "node2")
+        if refused.returncode == 0:
+            raise Failure("forgetting a live member was accepted")
+        ctx.say(f"forgetting a live member is refused: {refused.stderr.strip()}")
+
+
+def scenario_bridge_partition(ctx, binary):
+    """node1 and node3 cannot reach each other, both reach node2. Writes on node1 must be
+    readable on node3 within 2 s (and node3's on node1) while writes continue."""
+    with Cluster(binary, 3, "bridge") as c:
+        c.start_all()
+        c.cut(1, 3)
+        cut = time.monotonic()
+        ctx.say("cut node1 <-> node3; both reach node2")
+        stale = {}
+        stop = threading.Event()
+        lock = threading.Lock()
+
+        def writer(src, dst, tag):
+            i = 0
+            while not stop.is_set():
+                key = f"bp-{tag}-{i:04d}"
+                result = c.client(src, ["set", key, str(i)])
+                if result.returncode == 0:
+                    acked = time.monotonic()
+                    with lock:
+                        stale[key] = (acked, dst, None)
+                i += 1
+                time.sleep(0.1)
+
+        def reader(k, tag):
+            while not stop.is_set() or any(v[1] == k and v[2] is None for v in stale.values()):
+                result = c.client(k, ["keys", "--prefix", f"bp-{tag}-"], timeout=5)
+                now = time.monotonic()
+                if result.returncode == 0:
+                    seen = set(result.stdout.split())
+                    with lock:
+                        for key in seen:
+                            if key in stale and stale[key][2] is None:
+                                stale[key] = (stale[key][0], k, now)
+                if stop.is_set() and time.monotonic() - stopped_at[0] > 10:
+                    return
+                time.sleep(0.05)
+
+        stopped_at = [0.0]
+        threads = [threading.Thread(target=writer, args=(1, 3, "a"), daemon=True),
+                   threading.Thread(target=writer, args=(3, 1, "c"), daemon=True),
+                   threading.Thread(target=reader, args=(3, "a"), daemon=True),
+                   threading.Thread(target=reader, args=(1, "c"), daemon=True)]
+        for t in threads:
+            t.start()
+        time.sleep(12.0)
+        stop.set()
+        stopped_at[0] = time.monotonic()
+        for t in threads:
+            t.join(timeout=15)
+        lags = [seen - acked for acked, _, seen in stale.values() if seen is not None]
+        missing = [key for key, (_, _, seen) in stale.items() if seen is None]
+        relays = {k: {p["id"]: p.get("relayedBy") for p in s["peers"]} for k, s in c.statuses([1, 3]).items()}
+        ctx.say(f"{len(stale)} acknowledged writes across the cut; relays: node1 {relays[1]}, node3 {relays[3]}")
+        if missing:
+            raise Failure(f"{len(missing)} writes never seen on the other side, e.g. {missing[:3]}")
+        worst = max(lags)
+        steady = [seen - acked for acked, _, seen in stale.values() if acked - cut > 2.0]
+        ctx.say(f"staleness across the cut: max {worst:.2f} s (poll resolution ~0.1 s), "
+                f"after the first 2 s max {max(steady):.2f} s, median {sorted(lags)[len(lags) // 2]:.2f} s")
+        ctx.figures["convergence_s"] = worst
+        if worst > 2.0:
+            raise Failure(f"a write took {worst:.2f} s to cross, beyond 2 s")
+        c.heal()
+        converge(ctx, c, time.monotonic(), DEFAULT_BOUND)
+
+
+def start_delay_proxies(cluster, delay):
+    """One proxy per node inside the namespace: 127.0.2.K:PORT(+1) -> 127.0.1.K:PORT(+1)."""
+    mappings = []
+    for node in cluster.nodes.values():
+        for port in (node.port, node.port + 1):
+            mappings.append(f"127.0.2.{node.index}:{port}=127.0.1.{node.index}:{port}")
+    script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py")
+    proxy = subprocess.Popen(["ip", "netns", "exec", cluster.namespace, "/usr/bin/python3", script, "--delay", str(delay)] + mappings,
+                             stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
+    if proxy.stdout.readline().strip() != "ready":
+        proxy.kill()
+        raise Failure("the delay proxy did not start")
+    return proxy
+
+
+def scenario_slow_links(ctx, binary):
+    """Every link has 200 ms of one-way delay (a TCP proxy in front of each node, which
+    advertises the proxy): the cluster forms and replicates, and sees the round trip."""
+    advertise = lambda k: f"127.0.2.{k}:7000"
+    with Cluster(binary, 3, "slow", advertise=advertise) as c:
+        proxy = start_delay_proxies(c, 0.2)
+        try:
+            t = time.monotonic()
+            c.start_all(wait_alive=False)
+            c.wait_all_alive(timeout=45)
+            formed = time.monotonic() - t
+            w = Workload(c, [f"s{i}" for i in range(6)], writers=3, timeout=6.0).start()
+            time.sleep(6.0)
+            w.stop()
+            stopped = time.monotonic()
+            converge(ctx, c, stopped, DEFAULT_BOUND, what="the last write")
+            verify(ctx, c, w)
+            rtts = sorted(p.get("roundTripMillis") or 0 for s in c.statuses().values() for p in s["peers"])
+            ctx.say(f"formed in {formed:.2f} s over 200 ms links; round trips seen {rtts[0]:.0f}-{rtts[-1]:.0f} ms")
+            if not rtts or rtts[0] < 380:
+                raise Failure(f"the round trip shown ({rtts}) is not the links' 400 ms")
+        finally:
+            os.killpg(proxy.pid, 9)
+
+
+class BridgedCluster(Cluster):
+    """Nodes in namespaces of their own, joined by a bridge (a LAN segment): what discovery by
+    UDP broadcast needs. Node K is 10.77.0.K/24 in namespace NS-K; the bridge lives in NS-b."""
+
+    def __enter__(self):
+        super().__enter__()
+        try:
+            self.bridge_ns = self.namespace + "-b"
+            run(["ip", "netns", "add", self.bridge_ns])
+            self.extra_namespaces = [self.bridge_ns]
+            run(["ip", "netns", "exec", self.bridge_ns, "ip", "link", "add", "br0", "type", "bridge"])
+            run(["ip", "netns", "exec", self.bridge_ns, "ip", "link", "set", "br0", "up"])
+            for node in self.nodes.values():
+                ns = f"{self.namespace}-{node.index}"
+                run(["ip", "netns", "add", ns])
+                self.extra_namespaces.append(ns)
+                a, b = f"rv{os.getpid() % 10000}{node.index}a", f"rv{os.getpid() % 10000}{node.index}b"
+                run(["ip", "link", "add", a, "netns", ns, "type", "veth", "peer", "name", b, "netns", self.bridge_ns])
+                run(["ip", "netns", "exec", ns, "ip", "addr", "add", f"10.77.0.{node.index}/24", "dev", a])
+                run(["ip", "netns", "exec", ns, "ip", "link", "set", a, "up"])
+                run(["ip", "netns", "exec", ns, "ip", "link", "set", "lo", "up"])
+                run(["ip", "netns", "exec", self.bridge_ns, "ip", "link", "set", b, "master", "br0"])
+                run(["ip", "netns", "exec", self.bridge_ns, "ip", "link", "set", b, "up"])
+                node.address = f"10.77.0.{node.index}"
+                node.namespace = ns
+        except BaseException:
+            self.close()
+            raise
+        return self
+
+    def close(self):
+        for ns in getattr(self, "extra_namespaces", []):
+            for pid in run(["ip", "netns", "pids", ns], check=False).stdout.split():
+                try:
+                    os.kill(int(pid), 9)
+                except (ProcessLookupError, ValueError):
+                    pass
+            run(["ip", "netns", "del", ns], check=False)
+        self.extra_namespaces = []
+        super().close()
+
+
+def scenario_discovery(ctx, binary):
+    """Three nodes on one bridged LAN segment, no --peer at all, --discover: they find each
+    other by beacon (and, under CURVE, admit each other by trusted key) and replicate."""
+    with BridgedCluster(binary, 3, "discover", seeds=lambda k: [], extra_args=lambda k: ["--discover"]) as c:
+        t = time.monotonic()
+        c.start_all(wait_alive=False)
+        c.wait_all_alive(timeout=20)
+        found = time.monotonic() - t
+        w = Workload(c, [f"d{i}" for i in range(4)], writers=2).start()
+        time.sleep(3.0)
+        w.stop()
+        converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="the last write")
+        verify(ctx, c, w)
+        ctx.say(f"found each other by beacon and all alive {found:.2f} s after start (process start included)")
+
+
+def scenario_catch_up_volume(ctx, binary):
+    """node3 is paused (SIGSTOP) for 30 s while 100,000 updates are written on node1 and node2;
+    once resumed it catches up once: it receives at most 1.2 x the size of what it missed."""
+    with Cluster(binary, 3, "volume") as c:
+        c.start_all()
+        before = c.status(3)
+        c.pause(3)
+        paused = time.monotonic()
+        ctx.say("SIGSTOP node3")
+        value = {"pad": "x" * 60}
+        written = {}
+        for k, prefix in ((1, "v1"), (2, "v2")):
+            items = [(f"{prefix}-{i:06d}", dict(value, n=i)) for i in range(50_000)]
+            c.import_keys(k, items, timeout=120)
+            written.update(items)
+        ctx.say(f"imported 100,000 keys on node1 and node2 in {time.monotonic() - paused:.1f} s")
+        while time.monotonic() - paused < 30.0:
+            time.sleep(0.5)
+        c.resume(3)
+        resumed = time.monotonic()
+        converge(ctx, c, resumed, 30.0, what="SIGCONT")
+        after = c.status(3)
+
+        def received(status):
+            return sum(p["bytesReceived"]["published"] + p["bytesReceived"]["sync"] + p["bytesReceived"]["repair"]
+                       for p in status["peers"])
+
+        got = received(after) - received(before)
+        # What it missed, as entry records on the wire: 8 (HLC) + 1 + writer + 1 (flags) + 2 (schema)
+        # + 2 + key + 4 + value (docs/protocol.md).
+        missed = sum(8 + 1 + 5 + 1 + 2 + 2 + len(key) + 4 + len(json.dumps(v, separators=(",", ":")))
+                     for key, v in written.items())
+        ratio = got / missed
+        per_peer = {p["id"]: p["bytesReceived"] for p in after["peers"]}
+        ctx.say(f"node3 received {got / 1e6:.1f} MB for {missed / 1e6:.1f} MB missed: {ratio:.2f} x (bound 1.2 x); {per_peer}")
+        ctx.figures["catch_up_ratio"] = ratio
+        if ratio > 1.2:
+            raise Failure(f"node3 received {ratio:.2f} x what it missed")
+
+
+SCENARIOS = [
+    ("join-runtime", scenario_join_runtime),
+    ("rejoin", scenario_rejoin),
+    ("leave", scenario_leave),
+    ("forget", scenario_forget),
+    ("bridge-partition", scenario_bridge_partition),
+    ("slow-links", scenario_slow_links),
+    ("discovery", scenario_discovery),
+    ("catch-up-volume", scenario_catch_up_volume),
+]
