@@ -44,7 +44,7 @@ struct CoffeeTracker {
 
     @MainActor
     static func track(_ model: CoffeeModel, on replica: Replica, options: Options, until deadline: ContinuousClock.Instant) async throws -> Bool {
-        guard try await waitForPeers(of: replica, until: deadline) else {
+        guard try await waitForPeers(options.peers.count, of: replica, until: deadline) else {
             print("\(options.id): no peer connected before the deadline")
             return false
         }
@@ -89,11 +89,12 @@ struct CoffeeTracker {
         return (value, signal)
     }
 
-    /// Waits until every peer is connected and has finished a first sync with this node.
-    static func waitForPeers(of replica: Replica, until deadline: ContinuousClock.Instant) async throws -> Bool {
+    /// Waits until `count` members have joined, are alive and have finished a first sync with
+    /// this node (the status lists members once they have joined).
+    static func waitForPeers(_ count: Int, of replica: Replica, until deadline: ContinuousClock.Instant) async throws -> Bool {
         while ContinuousClock.now < deadline {
-            let peers = await replica.status().peers
-            if peers.allSatisfy({ $0.state == .alive && $0.syncsCompleted > 0 }) { return true }
+            let ready = await replica.status().peers.filter { $0.state == .alive && $0.syncsCompleted > 0 }
+            if ready.count >= count { return true }
             try await Task.sleep(for: .milliseconds(100))  // polling a condition, with a deadline
         }
         return false
