@@ -28,8 +28,13 @@ enum RawTransportBench {
         let body = [UInt8](repeating: 0x42, count: payload)
         let end: [UInt8] = [0xFF]
         let sender = Thread {
-            for _ in 0..<messages { try? publisher.send([body], wait: true) }
-            try? publisher.send([end], wait: true)
+            do {
+                for _ in 0..<messages { try publisher.send([body], wait: true) }
+                try publisher.send([end], wait: true)
+            } catch {
+                // The receiver would wait for the end marker forever: stop with the reason.
+                fatalError("raw transport bench: send failed: \(error)")
+            }
         }
         let start = ContinuousClock.now
         sender.start()

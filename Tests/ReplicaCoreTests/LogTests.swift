@@ -130,3 +130,81 @@ import Testing
         await b.shutdown()
     }
 }
+
+/// Elements a log save cannot write: they fail alone, named, and nothing is lost.
+@Suite struct LogRefusalTests {
+    static func smallLimits(_ configuration: inout ReplicaConfiguration) {
+        // Large enough for a sync request's 1,024 bucket hashes, small enough to exceed with one drink.
+        configuration.limits = WireLimits(maxPayloadBytes: 8192)
+    }
+
+    @Test func anOversizedElementFailsAloneAndIsNamed() async throws {
+        let layout = ReplicaLayout(count: 2, configure: Self.smallLimits)
+        let (a, b) = (try layout.start(0), try layout.start(1))
+        #expect(await connected([a, b]))
+        @Shared(.drinks(on: a)) var onA: [Drink] = []
+        @Shared(.drinks(on: b)) var onB: [Drink] = []
+        let big = try Drink(name: String(repeating: "x", count: 10_000), mg: 1, date: date("2024-05-01T08:00:00Z"))
+        let small = try Drink(name: "Espresso", mg: 64, date: date("2024-05-01T09:00:00Z"))
+        let id = big.id.uuidString.lowercased()
+        $onA.withLock { $0 += [big, small] }
+        do {
+            try await $onA.save()
+            Issue.record("the big element must be refused")
+        } catch let error as SharingError {
+            guard case .elementNotSaved(log: "drinks", id: id, let reason) = error else { throw error }
+            #expect(reason.contains("over the limit of 8192 bytes"), "\(reason)")
+            #expect(error.description.contains("element \(id) of log drinks was not saved"))
+        }
+        #expect(await eventually { onB == [small] }, "the rest of the save went through")
+        #expect(onA.contains(big), "the refused element stays in memory")
+        #expect(await eventually { await a.status().saveErrors.map(\.subject) == ["element \(id) of log drinks"] })
+
+        // Later saves of small elements go through; the big one is still reported.
+        let later = try Drink(name: "Tea", mg: 30, date: date("2024-05-01T10:00:00Z"))
+        $onA.withLock { $0.append(later) }
+        await #expect(throws: SharingError.self) { try await $onA.save() }
+        #expect(await eventually { onB == [small, later] })
+
+        // Made small enough, it is saved and the error clears.
+        $onA.withLock { drinks in drinks[drinks.firstIndex(of: big)!].name = "Big" }
+        try await $onA.save()
+        #expect($onA.saveError == nil)
+        #expect(await eventually { onB.map(\.name) == ["Big", "Espresso", "Tea"] })
+        #expect(await eventually { await a.status().saveErrors.isEmpty })
+    }
+
+    @Test func anElementRemovedBeforeItCouldBeSavedClearsTheError() async throws {
+        let replica = try ReplicaLayout(count: 1, configure: Self.smallLimits).start(0)
+        @Shared(.drinks(on: replica)) var drinks: [Drink] = []
+        let big = try Drink(name: String(repeating: "x", count: 10_000), mg: 1)
+        $drinks.withLock { $0.append(big) }
+        await #expect(throws: SharingError.self) { try await $drinks.save() }
+        $drinks.withLock { $0.removeAll() }
+        try await $drinks.save()
+        #expect($drinks.saveError == nil)
+        #expect(try await replica.entries(prefix: Drink.log().prefix).isEmpty, "nothing was ever written for it")
+    }
+
+    @Test func aRepeatedIDIsRefusedAndEveryNodeKeepsTheSameLog() async throws {
+        let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
+        @Shared(.drinks(on: replicas[0])) var onA: [Drink] = []
+        @Shared(.drinks(on: replicas[1])) var onB: [Drink] = []
+        let id = UUID()
+        let first = try Drink(id: id, name: "dup-1", mg: 1, date: date("2024-05-01T08:00:00Z"))
+        let second = try Drink(id: id, name: "dup-2", mg: 2, date: date("2024-05-01T08:01:00Z"))
+        let other = try Drink(name: "other", mg: 3, date: date("2024-05-01T08:02:00Z"))
+        $onA.withLock { $0 = [first, second, other] }
+        await #expect(throws: SharingError.elementNotSaved(
+            log: "drinks", id: id.uuidString.lowercased(), reason: "its id appears 2 times in the array; keep one element per id"
+        )) { try await $onA.save() }
+        #expect(await eventually { onB == [other] })
+        #expect(try await replicas[0].entry(for: Drink.log().key(forID: id.uuidString.lowercased())) == nil, "neither copy was written")
+        #expect(onA == [first, second, other], "both copies stay in memory until the caller picks one")
+
+        $onA.withLock { $0.removeAll { $0.name == "dup-1" } }
+        try await $onA.save()
+        #expect(await eventually { onA == [second, other] && onB == [second, other] })
+    }
+}

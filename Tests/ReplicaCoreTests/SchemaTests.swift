@@ -60,9 +60,9 @@ struct Profile: VersionedValue, Equatable {
         let codec = ReplicatedValueCodec<Drink>()
         for offset in 0..<2000 {
             let drink = try Drink(name: "d", mg: 1, date: Date(timeIntervalSince1970: 1_795_000_000 + Double(offset) * 0.000_37))
-            let decoded = try codec.decode(codec.encode(drink), schema: Drink.schemaVersion, key: "k")
+            let decoded = try codec.decode(codec.encode(drink, key: "k"), schema: Drink.schemaVersion, key: "k")
             #expect(decoded == drink)
-            #expect(try codec.encode(decoded) == codec.encode(drink), "stable bytes")
+            #expect(try codec.encode(decoded, key: "k") == codec.encode(drink, key: "k"), "stable bytes")
         }
     }
 
@@ -106,6 +106,7 @@ struct Profile: VersionedValue, Equatable {
         await #expect(throws: SharingError.newerSchema(key: "profile", stored: 3, known: 2)) { try await $profile.save() }
         #expect($profile.saveError != nil)
         #expect(try await b.entry(for: "profile") == written[0])
+        #expect(await eventually { await b.status().saveErrors.map(\.subject) == ["profile"] }, "the refusal is listed in status")
 
         // C, which only hears from B, gets both entries exactly as A wrote them.
         let c = try layout.start(2)

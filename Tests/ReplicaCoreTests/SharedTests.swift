@@ -29,19 +29,23 @@ import Testing
     @Test func theInitialValueIsNotEvaluatedWhenStorageHasOne() async throws {
         let replica = try makeReplicas(1)[0]
         try await replica.write("present", payload: Array("1".utf8))
-        // A second Shared of a live key reuses the reference: its initial value is never built.
-        @Shared(.replicated("present", on: replica)) var first = 0
-        var evaluated = false
-        func initial() -> Int { evaluated = true; return 0 }
+        var evaluations = 0
+        func initial() -> Int { evaluations += 1; return 0 }
+        // Neither for the first Shared of a key (storage is read first) ...
+        let first = Shared(wrappedValue: initial(), .replicated("present", on: replica))
+        // ... nor for another one while the first is alive (it shares the reference).
         let second = Shared(wrappedValue: initial(), .replicated("present", on: replica))
-        #expect(!evaluated)
-        #expect(second.wrappedValue == 1)
-        #expect(first == 1)
+        #expect(evaluations == 0)
+        #expect(first.wrappedValue == 1 && second.wrappedValue == 1)
+        // With nothing stored, it is evaluated, once.
+        let absent = Shared(wrappedValue: initial(), .replicated("absent", on: replica))
+        #expect(evaluations == 1)
+        #expect(absent.wrappedValue == 0)
     }
 
     @Test func requireThrowsForAMissingKey() async throws {
         let replica = try makeReplicas(1)[0]
-        await #expect(throws: SharingError.noValue(key: "\(ReplicatedKey<Int>.ID(name: "absent", replica: ObjectIdentifier(replica)))")) {
+        await #expect(throws: SharingError.noValue(key: #".replicated("absent")"#)) {
             _ = try await Shared<Int>(require: .replicated("absent", on: replica))
         }
         try await replica.write("present", payload: Array("5".utf8))
@@ -70,6 +74,7 @@ import Testing
 
     @Test func aCorruptPayloadSetsLoadErrorKeepsTheLastGoodValueAndTheBytes() async throws {
         let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
         @Shared(.replicated("settings", on: replicas[1])) var settings = ["theme": "light"]
         let values = $settings.values
         try await replicas[0].write("settings", payload: Array("{\"theme\":\"dark\"}".utf8))
@@ -86,6 +91,9 @@ import Testing
         // Overwriting keeps the quarantined copy; the error clears on the next good value.
         $settings.withLock { $0 = ["theme": "blue"] }
         try await $settings.save()
+        // "green" must be written after A has B's "blue", or the two are concurrent and the
+        // tie-break may pick "blue".
+        #expect(try await eventually { try await replicas[0].entry(for: "settings")?.payload == Array("{\"theme\":\"blue\"}".utf8) })
         try await replicas[0].write("settings", payload: Array("{\"theme\":\"green\"}".utf8))
         #expect(await eventually { $settings.loadError == nil && settings["theme"] == "green" })
         #expect(try await replicas[1].quarantined(key: "settings").map(\.entry.payload) == [garbage])
@@ -135,8 +143,9 @@ import Testing
     }
 
     @Test func aContinuationResumedTwiceIsReportedNotFatal() async throws {
-        struct TwiceKey: SharedKey {
+        struct TwiceKey: SharedKey, CustomStringConvertible {
             var id: String { "twice" }
+            var description: String { "twice" }
             func load(context: LoadContext<Int>, continuation: LoadContinuation<Int>) {
                 continuation.resume(returning: 1)
                 continuation.resume(returning: 2)
@@ -150,5 +159,31 @@ import Testing
         #expect(ContinuationMisuse.count == before + 1)
         await #expect(throws: SharingError.continuationNeverResumed("save of twice")) { try await shared.save() }
         #expect(ContinuationMisuse.count == before + 2)
+    }
+}
+
+/// docs/sharing.md's CURVE set-up from Swift, as written there.
+@Suite struct CurveFromSwiftTests {
+    @Test func sharedStateReplicatesBetweenCurveNodes() async throws {
+        let keys = [try CurveKeyPair.generate(), try CurveKeyPair.generate()]
+        let layout = ReplicaLayout(count: 2)
+        let endpoints = layout.configurations.map(\.listen)
+        var replicas: [Replica] = []
+        for index in 0..<2 {
+            var configuration = layout.configurations[index]
+            let peer = 1 - index
+            configuration.security = .curve(CurveSecurity(
+                keys: keys[index],
+                trusted: [keys[peer].publicKey],
+                peerKeys: [endpoints[peer]: keys[peer].publicKey]))
+            replicas.append(try Replica(configuration))
+        }
+        #expect(await connected(replicas))
+        #expect(await replicas[0].status().security == "curve")
+        @Shared(.replicated("secret-settings", on: replicas[0])) var onA = Settings()
+        @Shared(.replicated("secret-settings", on: replicas[1])) var onB = Settings()
+        $onA.cupsPerDay.withLock { $0 = 6 }
+        try await $onA.save()
+        #expect(await eventually { onB.cupsPerDay == 6 })
     }
 }

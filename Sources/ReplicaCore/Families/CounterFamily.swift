@@ -6,20 +6,34 @@ import Foundation
 /// Only the owner writes its slot, so concurrent increments on different nodes touch different
 /// entries and never conflict; a node whose data directory is wiped gets a new incarnation, hence
 /// a new slot, and its old increments stay counted in the old one.
-public enum CounterFamily {
+///
+/// The arithmetic: a part is a slot's total, an edit is an amount to add to this replica's slot,
+/// and a save writes `value - (sum of the totals the key last showed)` to it.
+public struct CounterFamily: EntryFamily {
+    public typealias Value = Int
+    public typealias Part = Int
+    public typealias Edit = Int
+
+    public let name: String
+
+    public init(_ name: String) {
+        self.name = name
+    }
+
     /// The schema version of a slot payload (a JSON integer).
     public static let slotSchema: UInt16 = 1
 
     /// The total held by one slot; a tombstone counts as 0.
     public static func total(of entry: Entry) throws(SharingError) -> Int {
         guard let payload = entry.payload else { return 0 }
+        let subject = FamilyKey.subject(of: entry.key)
         guard entry.schema <= slotSchema else {
-            throw .newerSchema(key: entry.key, stored: entry.schema, known: slotSchema)
+            throw .newerSchema(key: subject, stored: entry.schema, known: slotSchema)
         }
         guard let text = String(validating: payload, as: UTF8.self),
               let total = Int(text.trimmingCharacters(in: .whitespacesAndNewlines))
         else {
-            throw .undecodable(key: entry.key, reason: "a counter slot must hold a JSON integer")
+            throw .undecodable(key: subject, reason: "the slot written by node \(entry.version.node.rawValue) does not hold a JSON integer")
         }
         return total
     }
@@ -42,6 +56,42 @@ public enum CounterFamily {
             }
         }
         return snapshot
+    }
+
+    // MARK: EntryFamily
+
+    public var keyDescription: String { ".counter(\(String(reflecting: name)))" }
+    public var subject: String { "counter \(name)" }
+    public var prefix: String { FamilyKey.counterPrefix(name) }
+
+    public func subject(ofEntry key: String) -> String { subject }
+
+    public func part(of entry: Entry) throws(SharingError) -> Int? { try Self.total(of: entry) }
+
+    public func applying(_ edit: Int, to part: Int?) -> Int? { (part ?? 0) &+ edit }
+
+    public func combining(_ earlier: Int, _ later: Int) -> Int { earlier &+ later }
+
+    public func value(of parts: [String: Int]) -> Int { parts.values.reduce(0, &+) }
+
+    public func apply(_ changes: [PartChange<Int>], to value: inout Int) {
+        for change in changes { value &+= (change.new ?? 0) &- (change.old ?? 0) }
+    }
+
+    public func edits(from shown: [String: Int], to value: Int, on replica: Replica) -> FamilyEdits<CounterFamily> {
+        let amount = value &- self.value(of: shown)
+        guard amount != 0 else { return FamilyEdits() }
+        return FamilyEdits(edits: [FamilyKey.counterSlot(name, incarnation: replica.identity.incarnation): amount])
+    }
+
+    public func write(_ edits: [String: Int], to replica: Replica) async throws -> FamilyWrite {
+        var committed: [Entry] = []
+        for amount in edits.values where amount != 0 {
+            // The replica adds to its own slot's running total (increments queued before one
+            // commit add up there), and refuses to overwrite a slot of a newer schema.
+            committed.append(try await replica.addToCounter(name, delta: amount))
+        }
+        return FamilyWrite(committed: committed)
     }
 }
 

@@ -89,7 +89,7 @@ struct DrinkV1: Decodable {
 }
 
 extension SharedReaderKey {
-    /// The drink log: `@Shared(.drinks(on: replica)) var drinks: [Drink] = []`.
+    /// The drink log: `@Shared(.drinks()) var drinks: [Drink] = []`, ordered by date then id.
     public static func drinks(_ name: String = "drinks", on replica: Replica? = nil) -> Self where Self == LogKey<Drink> {
         LogKey(Drink.log(name), on: replica)
     }

@@ -31,8 +31,19 @@ public enum FamilyKey {
         name.replacingOccurrences(of: "%", with: "%25").replacingOccurrences(of: "/", with: "%2F")
     }
 
-    static func unescape(_ escaped: Substring) -> String {
-        escaped.replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%25", with: "%")
+    static func unescape(_ name: some StringProtocol) -> String {
+        name.replacingOccurrences(of: "%2F", with: "/").replacingOccurrences(of: "%25", with: "%")
+    }
+
+    /// How messages and `replica-node status` name the entry `key`, in the user's terms: a
+    /// register's key as it is, `counter visits` for any slot of counter `visits`, and
+    /// `element <id> of log drinks` for an element of log `drinks`.
+    public static func subject(of key: String) -> String {
+        switch member(of: key) {
+        case .counterSlot(let counter, _): "counter \(counter)"
+        case .logElement(let log, let id): "element \(id) of log \(log)"
+        case nil: isReserved(key) ? readable(key) : key
+        }
     }
 
     /// What a family key stands for.

@@ -5,15 +5,28 @@ import Foundation
 /// partition touch different entries and all survive; a removal wins over the versions of the
 /// element it had seen (and loses to a later edit, as LWW does).
 ///
-/// Used by `LogKey` and by `replica-node drinks`, so the library and the CLI agree.
-public struct LogFamily<Element: Codable & Sendable & Equatable>: Sendable {
+/// Used by `.log` keys and by `replica-node drinks`, so the library and the CLI agree.
+///
+/// The arithmetic: a part is an element, an edit puts or removes one, and a save writes the
+/// elements added, changed or removed since the key last showed the array. An id that appears
+/// more than once in the array is refused (see docs/sharing.md, "Logs").
+public struct LogFamily<Element: Codable & Sendable & Equatable>: EntryFamily {
+    public typealias Value = [Element]
+    public typealias Part = Element
+
+    /// A local change of one element.
+    public enum Edit: Sendable {
+        case put(Element)
+        case remove
+    }
+
     public let name: String
     let idString: @Sendable (Element) -> String
     let precedes: @Sendable (Element, Element) -> Bool
     let codec = ReplicatedValueCodec<Element>()
 
     /// A log whose elements are identified by `id` and ordered by `orderedBy`, ties broken by id.
-    public init<ID: Hashable & LosslessStringConvertible, Order: Comparable>(
+    public init<ID: Hashable & LosslessStringConvertible & Sendable, Order: Comparable & Sendable>(
         _ name: String, id: KeyPath<Element, ID> & Sendable, orderedBy order: KeyPath<Element, Order> & Sendable
     ) {
         self.name = name
@@ -22,7 +35,7 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: Sendable {
     }
 
     /// A log whose elements are identified by a UUID (stored lowercase in keys).
-    public init<Order: Comparable>(
+    public init<Order: Comparable & Sendable>(
         _ name: String, id: KeyPath<Element, UUID> & Sendable, orderedBy order: KeyPath<Element, Order> & Sendable
     ) {
         self.name = name
@@ -50,9 +63,9 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: Sendable {
     }
 
     /// The element an entry holds (nil for a removal), migrated if stored by an older schema.
-    public func element(in entry: Entry) throws -> Element? {
+    public func element(in entry: Entry) throws(SharingError) -> Element? {
         guard let payload = entry.payload else { return nil }
-        return try codec.decode(payload, schema: entry.schema, key: entry.key)
+        return try codec.decode(payload, schema: entry.schema, key: subject(ofEntry: entry.key))
     }
 
     /// The elements of the log (sorted) and the entries that could not be read.
@@ -63,7 +76,7 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: Sendable {
             do {
                 if let element = try element(in: entry) { elements.append(element) }
             } catch {
-                problems.append((entry, error as? SharingError ?? .undecodable(key: entry.key, reason: "\(error)")))
+                problems.append((entry, error))
             }
         }
         return (sorted(elements), problems)
@@ -71,11 +84,124 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: Sendable {
 
     /// The write that adds or replaces `element`.
     public func put(_ element: Element) throws -> Replica.WriteRequest {
-        Replica.WriteRequest(key: key(forID: idString(element)), payload: try codec.encode(element), schema: schema)
+        let key = key(forID: idString(element))
+        return Replica.WriteRequest(key: key, payload: try codec.encode(element, key: subject(ofEntry: key)), schema: schema)
     }
 
     /// The write that removes the element `id` (a tombstone).
     public func removal(ofID id: String) -> Replica.WriteRequest {
         Replica.WriteRequest(key: key(forID: id), payload: nil, schema: schema)
+    }
+
+    // MARK: EntryFamily
+
+    public var keyDescription: String { ".log(\(String(reflecting: name)))" }
+    public var subject: String { "log \(name)" }
+
+    public func subject(ofEntry key: String) -> String { "element \(id(fromKey: key)) of log \(name)" }
+
+    public func part(of entry: Entry) throws(SharingError) -> Element? { try element(in: entry) }
+
+    public func applying(_ edit: Edit, to part: Element?) -> Element? {
+        switch edit {
+        case .put(let element): element
+        case .remove: nil
+        }
+    }
+
+    public func combining(_ earlier: Edit, _ later: Edit) -> Edit { later }
+
+    public func value(of parts: [String: Element]) -> [Element] { sorted(Array(parts.values)) }
+
+    public func isArranged(_ value: [Element]) -> Bool {
+        zip(value, value.dropFirst()).allSatisfy { !inOrder($1, $0) }
+    }
+
+    public func arrange(_ value: inout [Element]) { value.sort(by: inOrder) }
+
+    public func apply(_ changes: [PartChange<Element>], to value: inout [Element]) {
+        guard !changes.isEmpty else { return }
+        var positions: [String: Int] = [:]
+        for (index, element) in value.enumerated() where positions[idString(element)] == nil {
+            positions[idString(element)] = index
+        }
+        var removed = Set<Int>()
+        var added: [Element] = []
+        for change in changes {
+            let position = positions[id(fromKey: change.key)]
+            // Not what the key last showed: changed locally and not saved yet, so it stays.
+            guard position.map({ value[$0] }) == change.old else { continue }
+            switch (position, change.new) {
+            case (let index?, let element?): value[index] = element
+            case (nil, let element?): added.append(element)
+            case (let index?, nil): removed.insert(index)
+            case (nil, nil): break
+            }
+        }
+        if !removed.isEmpty { value = value.enumerated().filter { !removed.contains($0.offset) }.map(\.element) }
+        value += added
+        value.sort(by: inOrder)
+    }
+
+    public func edits(from shown: [String: Element], to value: [Element], on replica: Replica) -> FamilyEdits<LogFamily> {
+        var byKey: [String: Element] = [:]
+        var repeats: [String: Int] = [:]
+        for element in value {
+            let key = key(forID: idString(element))
+            if byKey[key] == nil { byKey[key] = element } else { repeats[key, default: 1] += 1 }
+        }
+        var planned = FamilyEdits<LogFamily>()
+        for (key, element) in byKey where shown[key] != element && repeats[key] == nil {
+            planned.edits[key] = .put(element)
+        }
+        for key in shown.keys where byKey[key] == nil {
+            planned.edits[key] = .remove
+        }
+        for (key, count) in repeats {
+            planned.refused[key] = (shows: byKey[key], error: .elementNotSaved(
+                log: name, id: id(fromKey: key),
+                reason: "its id appears \(count) times in the array; keep one element per id"))
+        }
+        return planned
+    }
+
+    public func write(_ edits: [String: Edit], to replica: Replica) async throws -> FamilyWrite {
+        let limits = replica.configuration.limits
+        var requests: [Replica.WriteRequest] = []
+        var refused: [String: SharingError] = [:]
+        for (key, edit) in edits.sorted(by: { $0.key < $1.key }) {
+            let id = id(fromKey: key)
+            func refuse(_ reason: String) { refused[key] = .elementNotSaved(log: name, id: id, reason: reason) }
+            // Never overwrite (or remove) an element stored by a newer schema.
+            if let stored = try replica.reader.entry(for: key), !stored.isTombstone, stored.schema > schema {
+                refuse("a newer program stored it (schema \(stored.schema); this one knows \(schema)), and it is kept as it is")
+                continue
+            }
+            do {
+                try limits.validate(key: key)
+            } catch {
+                refuse("its id makes a key of \(key.utf8.count) bytes, over the limit of \(limits.maxKeyBytes)")
+                continue
+            }
+            switch edit {
+            case .remove:
+                requests.append(removal(ofID: id))
+            case .put(let element):
+                let payload: [UInt8]
+                do {
+                    payload = try codec.encode(element, key: subject(ofEntry: key))
+                } catch {
+                    refuse("it cannot be encoded (\(error))")
+                    continue
+                }
+                guard payload.count <= limits.maxPayloadBytes else {
+                    refuse("its JSON is \(payload.count) bytes, over the limit of \(limits.maxPayloadBytes) bytes")
+                    continue
+                }
+                requests.append(Replica.WriteRequest(key: key, payload: payload, schema: schema))
+            }
+        }
+        let committed = requests.isEmpty ? [] : try await replica.write(requests, refusingNewerSchemaThan: schema)
+        return FamilyWrite(committed: committed, refused: refused)
     }
 }

@@ -18,7 +18,11 @@ extension Replica {
         }
         guard let authenticator else { return }
         while let request = try? authenticator.receive(maxFrames: 8) {
-            try? authenticator.send(answer(request.frames), wait: true)
+            do {
+                try authenticator.send(answer(request.frames), wait: true)
+            } catch {
+                logger.warning("could not answer a CURVE authentication request", metadata: ["error": "\(error)"])
+            }
         }
     }
 

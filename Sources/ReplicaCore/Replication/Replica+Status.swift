@@ -56,7 +56,7 @@ extension Replica {
             clock: clockStatus,
             problems: currentProblems,
             loadErrors: problems.of(.load),
-            saveErrors: problems.of(.save))
+            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
     }
 
     /// The node's health: see `ReplicaHealth`.
@@ -68,7 +68,7 @@ extension Replica {
 
     /// Every problem, with the state of failing commits folded in (its count and times).
     private var currentProblems: [Problem] {
-        var all = problems.all
+        var all = problems.all + refusedSaves.values.sorted { $0.since < $1.since }
         if let failure = commits.failure, let index = all.firstIndex(where: { $0.kind == .commit }) {
             all[index].count = failure.count
             all[index].last = failure.last

@@ -81,6 +81,9 @@ public actor Replica: PollLoopOwner {
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
     var problems = ProblemBoard()
+    /// Saves of shared keys refused by this program, until the key saves again (they outlive
+    /// the commit that clears disk errors: Sharing/Replica+Problems.swift).
+    var refusedSaves: [String: Problem] = [:]
     var warnings = WarningLimiter()
     var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
@@ -272,7 +275,7 @@ public actor Replica: PollLoopOwner {
     /// Throws `SharingError.newerSchema` if `key` holds a value of a schema above `known`.
     func refuseNewerSchema(_ key: String, known: UInt16) throws {
         if let stored = try store.entry(for: key), !stored.isTombstone, stored.schema > known {
-            throw SharingError.newerSchema(key: key, stored: stored.schema, known: known)
+            throw SharingError.newerSchema(key: FamilyKey.subject(of: key), stored: stored.schema, known: known)
         }
     }
 

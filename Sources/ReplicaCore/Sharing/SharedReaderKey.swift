@@ -1,11 +1,11 @@
 /// A way to load and observe a shared value from an external system, in the shape of
 /// Point-Free Sharing 2.0's `SharedReaderKey`.
 ///
-/// Two keys with equal `id`s (and the same `Value` type) are the same shared state: every
-/// `Shared`/`SharedReader` made from them holds one reference.
+/// Two keys of the same type with equal `id`s are the same shared state: every
+/// `Shared`/`SharedReader` made from them holds one reference while any of them is alive.
 public protocol SharedReaderKey<Value>: Sendable {
     associatedtype Value: Sendable
-    associatedtype ID: Hashable & Sendable
+    associatedtype ID: Hashable & Sendable = Self
 
     var id: ID { get }
 
@@ -17,6 +17,10 @@ public protocol SharedReaderKey<Value>: Sendable {
     func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription
 }
 
+extension SharedReaderKey where ID == Self {
+    public var id: Self { self }
+}
+
 /// A key that can also save, like Sharing 2.0's `SharedKey`.
 public protocol SharedKey<Value>: SharedReaderKey {
     /// Saves `value` and resumes `continuation` exactly once, after the value is durable.
@@ -25,15 +29,19 @@ public protocol SharedKey<Value>: SharedReaderKey {
 
 /// Why a key is being loaded.
 public enum LoadContext<Value: Sendable>: Sendable {
-    /// Implicitly, when a `Shared` is created; the value to use if storage has none.
+    /// Implicitly, when a `Shared` is created and storage had no value; the value to use.
     case initialValue(Value)
-    /// Explicitly, by `try await $shared.load()`.
+    /// Explicitly, by `try await $shared.load()`, `Shared(require:)`, or when a `Shared` is
+    /// created and its initial value has not been evaluated (it is evaluated only if needed).
     case userInitiated
 
     public var initialValue: Value? {
         if case .initialValue(let value) = self { value } else { nil }
     }
 }
+
+extension LoadContext: Equatable where Value: Equatable {}
+extension LoadContext: Hashable where Value: Hashable {}
 
 /// Why a key is being saved.
 public enum SaveContext: Hashable, Sendable {

@@ -43,7 +43,7 @@ public struct SchemaMigration: Sendable {
 
     /// A step that decodes the old form as `Old` (with the given date strategy), converts it, and
     /// encodes the result as the next form.
-    public static func decoding<Old: Decodable, New: Encodable>(
+    public static func decoding<Old: Decodable & Sendable, New: Encodable & Sendable>(
         _ old: Old.Type, from: UInt16, dates: JSONDecoder.DateDecodingStrategy = .deferredToDate,
         _ convert: @escaping @Sendable (Old) throws -> New
     ) -> SchemaMigration {

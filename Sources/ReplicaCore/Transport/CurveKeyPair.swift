@@ -10,7 +10,7 @@ public struct CurveKeyPair: Sendable, Equatable {
         var publicKey = [CChar](repeating: 0, count: 41)
         var secretKey = [CChar](repeating: 0, count: 41)
         guard zmq_curve_keypair(&publicKey, &secretKey) == 0 else { throw .last("zmq_curve_keypair") }
-        return CurveKeyPair(publicKey: String(cString: publicKey), secretKey: String(cString: secretKey))
+        return CurveKeyPair(publicKey: Self.text(of: publicKey), secretKey: Self.text(of: secretKey))
     }
 
     /// The key pair of a secret key (the public key is derived from it).
@@ -19,7 +19,7 @@ public struct CurveKeyPair: Sendable, Equatable {
         var publicKey = [CChar](repeating: 0, count: 41)
         let derived = secretKey.withCString { zmq_curve_public(&publicKey, $0) }
         guard derived == 0 else { throw .last("zmq_curve_public") }
-        self.publicKey = String(cString: publicKey)
+        self.publicKey = Self.text(of: publicKey)
         self.secretKey = secretKey
     }
 
@@ -47,6 +47,11 @@ public struct CurveKeyPair: Sendable, Equatable {
         guard bytes.count == 32 else { return nil }
         var text = [CChar](repeating: 0, count: 41)
         guard zmq_z85_encode(&text, bytes, 32) != nil else { return nil }
-        return String(cString: text)
+        return Self.text(of: text)
+    }
+
+    /// The text of a NUL-terminated C buffer that libzmq filled (Z85 is ASCII).
+    static func text(of buffer: [CChar]) -> String {
+        String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)
     }
 }

@@ -53,7 +53,7 @@ struct Cluster: AsyncParsableCommand {
             arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
             for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
             let logURL = root.appendingPathComponent("\(id).log")
-            _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)  // FileHandle below reports a failure
             let log = try FileHandle(forWritingTo: logURL)
             let process = Process()
             process.executableURL = executable

@@ -151,7 +151,7 @@ final class ProcessCluster: @unchecked Sendable {
         process.executableURL = replicaNodeBinary
         process.arguments = arguments(for: index)
         if !FileManager.default.fileExists(atPath: nodes[index].log.path) {
-            _ = FileManager.default.createFile(atPath: nodes[index].log.path, contents: nil)
+            _ = FileManager.default.createFile(atPath: nodes[index].log.path, contents: nil)  // FileHandle below reports a failure
         }
         let log = try FileHandle(forWritingTo: nodes[index].log)
         log.seekToEndOfFile()

@@ -8,9 +8,13 @@ extension SharedReaderKey {
     }
 }
 
-public struct InMemoryKey<Value: Sendable>: SharedKey {
+/// The key behind `.inMemory("name")`. Every `Shared` of one name (and value type) holds the
+/// same reference, so there is nothing to subscribe to.
+public struct InMemoryKey<Value: Sendable>: SharedKey, Hashable, CustomStringConvertible {
     public let name: String
+
     public var id: String { name }
+    public var description: String { ".inMemory(\(String(reflecting: name)))" }
 
     public func load(context: LoadContext<Value>, continuation: LoadContinuation<Value>) {
         if let value = InMemoryStorage.values.withLock({ $0[name] }) as? Value {
@@ -21,7 +25,7 @@ public struct InMemoryKey<Value: Sendable>: SharedKey {
     }
 
     public func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription {
-        SharedSubscription {}  // every Shared of this name holds the same reference already
+        SharedSubscription {}
     }
 
     public func save(_ value: Value, context: SaveContext, continuation: SaveContinuation) {

@@ -13,141 +13,180 @@ extension SharedReaderKey {
 }
 
 /// The key behind `.replicated("name")`: one replicated entry holding the JSON of the value.
-public struct ReplicatedKey<Value: Codable & Sendable>: SharedKey {
+///
+/// The key keeps what it has shown (the newest version delivered or saved), so remote changes
+/// are applied in version order, and its own saves never come back as changes. While a save is
+/// in flight, changes of the entry are held until it ends: one older than the save is dropped
+/// (the save wins everywhere), a newer one is shown, so the value shown is the value stored.
+public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomStringConvertible {
+    /// Equal for keys of the same name on the same replica (keys of the process default share
+    /// one state, whichever replica is the default).
     public struct ID: Hashable, Sendable {
-        var name: String
-        var replica: ObjectIdentifier?
+        let name: String
+        let replica: ObjectIdentifier?
     }
 
     public let name: String
-    let replica: Replica?
-    let codec: ReplicatedValueCodec<Value>
-    let tracker = ReplicatedKeyTracker()
+    let binding: ReplicaBinding
+    private let codec = ReplicatedValueCodec<Value>()
+    private let books = Mutex(Books())
+
+    private struct Books {
+        /// The replica `shown` refers to.
+        var replica: ObjectIdentifier?
+        var shown: Version?
+        var saving = false
+        /// The newest entry received while saving.
+        var held: Entry?
+        /// A load error of this key is listed in the replica's status.
+        var reportedLoadError = false
+        /// A refused save of this key is listed in the replica's status.
+        var reportedRefusal = false
+        var subscriber: SharedSubscriber<Value>?
+    }
 
     init(_ name: String, on replica: Replica?) {
         self.name = name
-        self.replica = replica ?? Replica.default
-        codec = ReplicatedValueCodec()
+        binding = ReplicaBinding(replica)
     }
 
-    public var id: ID { ID(name: name, replica: replica.map(ObjectIdentifier.init)) }
+    public var id: ID { ID(name: name, replica: binding.identity) }
+    public var description: String { ".replicated(\(String(reflecting: name)))" }
+
+    // MARK: Load and subscribe
 
     public func load(context: LoadContext<Value>, continuation: LoadContinuation<Value>) {
-        guard let replica else { return continuation.resume(throwing: SharingError.noDefaultReplica) }
+        guard let replica = binding.replica else {
+            return continuation.resume(throwing: SharingError.noDefaultReplica(key: description))
+        }
         let entry: Entry?
         do {
             entry = try replica.reader.entry(for: name)
         } catch {
             return continuation.resume(throwing: error)
         }
+        if let entry { _ = advance(to: entry, on: replica) }
         guard let entry, !entry.isTombstone else { return continuation.resumeReturningInitialValue() }
-        tracker.saw(entry.version)
         continuation.resume(with: decode(entry, replica: replica))
     }
 
     public func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription {
-        guard let replica else { return SharedSubscription {} }
+        books.withLock { $0.subscriber = subscriber }
         let name = name
-        let task = Task { [tracker] in
-            let changes = await replica.changes(prefix: name)
-            // Whatever was committed between the load and the subscription starting.
-            if let entry = try? replica.reader.entry(for: name) { deliver(entry, origin: nil, to: subscriber, replica: replica) }
-            for await change in changes where change.entry.key == name {
-                if change.origin == .local && tracker.isOwnSave(change.entry.payload) { tracker.saw(change.entry.version); continue }
-                deliver(change.entry, origin: change.origin, to: subscriber, replica: replica)
-            }
+        let following = binding.follow(
+            prefix: name, key: description, subscriber: subscriber,
+            catchUp: { [self] replica in
+                guard let entry = try replica.reader.entry(for: name) else { return true }
+                receive(entry, on: replica, subscriber: subscriber)
+                return false  // the value delivered says how it is
+            },
+            apply: { [self] replica, change in
+                if change.entry.key == name { receive(change.entry, on: replica, subscriber: subscriber) }
+            })
+        return SharedSubscription { [self] in
+            following.cancel()
+            books.withLock { $0.subscriber = nil }
         }
-        return SharedSubscription { task.cancel() }
     }
 
-    private func deliver(_ entry: Entry, origin: Change.Origin?, to subscriber: SharedSubscriber<Value>, replica: Replica) {
-        guard tracker.advance(to: entry.version) else { return }  // not newer than what we have
+    /// Records `entry` as shown if it is newer than anything shown on `replica`.
+    private func advance(to entry: Entry, on replica: Replica) -> Bool {
+        books.withLock { books in
+            if books.replica != ObjectIdentifier(replica) {  // a new default: nothing shown from it yet
+                books.replica = ObjectIdentifier(replica)
+                books.shown = nil
+            }
+            guard books.shown.map({ entry.version > $0 }) ?? true else { return false }
+            books.shown = entry.version
+            return true
+        }
+    }
+
+    private func receive(_ entry: Entry, on replica: Replica, subscriber: SharedSubscriber<Value>) {
+        let held = books.withLock { books in
+            guard books.saving else { return false }
+            if books.held.map({ entry.version > $0.version }) ?? true { books.held = entry }
+            return true
+        }
+        guard !held, advance(to: entry, on: replica) else { return }
         if entry.isTombstone {
+            clearLoadError(on: replica)
             subscriber.yieldReturningInitialValue()
         } else {
             subscriber.yield(with: decode(entry, replica: replica).map { $0 })
         }
     }
 
+    /// Decodes an entry; an undecodable one is kept aside and reported, never dropped.
+    private func decode(_ entry: Entry, replica: Replica) -> Result<Value, any Error> {
+        do throws(SharingError) {
+            let value = try codec.decode(entry.payload ?? [], schema: entry.schema, key: name)
+            clearLoadError(on: replica)
+            return .success(value)
+        } catch {
+            books.withLock { $0.reportedLoadError = true }
+            replica.reportUnreadable(entry, of: name, error: error)
+            return .failure(error)
+        }
+    }
+
+    private func clearLoadError(on replica: Replica) {
+        guard books.withLock({ books in defer { books.reportedLoadError = false }; return books.reportedLoadError }) else { return }
+        let name = name
+        Task { await replica.clearLoadError(name) }
+    }
+
+    // MARK: Save
+
     public func save(_ value: Value, context: SaveContext, continuation: SaveContinuation) {
-        guard let replica else { return continuation.resume(throwing: SharingError.noDefaultReplica) }
+        guard let replica = binding.replica else {
+            return continuation.resume(throwing: SharingError.noDefaultReplica(key: description))
+        }
         let payload: [UInt8]
         do {
-            payload = try codec.encode(value)
+            payload = try codec.encode(value, key: name)
+            let limit = replica.configuration.limits.maxPayloadBytes
+            guard payload.count <= limit else { throw SharingError.valueTooLarge(key: name, size: payload.count, limit: limit) }
         } catch {
-            return continuation.resume(throwing: error)
+            return finishSave(.failure(error), on: replica, continuation: continuation)
         }
-        tracker.beginSave(payload)
-        let name = name
-        Task { [tracker] in
-            defer { tracker.endSave(payload) }
+        books.withLock { $0.saving = true }
+        Task {
             do {
                 // A value written by a newer schema is never overwritten by this program.
                 let entry = try await replica.write(
                     [Replica.WriteRequest(key: name, payload: payload, schema: codec.schema)],
                     refusingNewerSchemaThan: codec.schema)[0]
-                tracker.saw(entry.version)
-                continuation.resume()
+                finishSave(.success(entry), on: replica, continuation: continuation)
             } catch {
-                continuation.resume(throwing: error)
+                finishSave(.failure(error), on: replica, continuation: continuation)
             }
         }
     }
 
-    /// Decodes an entry; an undecodable one is kept aside and reported, never dropped.
-    private func decode(_ entry: Entry, replica: Replica) -> Result<Value, any Error> {
-        do {
-            let value = try codec.decode(entry.payload ?? [], schema: entry.schema, key: name)
-            Task { await replica.clearLoadError(name) }
-            return .success(value)
-        } catch {
-            let message = (error as? SharingError)?.description ?? "\(error)"
-            let isNewer = if case SharingError.newerSchema = error { true } else { false }
-            Task {
-                // Newer-schema bytes are valid, just not for us: they stay in the store as they are.
-                if !isNewer { try? await replica.quarantine(entry, reason: message) }
-                await replica.reportLoadError(name, message: message)
+    private func finishSave(_ result: Result<Entry, any Error>, on replica: Replica, continuation: SaveContinuation) {
+        let (held, subscriber) = books.withLock { books -> (Entry?, SharedSubscriber<Value>?) in
+            books.saving = false
+            defer { books.held = nil }
+            return (books.held, books.subscriber)
+        }
+        if case .success(let entry) = result { _ = advance(to: entry, on: replica) }
+        // Held changes go out before the save's caller resumes, while the reference still knows
+        // whether newer local changes wait for the next save (then it keeps them).
+        if let held, let subscriber { receive(held, on: replica, subscriber: subscriber) }
+        let name = name
+        switch result {
+        case .success:
+            if books.withLock({ books in defer { books.reportedRefusal = false }; return books.reportedRefusal }) {
+                Task { await replica.clearRefusedSave(name) }
             }
-            return .failure(error)
+            continuation.resume()
+        case .failure(let error):
+            if let refusal = error as? SharingError {
+                books.withLock { $0.reportedRefusal = true }
+                Task { await replica.reportRefusedSave(name, message: refusal.description) }
+            }
+            continuation.resume(throwing: error)
         }
-    }
-}
-
-/// What one replicated key has seen and is saving, so that remote changes are applied in
-/// version order and the key's own saves never come back as changes.
-final class ReplicatedKeyTracker: Sendable {
-    private struct State {
-        var highest: Version?
-        var saving: [[UInt8]] = []
-    }
-
-    private let state = Mutex(State())
-
-    func saw(_ version: Version) {
-        state.withLock { state in
-            if state.highest.map({ version > $0 }) ?? true { state.highest = version }
-        }
-    }
-
-    /// Records `version` and returns true if it is newer than anything seen.
-    func advance(to version: Version) -> Bool {
-        state.withLock { state in
-            guard state.highest.map({ version > $0 }) ?? true else { return false }
-            state.highest = version
-            return true
-        }
-    }
-
-    func beginSave(_ payload: [UInt8]) { state.withLock { $0.saving.append(payload) } }
-
-    func endSave(_ payload: [UInt8]) {
-        state.withLock { state in
-            if let index = state.saving.firstIndex(of: payload) { state.saving.remove(at: index) }
-        }
-    }
-
-    func isOwnSave(_ payload: [UInt8]?) -> Bool {
-        guard let payload else { return false }
-        return state.withLock { $0.saving.contains(payload) }
     }
 }

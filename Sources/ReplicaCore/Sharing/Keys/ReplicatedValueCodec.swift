@@ -2,6 +2,7 @@ import Foundation
 
 /// Turns values into the payload bytes of replicated entries (JSON with sorted keys, so equal
 /// values give equal bytes and equal digests) and back, migrating older schemas on the way in.
+/// Errors name what holds the value (`key`) and the path to the offending field.
 struct ReplicatedValueCodec<Value: Codable & Sendable>: Sendable {
     /// The schema version recorded with every payload: `Value.schemaVersion` for a
     /// `VersionedValue`, else 0 (the type declares none).
@@ -9,15 +10,19 @@ struct ReplicatedValueCodec<Value: Codable & Sendable>: Sendable {
 
     private var migrations: [SchemaMigration] { (Value.self as? any VersionedValue.Type)?.migrations ?? [] }
 
-    func encode(_ value: Value) throws -> [UInt8] {
-        Array(try ReplicatedJSON.encoder().encode(value))
+    func encode(_ value: Value, key: String) throws(SharingError) -> [UInt8] {
+        do {
+            return Array(try ReplicatedJSON.encoder().encode(value))
+        } catch {
+            throw .unencodable(key: key, reason: Self.describe(error))
+        }
     }
 
     /// Decodes a payload stored with `schema`: migrated first if older, refused if newer
     /// (`SharingError.newerSchema`: the bytes must be kept and forwarded, not reinterpreted).
-    func decode(_ payload: [UInt8], schema stored: UInt16, key: String) throws -> Value {
+    func decode(_ payload: [UInt8], schema stored: UInt16, key: String) throws(SharingError) -> Value {
         let known = schema
-        guard stored <= known else { throw SharingError.newerSchema(key: key, stored: stored, known: known) }
+        guard stored <= known else { throw .newerSchema(key: key, stored: stored, known: known) }
         var data = Data(payload)
         if stored < known {
             data = try migrate(data, from: stored, to: known, key: key)
@@ -25,11 +30,11 @@ struct ReplicatedValueCodec<Value: Codable & Sendable>: Sendable {
         do {
             return try ReplicatedJSON.decoder().decode(Value.self, from: data)
         } catch {
-            throw SharingError.undecodable(key: key, reason: Self.describe(error))
+            throw .undecodable(key: key, reason: Self.describe(error))
         }
     }
 
-    private func migrate(_ data: Data, from stored: UInt16, to known: UInt16, key: String) throws -> Data {
+    private func migrate(_ data: Data, from stored: UInt16, to known: UInt16, key: String) throws(SharingError) -> Data {
         let steps = migrations
         guard steps.contains(where: { $0.from >= stored && $0.from < known }) else { return data }
         var version = stored
@@ -41,17 +46,53 @@ struct ReplicatedValueCodec<Value: Codable & Sendable>: Sendable {
             }
             return try ReplicatedJSON.encoder().encode(json)
         } catch {
-            throw SharingError.undecodable(key: key, reason: "migration from schema \(version) failed: \(Self.describe(error))")
+            throw .undecodable(key: key, reason: "migration from schema \(version) failed: \(Self.describe(error))")
         }
     }
 
+    /// A coding error as a sentence with the path to the field: `expected String at
+    /// drinks[2].name, found a number`.
     static func describe(_ error: any Error) -> String {
         switch error {
-        case DecodingError.dataCorrupted(let context): context.debugDescription
-        case DecodingError.typeMismatch(let type, let context): "expected \(type) at \(context.codingPath.map(\.stringValue).joined(separator: "."))"
-        case DecodingError.keyNotFound(let key, _): "missing field \(key.stringValue)"
-        case DecodingError.valueNotFound(let type, _): "missing \(type)"
-        default: "\(error)"
+        case DecodingError.typeMismatch(let type, let context):
+            "expected \(type) at \(path(context.codingPath))\(found(context))"
+        case DecodingError.valueNotFound(let type, let context):
+            "expected \(type) at \(path(context.codingPath)), found null"
+        case DecodingError.keyNotFound(let key, let context):
+            "missing field \"\(key.stringValue)\" at \(path(context.codingPath))"
+        case DecodingError.dataCorrupted(let context):
+            "\(sentence(context.debugDescription, underlying: context.underlyingError)) at \(path(context.codingPath))"
+        case EncodingError.invalidValue(let value, let context):
+            "\(value) cannot be encoded at \(path(context.codingPath)): \(context.debugDescription)"
+        default:
+            "\(error)"
         }
+    }
+
+    /// `theme`, `drinks[2].name`; `the top level` for the value itself.
+    static func path(_ codingPath: [any CodingKey]) -> String {
+        var text = ""
+        for key in codingPath {
+            if let index = key.intValue, key.stringValue.hasPrefix("Index ") || key.stringValue == "\(index)" {
+                text += "[\(index)]"
+            } else {
+                text += (text.isEmpty ? "" : ".") + key.stringValue
+            }
+        }
+        return text.isEmpty ? "the top level" : text
+    }
+
+    /// Foundation's "Expected to decode String but found a number instead." as ", found a number".
+    private static func found(_ context: DecodingError.Context) -> String {
+        guard let range = context.debugDescription.range(of: "but found "),
+              let end = context.debugDescription.range(of: " instead", range: range.upperBound..<context.debugDescription.endIndex)
+        else { return "" }
+        return ", found " + context.debugDescription[range.upperBound..<end.lowerBound]
+    }
+
+    private static func sentence(_ description: String, underlying: (any Error)?) -> String {
+        let trimmed = description.hasSuffix(".") ? String(description.dropLast()) : description
+        guard let underlying else { return trimmed }
+        return "\(trimmed) (\(underlying.localizedDescription))"
     }
 }

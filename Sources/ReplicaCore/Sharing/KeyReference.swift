@@ -1,0 +1,423 @@
+import Foundation
+import Observation
+import Synchronization
+#if canImport(Combine)
+import Combine
+#endif
+
+/// The one piece of state behind every `Shared`/`SharedReader` of a key: the value, its load
+/// and save status, observers, and the key's subscription.
+///
+/// It takes part in Swift's Observation: reading `value` (or the status) inside
+/// `withObservationTracking`, a SwiftUI view or an `@Observable` model is tracked, and every
+/// change, local (`withLock`) or from the key (remote changes, loads), fires it.
+///
+/// Saves are serialised: at most one is in flight, and changes made meanwhile are saved together
+/// once it finishes (only the newest value matters, and keys that save deltas compute them from
+/// the live value). So saves reach storage in the order the value changed.
+///
+/// The lock is recursive, as in Sharing: a `withLock` body may read the value it changes.
+final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecked Sendable {
+    typealias Value = Key.Value
+
+    let key: Key
+    /// The key's `save`, for keys that can save (set by `makeSaving`); nil for read-only keys.
+    private let saver: (@Sendable (Value, SaveContext, SaveContinuation) -> Void)?
+    private let registrar = ObservationRegistrar()
+    private let lock = NSRecursiveLock()
+    #if canImport(Combine)
+    private let subject = PassthroughSubject<Value, Never>()
+    #endif
+
+    // Everything below is guarded by `lock`.
+    private var current: Value
+    /// The initial value given to `@Shared`, if it was needed (and so evaluated).
+    private var initialValue: Value?
+    private var loading: Bool
+    private var lastLoadError: (any Error)?
+    private var lastSaveError: (any Error)?
+    private var observers: [UUID: (deliver: @Sendable (Value) -> Void, end: @Sendable () -> Void)] = [:]
+    private var subscription: SharedSubscription?
+    /// Local changes made (`withLock`), and how many of them the last successful save covered.
+    private var changeCount = 0
+    private var savedChangeCount = 0
+    private var isSaving = false
+    /// Local changes made since the save in flight took its value: saved when it finishes.
+    private var saveAgain = false
+    /// Waiting for the save in flight (or for the next one when `saveAgain`).
+    private var currentWaiters: [CheckedContinuation<Void, any Error>] = []
+    private var nextWaiters: [CheckedContinuation<Void, any Error>] = []
+
+    private init(key: Key, saver: (@Sendable (Value, SaveContext, SaveContinuation) -> Void)?,
+                 value: Value, initialValue: Value?, loading: Bool, loadError: (any Error)?) {
+        self.key = key
+        self.saver = saver
+        current = value
+        self.initialValue = initialValue
+        self.loading = loading
+        lastLoadError = loadError
+    }
+
+    /// A reference to a read-only key.
+    static func make(key: Key, initialValue: () -> Value) -> KeyReference {
+        make(key: key, saver: nil, initialValue: initialValue)
+    }
+
+    /// Creates the reference: asks the key for the stored value first, and evaluates
+    /// `initialValue` only if storage has none (or the key answers later), as Sharing documents.
+    private static func make(
+        key: Key, saver: (@Sendable (Value, SaveContext, SaveContinuation) -> Void)?, initialValue: () -> Value
+    ) -> KeyReference {
+        let firstLoad = FirstLoad<Key>()
+        key.load(context: .userInitiated, continuation: LoadContinuation("load of \(key.readable)") { firstLoad.deliver($0) })
+        let reference: KeyReference
+        var evaluated: Value?
+        switch firstLoad.takeIfArrived() {
+        case .success(let stored?)?:
+            reference = KeyReference(key: key, saver: saver, value: stored, initialValue: nil, loading: false, loadError: nil)
+        case .success(nil)?:
+            evaluated = initialValue()
+            reference = KeyReference(key: key, saver: saver, value: evaluated!, initialValue: evaluated, loading: false, loadError: nil)
+        case .failure(let error)?:
+            evaluated = initialValue()
+            reference = KeyReference(key: key, saver: saver, value: evaluated!, initialValue: evaluated, loading: false, loadError: error)
+        case nil:  // the key loads asynchronously: show the initial value meanwhile
+            evaluated = initialValue()
+            reference = KeyReference(key: key, saver: saver, value: evaluated!, initialValue: evaluated, loading: true, loadError: nil)
+        }
+        firstLoad.attach(reference)
+        reference.subscribe(context: evaluated.map { LoadContext<Value>.initialValue($0) } ?? .userInitiated)
+        return reference
+    }
+
+    private func subscribe(context: LoadContext<Value>) {
+        let subscriber = SharedSubscriber<Value>(
+            callback: { [weak self] event in self?.receive(event) },
+            modifyValue: { [weak self] body in self?.modifyFromKey(body) },
+            readValue: { [weak self] body in self?.readFromKey(body) })
+        let subscription = key.subscribe(context: context, subscriber: subscriber)
+        locked { self.subscription = subscription }
+    }
+
+    deinit {
+        subscription?.cancel()
+        for observer in observers.values { observer.end() }
+    }
+
+    private func locked<R>(_ body: () throws -> R) rethrows -> R {
+        lock.lock()
+        defer { lock.unlock() }
+        return try body()
+    }
+
+    // MARK: Observation
+
+    /// Runs `change` between Observation's `willSet` and `didSet` of `keyPath`. Where SwiftUI
+    /// exists, a change made off the main thread is announced on the main thread afterwards, as
+    /// Sharing does (SwiftUI expects it there); elsewhere observers hear it on the changing thread.
+    private func announcing<Member, R>(_ keyPath: KeyPath<KeyReference, Member> & Sendable, _ change: () throws -> R) rethrows -> R {
+        #if canImport(SwiftUI)
+        if !Thread.isMainThread {
+            let result = try change()
+            DispatchQueue.main.async { self.registrar.withMutation(of: self, keyPath: keyPath) {} }
+            return result
+        }
+        #endif
+        registrar.willSet(self, keyPath: keyPath)
+        defer { registrar.didSet(self, keyPath: keyPath) }
+        return try change()
+    }
+
+    /// Changes the load and save status (observed as one property: they change together).
+    private func updateStatus(_ change: (inout Status) -> Void) {
+        announcing(\.status) {
+            locked {
+                var status = Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError)
+                change(&status)
+                (loading, lastLoadError, lastSaveError) = (status.isLoading, status.loadError, status.saveError)
+            }
+        }
+    }
+
+    struct Status {
+        var isLoading: Bool
+        var loadError: (any Error)?
+        var saveError: (any Error)?
+    }
+
+    var status: Status {
+        registrar.access(self, keyPath: \.status)
+        return locked { Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError) }
+    }
+
+    // MARK: Reading
+
+    var value: Value {
+        registrar.access(self, keyPath: \.value)
+        return locked { current }
+    }
+
+    var isLoading: Bool { status.isLoading }
+    var loadError: (any Error)? { status.loadError }
+    var saveError: (any Error)? { status.saveError }
+
+    var description: String { key.readable }
+
+    func observe(_ deliver: @escaping @Sendable (Value) -> Void, end: @escaping @Sendable () -> Void) -> SharedSubscription {
+        let id = UUID()
+        locked {
+            observers[id] = (deliver, end)
+            deliver(current)
+        }
+        return SharedSubscription { [weak self] in
+            self?.locked { _ = self?.observers.removeValue(forKey: id) }
+        }
+    }
+
+    /// Under the lock, right after `current` changed: observers get values in change order.
+    private func deliverToObservers() {
+        for observer in observers.values { observer.deliver(current) }
+    }
+
+    /// After a change, outside the lock (Combine subscribers run arbitrary code).
+    private func publish(_ value: Value) {
+        #if canImport(Combine)
+        subject.send(value)
+        #endif
+    }
+
+    #if canImport(Combine)
+    var publisher: AnyPublisher<Value, Never> {
+        Deferred { [subject] in subject.prepend(self.value) }.eraseToAnyPublisher()
+    }
+    #endif
+
+    func touch() {
+        announcing(\.value) {}
+    }
+
+    // MARK: Changes from the key
+
+    /// Sets the value from the key, unless `skipIfChangedLocally` and a local change has not
+    /// been handed to a save yet (that change is saved next and, being later, wins).
+    private func setFromKey(_ value: Value?, clearingLoadError: Bool) {
+        let changed = announcing(\.value) {
+            locked { () -> Value? in
+                guard let value, !saveAgain else { return nil }
+                current = value
+                deliverToObservers()
+                return value
+            }
+        }
+        if let changed { publish(changed) }
+        if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } }
+    }
+
+    private func receive(_ event: SharedSubscriber<Value>.Event) {
+        switch event {
+        case .value(let value):
+            setFromKey(value, clearingLoadError: true)
+        case .initialValue:
+            // Storage lost its value: show the initial value, if it was ever evaluated.
+            setFromKey(locked { initialValue }, clearingLoadError: true)
+        case .failure(let error):
+            updateStatus { $0.loadError = error; $0.isLoading = false }  // the last good value stays
+        case .loading(let isLoading):
+            updateStatus { $0.isLoading = isLoading }
+        case .errorCleared:
+            updateStatus { $0.loadError = nil; $0.isLoading = false }
+        case .saveIfChanged:
+            // Local changes not saved yet, or a save that failed (the caller asked for it).
+            if locked({ changeCount > savedChangeCount || lastSaveError != nil }) { requestSave(context: .didSet, waiter: nil) }
+        }
+    }
+
+    private func modifyFromKey(_ body: (inout Value) -> Void) {
+        let value = announcing(\.value) {
+            locked { () -> Value in
+                body(&current)
+                deliverToObservers()
+                return current
+            }
+        }
+        publish(value)
+    }
+
+    private func readFromKey(_ body: (Value) -> Void) {
+        locked { body(current) }
+    }
+
+    // MARK: Loading
+
+    /// `try await $shared.load()`.
+    func load() async throws {
+        updateStatus { $0.isLoading = true }
+        let changeCount = locked { self.changeCount }
+        try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
+            key.load(context: .userInitiated, continuation: LoadContinuation("load of \(key.readable)") { [weak self] outcome in
+                self?.finishLoad(outcome, ifUnchangedSince: changeCount)
+                waiter.resume(with: outcome.map { _ in () })
+            })
+        }
+    }
+
+    fileprivate func finishLoad(_ outcome: LoadContinuation<Value>.Outcome, ifUnchangedSince changeCount: Int) {
+        switch outcome {
+        case .failure(let error):
+            updateStatus { $0.loadError = error; $0.isLoading = false }  // the last good value stays
+        case .success(let loaded):
+            // A local change made while loading is newer than what was loaded.
+            if let loaded, locked({ self.changeCount == changeCount }) { setFromKey(loaded, clearingLoadError: false) }
+            updateStatus { $0.loadError = nil; $0.isLoading = false }
+        }
+    }
+
+    // MARK: Mutating and saving
+
+    /// Mutates the value under the lock, tells observers, and saves (`.didSet`).
+    fileprivate func mutate<R>(_ body: (inout Value) throws -> R) rethrows -> R {
+        let (result, value) = try announcing(\.value) {
+            try locked { () -> (R, Value) in
+                let result = try body(&current)
+                changeCount += 1
+                deliverToObservers()
+                return (result, current)
+            }
+        }
+        publish(value)
+        requestSave(context: .didSet, waiter: nil)
+        return result
+    }
+
+    /// `try await $shared.save()`: returns when the current value is durable.
+    fileprivate func saveNow() async throws {
+        try await withCheckedThrowingContinuation { waiter in
+            requestSave(context: .userInitiated, waiter: waiter)
+        }
+    }
+
+    private func requestSave(context: SaveContext, waiter: CheckedContinuation<Void, any Error>?) {
+        guard let saver else {
+            waiter?.resume()
+            return
+        }
+        let start = locked { () -> (Value, Int)? in
+            if isSaving {
+                saveAgain = true
+                if let waiter { nextWaiters.append(waiter) }
+                return nil
+            }
+            isSaving = true
+            if let waiter { currentWaiters.append(waiter) }
+            return (current, changeCount)
+        }
+        if case let (value, changes)? = start { startSave(value, covering: changes, context: context, saver: saver) }
+    }
+
+    private func startSave(
+        _ value: Value, covering changes: Int, context: SaveContext,
+        saver: @Sendable (Value, SaveContext, SaveContinuation) -> Void
+    ) {
+        saver(value, context, SaveContinuation("save of \(key.readable)") { [weak self] result in
+            self?.finishSave(result, covering: changes)
+        })
+    }
+
+    private func finishSave(_ result: Result<Void, any Error>, covering changes: Int) {
+        updateStatus { status in
+            switch result {
+            case .success: status.saveError = nil
+            case .failure(let error): status.saveError = error  // the value stays; the next save retries it
+            }
+        }
+        let (waiters, next) = locked { () -> ([CheckedContinuation<Void, any Error>], (Value, Int)?) in
+            if case .success = result { savedChangeCount = max(savedChangeCount, changes) }
+            let waiters = currentWaiters
+            currentWaiters = nextWaiters
+            nextWaiters = []
+            guard saveAgain else {
+                isSaving = false
+                return (waiters, nil)
+            }
+            saveAgain = false
+            return (waiters, (current, changeCount))
+        }
+        for waiter in waiters { waiter.resume(with: result) }
+        if case let (value, changes)? = next, let saver { startSave(value, covering: changes, context: .didSet, saver: saver) }
+    }
+}
+
+extension KeyReference: MutableReference where Key: SharedKey {
+    /// A reference to a key that saves.
+    static func make(key: Key, initialValue: () -> Value) -> KeyReference {
+        make(key: key, saver: { key.save($0, context: $1, continuation: $2) }, initialValue: initialValue)
+    }
+
+    func withLock<R>(_ body: (inout Value) throws -> R) rethrows -> R { try mutate(body) }
+    func save() async throws { try await saveNow() }
+}
+
+/// Hands the first load's result to the reference being made: at once if the key answered
+/// synchronously (as the built-in keys do), else to the reference when it arrives.
+private final class FirstLoad<Key: SharedReaderKey>: Sendable {
+    private enum Stage {
+        case asked
+        case arrived(LoadContinuation<Key.Value>.Outcome)
+        case awaited
+        case done
+    }
+
+    private struct State {
+        var stage = Stage.asked
+        weak var reference: KeyReference<Key>?
+    }
+
+    private let state = Mutex(State())
+
+    func deliver(_ outcome: LoadContinuation<Key.Value>.Outcome) {
+        let reference = state.withLock { state -> KeyReference<Key>? in
+            switch state.stage {
+            case .asked:
+                state.stage = .arrived(outcome)
+                return nil
+            case .awaited:
+                if let reference = state.reference {
+                    state.stage = .done
+                    return reference
+                }
+                state.stage = .arrived(outcome)
+                return nil
+            case .arrived, .done:
+                return nil  // ResumeOnce lets one outcome through
+            }
+        }
+        reference?.finishLoad(outcome, ifUnchangedSince: 0)
+    }
+
+    /// The outcome if the key already answered; otherwise the reference will get it.
+    func takeIfArrived() -> LoadContinuation<Key.Value>.Outcome? {
+        state.withLock { state in
+            if case .arrived(let outcome) = state.stage {
+                state.stage = .done
+                return outcome
+            }
+            state.stage = .awaited
+            return nil
+        }
+    }
+
+    func attach(_ reference: KeyReference<Key>) {
+        let late = state.withLock { state -> LoadContinuation<Key.Value>.Outcome? in
+            state.reference = reference
+            guard case .arrived(let outcome) = state.stage else { return nil }
+            state.stage = .done
+            return outcome
+        }
+        if let late { reference.finishLoad(late, ifUnchangedSince: 0) }
+    }
+}
+
+extension SharedReaderKey {
+    /// How messages name the key: its description, if it has one (the built-in keys do).
+    var readable: String { String(describing: self) }
+}
