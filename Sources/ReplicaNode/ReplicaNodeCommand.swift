@@ -28,7 +28,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
         subcommands: [
             Serve.self, Get.self, SetCommand.self, Delete.self, Keys.self, Import.self,
             Incr.self, CounterCommand.self, Drinks.self,
-            Status.self, Peers.self, Watch.self, Cluster.self, Keygen.self,
+            Status.self, Peers.self, Health.self, Watch.self, Leave.self, Forget.self, Cluster.self, Keygen.self,
         ])
 
     /// Parses, validates and runs the command. Unlike ArgumentParser's own `main`, a usage error
@@ -36,7 +36,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
     /// whole usage text: scripts read one line, and `--help` is there for the rest.
     static func main() async {
         do {
-            var command = try parseAsRoot()
+            var command = try parseAsRoot(Serve.expandingDiscoverValue(Array(CommandLine.arguments.dropFirst())))
             if var asynchronous = command as? any AsyncParsableCommand {
                 try await asynchronous.run()
             } else {

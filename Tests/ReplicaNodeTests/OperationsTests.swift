@@ -122,36 +122,92 @@ import Testing
         #expect(second.stderr.contains("process \(pid) holds the data directory"), "\(second.stderr)")
     }
 
+    /// node2's data directory is on a small tmpfs that fills up while node1 writes: node2's
+    /// replicated commits fail, and that is visible (health exits 1, status lists the problem),
+    /// retried with back-off (little CPU), and its local writes fail properly; once space is free,
+    /// node2 catches up by itself and is healthy again.
     @Test(.enabled(if: getuid() == 0, "mounting a small tmpfs needs root"))
-    func aFullDataDirectoryFailsWritesVisiblyAndRecovers() async throws {
+    func aFullDiskUnderReplicatedTrafficIsVisibleBoundedAndRecovers() async throws {
         let mount = FileManager.default.temporaryDirectory.appendingPathComponent("replica-full-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: mount, withIntermediateDirectories: true)
-        #expect(try replicaNodeShell("/bin/mount", ["-t", "tmpfs", "-o", "size=2m", "tmpfs", mount.path]) == 0)
+        #expect(try replicaNodeShell("/bin/mount", ["-t", "tmpfs", "-o", "size=4m", "tmpfs", mount.path]) == 0)
         defer {
             _ = try? replicaNodeShell("/bin/umount", ["-l", mount.path])
             try? FileManager.default.removeItem(at: mount)
         }
-        let cluster = try ProcessCluster(size: 1, name: "full", dataRoot: mount)
+        let cluster = try ProcessCluster(size: 2, name: "full") { cluster in [:] }
         defer { cluster.stop() }
-        #expect(try await eventually { try cluster.status(0) != nil })
+        // node2 again, with its data on the small disk.
+        cluster.stop(1)
+        cluster.moveData(of: 1, to: mount.appendingPathComponent("node2"))
+        try cluster.start(1)
+        #expect(try await cluster.waitUntilConnected())
         #expect(try cluster.client(0, ["set", "before", "1"]).status == 0)
+        #expect(try await eventually { try cluster.client(1, ["get", "before"]).status == 0 })
+        #expect(try cluster.client(1, ["health"]).status == 0, "healthy to begin with")
 
         let filler = mount.appendingPathComponent("filler")
         _ = try? replicaNodeShell("/bin/dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k", "status=none"])
-        let big = "\"" + String(repeating: "x", count: 100_000) + "\""
-        let failed = try cluster.client(0, ["set", "big", big])
-        #expect(failed.status == 1)
-        #expect(failed.stderr.contains("could not save big") && failed.stderr.contains("full"), "\(failed.stderr)")
-        let status = try #require(try cluster.status(0))
-        let saveErrors = try #require(status["saveErrors"] as? [[String: Any]])
-        #expect(saveErrors.first?["subject"] as? String == "big")
-        #expect(try cluster.client(0, ["get", "before"]).stdout == "1\n", "reads keep working")
+        let value = "\"" + String(repeating: "x", count: 20_000) + "\""
+        var written = 0
+        let failing = try await eventually(timeout: .seconds(20)) {
+            written += 1
+            #expect(try cluster.client(0, ["set", "during\(written)", value]).status == 0)
+            return try cluster.client(1, ["health"]).status == 1
+        }
+        #expect(failing, "node2's failing commits show in health")
+        let health = try cluster.client(1, ["health"])
+        #expect(health.stdout.contains("commit store: commits fail"), "\(health)")
+        let status = try #require(try cluster.status(1))
+        let problems = try #require(status["problems"] as? [[String: Any]])
+        #expect(problems.contains { $0["kind"] as? String == "commit" && ($0["count"] as? Int ?? 0) >= 1 }, "\(problems)")
+
+        // Back-off: a full disk costs little CPU, however much keeps arriving.
+        let pid = try #require(cluster.nodes[1].process?.processIdentifier)
+        let before = try cpuSeconds(of: pid)
+        for index in 0..<20 { _ = try cluster.client(0, ["set", "more\(index)", value]) }
+        try await Task.sleep(for: .seconds(3))
+        let spent = try cpuSeconds(of: pid) - before
+        #expect(spent < 1.0, "node2 spent \(spent) CPU-s in 3 s on a full disk")
+
+        // Its own writes fail, and say so (one may still fit in the WAL's reusable space).
+        var refused: CommandResult?
+        for index in 0..<20 {
+            let result = try cluster.client(1, ["set", "local\(index)", value])
+            if result.status != 0 { refused = result; break }
+        }
+        let refusal = try #require(refused, "a local write on the full disk must fail")
+        #expect(refusal.status == 1 && refusal.stderr.contains("could not save") && refusal.stderr.contains("full"), "\(refusal)")
 
         try FileManager.default.removeItem(at: filler)
-        #expect(try cluster.client(0, ["set", "big", big]).status == 0)
-        let after = try #require(try cluster.status(0))
-        #expect((after["saveErrors"] as? [Any])?.isEmpty == true, "the error clears")
+        #expect(try await eventually(timeout: .seconds(20)) {
+            try cluster.client(1, ["get", "more19"]).status == 0 && cluster.client(1, ["health"]).status == 0
+        }, "node2 catches up by itself once space is free:\n\(cluster.log(1).suffix(3000))")
+        #expect(try cluster.client(1, ["set", "after", "1"]).status == 0)
+        let after = try #require(try cluster.status(1))
+        #expect((after["saveErrors"] as? [Any])?.isEmpty == true, "the errors clear")
     }
+
+    @Test func healthIsZeroOnlyForAServingHealthyNode() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "health")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let healthy = try cluster.client(0, ["health"])
+        #expect(healthy.status == 0 && healthy.stdout == "healthy\n", "\(healthy)")
+        let json = try cluster.client(0, ["health", "--json"])
+        #expect(json.stdout.contains("\"healthy\":true"), "\(json)")
+        cluster.stop(0)
+        let stopped = try cluster.client(0, ["health"])
+        #expect(stopped.status == 1 && stopped.stderr.contains("no replica-node is serving"), "\(stopped)")
+    }
+}
+
+/// User plus system CPU seconds a process has used (from /proc).
+func cpuSeconds(of pid: Int32) throws -> Double {
+    let stat = try String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8)
+    let fields = stat[stat.index(after: stat.lastIndex(of: ")")!)...].split(separator: " ")
+    // utime and stime are fields 14 and 15 of the line, 12 and 13 after the name.
+    return Double(Int(fields[11])! + Int(fields[12])!) / Double(sysconf(Int32(_SC_CLK_TCK)))
 }
 
 /// A SHA-256 of `data` (through /usr/bin/sha256sum), to compare files byte for byte.

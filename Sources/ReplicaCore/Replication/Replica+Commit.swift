@@ -28,7 +28,7 @@ extension Replica {
         }
         if let ended = commits.committed() {
             logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
-            problems.clear(.commit, Self.receivedEntries)
+            problems.clear(.commit, Self.commitSubject)
             planner.wantCatchUp(.commitFailed)
         }
         if !local.isEmpty && !problems.of(.save).isEmpty {
@@ -80,16 +80,19 @@ extension Replica {
             let key = write.requests.first?.key ?? ""
             write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
         }
+        problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
+            + "entries are fetched again once commits work, retried with back-off")
         if !remote.isEmpty {
+            // What the members held at their marks is no longer all here: the next syncs ask for
+            // everything in the differing buckets.
+            for node in sessions.keys { sessions[node]?.forgetSyncMark() }
             counters.inboundDroppedOnFailedCommit += remote.count
-            problems.raise(.commit, Self.receivedEntries, "\(remote.count) received entries could not be committed (\(reason)); "
-                + "they are fetched again once commits work, retried with back-off")
             planner.wantCatchUp(.commitFailed)
         }
     }
 
-    /// The subject of the problem of failing replicated commits.
-    static let receivedEntries = "received entries"
+    /// The subject of the problem of failing commits.
+    static let commitSubject = "store"
 
     /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members'
     /// (each refusal counts in the clock problem).

@@ -96,7 +96,7 @@ extension Replica {
             nextTombstoneSweep = now + configuration.tombstoneSweepInterval
         }
         checkClock(now: now)
-        if commits.failure != nil && commits.acceptsInbound(now: now) {
+        if commits.refetchDue(now: now) {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
             planner.wantCatchUp(.commitFailed)
         }

@@ -137,6 +137,9 @@ extension Replica {
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
             return
         }
-        _ = commits.accept(entry, from: node, now: .now)
+        if !commits.accept(entry, from: node, now: .now) {
+            // Dropped while the store fails: no sync mark may claim we hold what members held.
+            for member in sessions.keys { sessions[member]?.forgetSyncMark() }
+        }
     }
 }

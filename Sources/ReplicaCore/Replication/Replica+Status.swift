@@ -72,8 +72,8 @@ extension Replica {
         if let failure = commits.failure, let index = all.firstIndex(where: { $0.kind == .commit }) {
             all[index].count = failure.count
             all[index].last = failure.last
-            all[index].message = "received entries could not be committed (\(failure.message)); they are fetched again once commits work, "
-                + "retried with back-off"
+            all[index].message = "commits fail (\(failure.message)): local writes are refused, and received entries are fetched again "
+                + "once commits work, retried with back-off"
         }
         return all
     }

@@ -4,8 +4,10 @@ import Logging
 /// Requesting: full anti-entropy syncs (as the `SyncPlanner` decides) and repairs of lost
 /// updates (as each `PeerSession` decides), and what comes back on the members' DEALERs.
 extension Replica {
-    /// Starts the sync the planner picks, if any.
+    /// Starts the sync the planner picks, if any (none while the store is failing and its
+    /// back-off runs: what a sync brought would only be dropped).
     func startNextSync(now: ContinuousClock.Instant) {
+        guard commits.acceptsInbound(now: now) else { return }
         let candidates = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
             SyncPlanner.Candidate(
                 node: session.node,
@@ -122,6 +124,10 @@ extension Replica {
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(with: node, mark: chunk.mark, reason: sync.reason, now: now)
+            if sync.reason == .commitFailed && sync.entries == 0, commits.committed() != nil {
+                // Nothing was missing after all: what failed to commit is here.
+                problems.clear(.commit, Self.commitSubject)
+            }
         }
         sessions[node]?.countBytes(sync: bytes)
         for entry in chunk.entries { accept(entry, from: node) }

@@ -9,15 +9,18 @@ struct Serve: AsyncParsableCommand {
         abstract: "Run a node until SIGINT or SIGTERM.",
         discussion: """
             The node binds a PUB socket on PORT (updates, heartbeats) and a ROUTER socket on \
-            PORT + 1 (anti-entropy sync), connects to every --peer, and keeps its SQLite database \
-            and control socket in --data. Cluster sockets use CURVE (--key and --trust, peers named \
-            ID@HOST:PORT so their public key ID.pub is found in the trust directory); running \
-            open needs an explicit --insecure. --metrics serves Prometheus metrics at \
-            http://HOST:PORT/metrics (docs/operations.md lists them). Each option has an \
-            environment twin so that a compose file needs no command line: REPLICA_ID, \
-            REPLICA_LISTEN, REPLICA_PEERS (comma-separated), REPLICA_DATA, REPLICA_KEY, \
-            REPLICA_TRUST, REPLICA_INSECURE=1, REPLICA_METRICS. Make keys once per node and \
-            share the .pub files; peers need not be up yet.
+            PORT + 1 (sync, repairs, membership), and keeps its SQLite database and control \
+            socket in --data. Each --peer is a seed: one reachable member is enough, the others \
+            are learnt from it, and listing the node itself is harmless. --advertise is the \
+            address members dial (behind NAT, in containers, through a proxy). --discover finds \
+            members on the LAN segment by UDP broadcast (port 7070, or --discover=PORT). Cluster \
+            sockets use CURVE (--key and --trust; seeds named ID@HOST:PORT so that their key \
+            ID.pub is found in the trust directory, re-read every 2 s: copy a .pub there to trust \
+            a new node without a restart); running open needs an explicit --insecure. --metrics \
+            serves Prometheus metrics at http://HOST:PORT/metrics. Each option has an environment \
+            twin: REPLICA_ID, REPLICA_LISTEN, REPLICA_PEERS (comma-separated), REPLICA_ADVERTISE, \
+            REPLICA_DISCOVER (1 or a port), REPLICA_DATA, REPLICA_KEY, REPLICA_TRUST, \
+            REPLICA_INSECURE=1, REPLICA_METRICS. Seeds need not be up yet.
 
             Examples:
               for n in 1 2 3; do replica-node keygen --id node$n --out keys/; done
@@ -33,8 +36,17 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Address to listen on; PORT + 1 is used too (or $REPLICA_LISTEN).", valueName: "host:port"))
     var listen: String?
 
-    @Option(name: .customLong("peer"), help: ArgumentHelp("A peer as ID@HOST:PORT (HOST:PORT with --insecure); repeat for each peer (or $REPLICA_PEERS).", valueName: "id@host:port"))
+    @Option(name: .customLong("peer"), help: ArgumentHelp("A seed: a member to join through, as ID@HOST:PORT (HOST:PORT with --insecure); repeat for more (or $REPLICA_PEERS).", valueName: "id@host:port"))
     var peers: [String] = []
+
+    @Option(help: ArgumentHelp("The address members dial to reach this node; default the --listen address (or $REPLICA_ADVERTISE).", valueName: "host:port"))
+    var advertise: String?
+
+    @Flag(help: "Find members on this LAN segment by UDP broadcast beacons, on port 7070 or --discover=PORT (or $REPLICA_DISCOVER=1|PORT).")
+    var discover = false
+
+    @Option(name: .customLong("discover-port"), help: .hidden)
+    var discoverPort: UInt16?
 
     @Option(help: ArgumentHelp("This node's CURVE key file, from keygen (or $REPLICA_KEY).", valueName: "file"))
     var key: String?
@@ -71,6 +83,20 @@ struct Serve: AsyncParsableCommand {
         var keyFile: URL?
         var trustPath: URL?
         var metrics: Endpoint?
+        var advertise: Endpoint?
+        var discoveryPort: UInt16?
+    }
+
+    /// The UDP port of discovery beacons when --discover names none.
+    static let defaultDiscoveryPort: UInt16 = 7070
+
+    /// `--discover=PORT` as ArgumentParser takes it (`--discover --discover-port PORT`): a flag
+    /// with an optional value is not something it parses.
+    static func expandingDiscoverValue(_ arguments: [String]) -> [String] {
+        arguments.flatMap { argument -> [String] in
+            guard argument.hasPrefix("--discover=") else { return [argument] }
+            return ["--discover", "--discover-port", String(argument.dropFirst("--discover=".count))]
+        }
     }
 
     func settings(environment: [String: String] = ProcessInfo.processInfo.environment) throws -> Settings {
@@ -123,10 +149,30 @@ struct Serve: AsyncParsableCommand {
             }
             metricsEndpoint = parsed
         }
+        var advertised: Endpoint?
+        if let text = advertise ?? environment["REPLICA_ADVERTISE"].flatMap({ $0.isEmpty ? nil : $0 }) {
+            guard let parsed = Endpoint(text), !parsed.isWildcard else {
+                throw ValidationError("Invalid --advertise '\(text)': expected the HOST:PORT members dial (not a wildcard).")
+            }
+            advertised = parsed
+        } else if endpoint.isWildcard {
+            throw ValidationError("--listen \(endpoint) is every interface: add --advertise HOST:PORT, the address members dial.")
+        }
+        var discoveryPort: UInt16?
+        let discoverText = environment["REPLICA_DISCOVER"].flatMap { $0.isEmpty ? nil : $0.lowercased() }
+        if discover || discoverPort != nil {
+            discoveryPort = discoverPort ?? Self.defaultDiscoveryPort
+        } else if let discoverText, !["0", "false", "no"].contains(discoverText) {
+            guard ["1", "true", "yes"].contains(discoverText) || UInt16(discoverText) != nil else {
+                throw ValidationError("Invalid REPLICA_DISCOVER '\(discoverText)': expected 1 or a UDP port.")
+            }
+            discoveryPort = UInt16(discoverText) ?? Self.defaultDiscoveryPort
+        }
+        if discoveryPort == 0 { throw ValidationError("Invalid --discover port 0.") }
         return Settings(
             id: node, listen: endpoint, peers: peerEndpoints, peerIDs: peerIDs, data: URL(fileURLWithPath: dataText),
             keyFile: keyText.map { URL(fileURLWithPath: $0) }, trustPath: trustText.map { URL(fileURLWithPath: $0) },
-            metrics: metricsEndpoint)
+            metrics: metricsEndpoint, advertise: advertised, discoveryPort: discoveryPort)
     }
 
     /// Loads the key pair and trust list, and finds each peer's public key.
@@ -142,7 +188,34 @@ struct Serve: AsyncParsableCommand {
             }
             peerKeys[peer] = key
         }
-        return .curve(CurveSecurity(keys: keys, trusted: Set(trusted.values), peerKeys: peerKeys))
+        return .curve(CurveSecurity(keys: keys, trusted: Set(trusted.values), peerKeys: peerKeys, keyOwners: Self.owners(trusted)))
+    }
+
+    /// Which node each trusted key belongs to (trust sources name keys by node id).
+    static func owners(_ trusted: [String: String]) -> [String: NodeID] {
+        var owners: [String: NodeID] = [:]
+        for (id, key) in trusted { if let node = NodeID(rawValue: id) { owners[key] = node } }
+        return owners
+    }
+
+    /// Re-reads the trust directory or file every 2 s and hands changes to the replica, so that
+    /// trust is extended (or withdrawn) without a restart. An unreadable trust path keeps the
+    /// trust as it was, with a warning.
+    static func watchTrust(_ path: URL, replica: Replica, logger: Logger) async {
+        var last: [String: String]?
+        while !Task.isCancelled {
+            do {
+                let trusted = try KeyFiles.readTrust(path)
+                if trusted != last {
+                    if last != nil { logger.info("trust \(path.path) changed: \(trusted.count) key(s)") }
+                    await replica.updateTrust(trusted: Set(trusted.values), keyOwners: owners(trusted))
+                    last = trusted
+                }
+            } catch {
+                logger.warning("cannot re-read trust \(path.path): \(error); keeping the trust as it was")
+            }
+            try? await Task.sleep(for: .seconds(2))
+        }
     }
 
     func validate() throws {
@@ -162,6 +235,7 @@ struct Serve: AsyncParsableCommand {
         let replica: Replica
         let control: ControlServer
         var metricsServer: MetricsServer?
+        let (ending, endings) = AsyncStream.makeStream(of: Ending.self)
         do {
             if let endpoint = settings.metrics {
                 // The backend first: the replica makes its commit metrics when it starts.
@@ -175,16 +249,21 @@ struct Serve: AsyncParsableCommand {
             try FileManager.default.createDirectory(at: settings.data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             var configuration = ReplicaConfiguration(
                 node: settings.id, listen: settings.listen, peers: settings.peers, storage: .directory(settings.data))
+            configuration.advertise = settings.advertise
+            configuration.discoveryPort = settings.discoveryPort
             configuration.synchronous = sync.rawValue.uppercased()
             configuration.security = try security(for: settings)
             replica = try Replica(configuration, logger: logger)
-            control = try ControlServer(replica: replica, dataDirectory: settings.data, context: ZMQContext(), logger: logger)
+            control = try ControlServer(replica: replica, dataDirectory: settings.data, context: ZMQContext(), logger: logger) {
+                endings.yield(.left)
+            }
         } catch {
             await metricsServer?.stop()
             Output.error("cannot start: \(error)")
             throw ExitCode.failure
         }
         let reporter = metricsServer.map { _ in Task { await ReplicaMetricsReporter.run(for: replica) } }
+        let trustWatcher = settings.trustPath.map { path in Task { await Self.watchTrust(path, replica: replica, logger: logger) } }
         let status = await replica.status()
         if settings.keyFile == nil {
             logger.warning("running with --insecure: cluster traffic is neither encrypted nor authenticated")
@@ -196,12 +275,28 @@ struct Serve: AsyncParsableCommand {
         ])
         for problem in status.loadErrors { logger.error("load error: \(problem.message)") }
 
-        let signal = await SignalWaiter.waitForTermination()
-        logger.info("signal \(signal): shutting down (send it again to exit at once)")
+        Task { endings.yield(.signal(await SignalWaiter.waitForTermination())) }
+        var reason = Ending.left
+        for await first in ending {
+            reason = first
+            break
+        }
+        switch reason {
+        case .signal(let signal): logger.info("signal \(signal): shutting down (send it again to exit at once)")
+        case .left: logger.info("left the cluster: stopping")
+        }
+        trustWatcher?.cancel()
         reporter?.cancel()
         await metricsServer?.stop()
         await control.stop()
         await replica.shutdown()
+    }
+
+    /// Why the serving stops.
+    enum Ending: Sendable {
+        case signal(Int32)
+        /// `replica-node leave` ran.
+        case left
     }
 
     struct MetricsUnavailable: Error, CustomStringConvertible {

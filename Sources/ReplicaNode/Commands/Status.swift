@@ -5,7 +5,7 @@ import ReplicaCore
 struct Status: ClientCommand {
     static let configuration = CommandConfiguration(
         commandName: "status",
-        abstract: "Show a node's identity, peers, digest, counters, and load and save errors.",
+        abstract: "Show a node's identity, members, digest, counters, clock and every current problem.",
         discussion: """
             Equal digests on two nodes mean equal replicated state. Members are alive, suspect \
             (silent > 1.5 s), down (silent > 5 s) or left (announced their departure); SINCE is \
@@ -43,8 +43,13 @@ struct Status: ClientCommand {
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
             + "relayed \(counters.updatesRelayed), sync entries received \(counters.syncEntriesReceived), syncs served \(counters.syncRequestsServed)")
         line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsServed) repairs served")
-        line("dropped", "\(counters.malformedDropped) malformed, \(counters.futureTimestampsRejected) future timestamps, "
-            + "\(counters.handshakesFailed) failed handshakes")
+        line("dropped", "\(counters.malformedDropped) malformed, \(counters.oversizedDropped) oversized, "
+            + "\(counters.forgedOriginsDropped) forged origins, \(counters.futureTimestampsRejected) future timestamps, "
+            + "\(counters.skewedHeartbeats) heartbeats from skewed clocks, \(counters.handshakesFailed) failed handshakes, "
+            + "\(counters.inboundDroppedOnFailedCommit) received entries on failed commits")
+        let clock = status.clock
+        let median = clock.medianOffsetMillis.map { ", members' median \(TimeText.offset(seconds: Double($0) / 1000)) from ours" } ?? ""
+        line("clock", "\(clock.verdict)\(median) (limit \(clock.limitMillis / 1000) s)")
         out += "\npeers\n" + renderPeers(status.peers)
         if !status.pendingSeeds.isEmpty { out += "  joining through: \(status.pendingSeeds.joined(separator: ", "))\n" }
         if !status.refusedHandshakes.isEmpty {
@@ -53,12 +58,13 @@ struct Status: ClientCommand {
                 out += "  \(refusal.address): \(refusal.count)x, key \(refusal.publicKey ?? "-"), last \(TimeText.iso8601(refusal.last))\n"
             }
         }
-        for (title, problems) in [("load errors", status.loadErrors), ("save errors", status.saveErrors)] {
-            out += "\n\(title)\n"
-            if problems.isEmpty { out += "  (none)\n" }
-            for problem in problems {
-                out += "  \(problem.subject): \(problem.message) (since \(TimeText.iso8601(problem.since)))\n"
-            }
+        out += "\nproblems\n"
+        if status.problems.isEmpty { out += "  (none)\n" }
+        for problem in status.problems {
+            let times = problem.count > 1
+                ? "\(problem.count)x, first \(TimeText.iso8601(problem.since)), last \(TimeText.iso8601(problem.last))"
+                : "at \(TimeText.iso8601(problem.since))"
+            out += "  \(problem.kind.rawValue) \(problem.subject): \(problem.message) (\(times))\n"
         }
         return out
     }

@@ -21,6 +21,12 @@ enum ControlRequest: Codable, Sendable, Equatable {
     case addDrink(Drink)
     case listDrinks
     case removeDrink(id: UUID)
+    /// Leave the cluster: answered with `.left` once the members acknowledged (or the wait
+    /// ran out); then the node stops.
+    case leave
+    /// Remove a dead member from the whole cluster.
+    case forget(node: String)
+    case health
 }
 
 /// A node's answer to a `ControlRequest`.
@@ -35,6 +41,10 @@ enum ControlReply: Codable, Sendable {
     case counter(CounterSnapshot)
     case drink(Drink)
     case drinks([Drink])
+    /// How many members acknowledged the departure.
+    case left(acknowledged: Int)
+    case forgotten(node: String)
+    case health(ReplicaHealth)
     case failure(ControlFailure)
 
     // One accessor per answer, for `ControlClient.call(_:expecting:)`.
@@ -47,6 +57,9 @@ enum ControlReply: Codable, Sendable {
     var counter: CounterSnapshot? { if case .counter(let value) = self { value } else { nil } }
     var drink: Drink? { if case .drink(let value) = self { value } else { nil } }
     var drinks: [Drink]? { if case .drinks(let value) = self { value } else { nil } }
+    var left: Int? { if case .left(let value) = self { value } else { nil } }
+    var forgotten: String? { if case .forgotten(let value) = self { value } else { nil } }
+    var health: ReplicaHealth? { if case .health(let value) = self { value } else { nil } }
 }
 
 /// Why a node refused or failed a request; clients print `message` as their one-line error.
@@ -79,6 +92,8 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
         case let error as SharingError:
             let code: Code = if case .newerSchema = error { .newerSchema } else { .invalidValue }
             self.init(code, error.description)
+        case let error as Replica.ForgetError:
+            self.init(.invalidRequest, error.description)
         case let error as Drink.Invalid:
             self.init(.invalidValue, error.description)
         case let error as JSONLines.BadLine:

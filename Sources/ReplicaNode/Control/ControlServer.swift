@@ -12,14 +12,17 @@ actor ControlServer: PollLoopOwner {
 
     private let replica: Replica
     private let logger: Logger
+    /// Called once the node has left the cluster (`replica-node leave`): the serving process stops.
+    private let onLeave: @Sendable () -> Void
     private var socket: ZMQSocket?
     private var watchers: [[UInt8]: Task<Void, Never>] = [:]
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
 
-    init(replica: Replica, dataDirectory: URL, context: ZMQContext, logger: Logger) throws {
+    init(replica: Replica, dataDirectory: URL, context: ZMQContext, logger: Logger, onLeave: @escaping @Sendable () -> Void = {}) throws {
         self.replica = replica
         self.logger = logger
+        self.onLeave = onLeave
         let path = ControlEndpoint.socketPath(in: dataDirectory)
         // A socket file left by a killed node would make bind fail; the data-directory lock
         // already proved no live node owns it.
@@ -69,6 +72,7 @@ actor ControlServer: PollLoopOwner {
                     reply = .failure(ControlFailure(error))
                 }
                 self.send(reply, to: client)
+                if case .left = reply { self.onLeave() }
             }
         }
     }
@@ -132,6 +136,14 @@ actor ControlServer: PollLoopOwner {
             return .status(await replica.status())
         case .watch:
             throw ControlFailure(.invalidRequest, "watch is served by the control loop")
+        case .leave:
+            return .left(acknowledged: await replica.leave())
+        case .forget(let name):
+            guard let node = NodeID(rawValue: name) else { throw ControlFailure(.invalidValue, "invalid node id '\(name)'") }
+            try await replica.forget(node)
+            return .forgotten(node: name)
+        case .health:
+            return .health(await replica.health())
         case .incr, .counter, .addDrink, .listDrinks, .removeDrink:
             return try await answerFamily(request, replica: replica)
         }

@@ -161,6 +161,11 @@ final class ProcessCluster: @unchecked Sendable {
         nodes[index].process = process
     }
 
+    /// Node `index` keeps its data at `directory` from its next start (the old one is left).
+    func moveData(of index: Int, to directory: URL) {
+        nodes[index].data = directory
+    }
+
     /// Sends `signal` and waits for the process to exit; returns its exit status.
     @discardableResult
     func stop(_ index: Int, signal: Int32 = SIGTERM) -> Int32 {

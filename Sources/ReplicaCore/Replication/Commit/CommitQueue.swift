@@ -33,10 +33,12 @@ struct CommitQueue: Sendable {
         /// Received entries are dropped until then.
         var retryAt: ContinuousClock.Instant
         var backoff: Duration
+        /// A fetch of what was dropped was asked for since the last failure.
+        var refetchAsked = false
     }
 
     static let firstBackoff: Duration = .milliseconds(250)
-    static let maxBackoff: Duration = .seconds(8)
+    static let maxBackoff: Duration = .seconds(5)
 
     private(set) var writes: [PendingWrite] = []
     private(set) var inbound: [Inbound] = []
@@ -89,10 +91,19 @@ struct CommitQueue: Sendable {
             current.message = message
             current.backoff = min(Self.maxBackoff, current.backoff * 2)
             current.retryAt = now + current.backoff
+            current.refetchAsked = false
             failure = current
             return false
         }
         failure = Failure(first: date, last: date, count: 1, message: message, retryAt: now + Self.firstBackoff, backoff: Self.firstBackoff)
+        return true
+    }
+
+    /// Whether to fetch again what was dropped: once per failure, when its back-off has passed
+    /// (the fetch brings entries to commit, which tells whether the store works again).
+    mutating func refetchDue(now: ContinuousClock.Instant) -> Bool {
+        guard let current = failure, !current.refetchAsked, now >= current.retryAt else { return false }
+        failure?.refetchAsked = true
         return true
     }
 

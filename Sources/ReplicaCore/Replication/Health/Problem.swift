@@ -7,8 +7,8 @@ public struct Problem: Sendable, Equatable, Codable {
         case load
         /// A local write could not be committed (full or read-only disk, a newer schema's data).
         case save
-        /// Entries received from members could not be committed: they are fetched again, with
-        /// back-off, once commits work.
+        /// The last commit failed (a full or read-only disk): received entries are fetched again,
+        /// with back-off, once commits work; local writes fail until then.
         case commit
         /// This node's clock is too far from its members' (median): local writes are refused.
         case clock
@@ -38,13 +38,15 @@ public struct Problem: Sendable, Equatable, Codable {
         self.count = count
     }
 
-    /// Whether `health` fails on it: faults of this node that lose writes or would reorder
-    /// history. Problems elsewhere (a member's clock, an untrusted member) are listed but are
-    /// not this node's ill health.
+    /// Whether `health` fails on it: this node cannot commit, or its clock would reorder
+    /// history, or another process uses its id. The rest is listed for the operator but does
+    /// not make the node unhealthy: a refused write was told to its caller and clears when its
+    /// key saves again, a load error names data to look at, and another member's clock or key
+    /// is that member's problem.
     public var failsHealth: Bool {
         switch kind {
-        case .load, .save, .commit, .clock, .identity: true
-        case .peerClock, .trust: false
+        case .commit, .clock, .identity: true
+        case .load, .save, .peerClock, .trust: false
         }
     }
 

@@ -297,6 +297,9 @@ struct PeerSession: Sendable {
         if let heartbeat { stream.covered(through: heartbeat.sequence, epoch: heartbeat.epoch) }
     }
 
+    /// Received entries were dropped (a failed commit): the mark no longer says what we hold.
+    mutating func forgetSyncMark() { syncMark = .none }
+
     /// A sync with another member that held this member's stream through `sequence` completed.
     mutating func covered(through sequence: UInt64, epoch: UInt64) {
         stream.covered(through: sequence, epoch: epoch)

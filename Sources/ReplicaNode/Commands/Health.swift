@@ -1,0 +1,35 @@
+import ArgumentParser
+import ReplicaCore
+
+struct Health: ClientCommand {
+    static let configuration = CommandConfiguration(
+        commandName: "health",
+        abstract: "Exit 0 only when the node serves, commits, and its clock agrees with its members'.",
+        discussion: """
+            Otherwise exit 1, with one line per problem on stdout: failing commits (a full disk), \
+            a clock too far from the members' (its writes are refused), save and load errors, \
+            another process with this node's id. Problems of others (a member's clock, a member \
+            whose key is not trusted) are listed as warnings and do not fail. A node that is not \
+            running fails too. Made for health checks (docker-compose, Kubernetes, monitors).
+
+            Example:
+              replica-node health --data cluster-data/node1
+            """)
+
+    @OptionGroup var options: ClientOptions
+
+    func perform(with client: ControlClient) throws {
+        let health = try client.call(.health, expecting: \.health)
+        if options.json {
+            try Output.json(encoding: health)
+        } else if health.problems.isEmpty {
+            Output.line(health.healthy ? "healthy" : "not serving")
+        } else {
+            for problem in health.problems {
+                Output.line("\(problem.failsHealth ? "" : "warning: ")\(problem.kind.rawValue) \(problem.subject): \(problem.message) "
+                    + "(\(problem.count)x since \(TimeText.iso8601(problem.since)))")
+            }
+        }
+        if !health.healthy { throw ExitCode.failure }
+    }
+}
