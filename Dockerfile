@@ -25,5 +25,6 @@ VOLUME /data
 # 7000: PUB (updates, heartbeats); 7001: ROUTER (anti-entropy sync); 9100: /metrics when
 # REPLICA_METRICS=0.0.0.0:9100 is set.
 EXPOSE 7000 7001 9100
+HEALTHCHECK --interval=5s --timeout=3s --start-period=5s CMD ["replica-node", "health", "--data", "/data"]
 ENTRYPOINT ["replica-node"]
 CMD ["serve"]

@@ -140,6 +140,43 @@ import Testing
         #expect(try cluster.client(0, ["set", "alive", "true"]).status == 0, "the node keeps serving")
         #expect(try cluster.client(0, ["get", "alive"]).stdout == "true\n")
     }
+
+    /// 20 clients each send 2,000 sync requests to a node holding 100,000 keys and never read a
+    /// reply: what the node queues for them is bounded (docs/security.md), so it stays under
+    /// 250 MB and keeps serving.
+    @Test func clientsThatNeverReadCannotGrowMemory() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "nonreading")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let lines = (0..<100_000).map { "{\"key\":\"k\($0)\",\"value\":{\"n\":\($0),\"pad\":\"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxx\"}}" }
+        let file = cluster.root.appendingPathComponent("keys.jsonl")
+        try Data((lines.joined(separator: "\n") + "\n").utf8).write(to: file)
+        #expect(try cluster.client(0, ["import", file.path]).status == 0)
+        let pid = try #require(cluster.nodes[0].process?.processIdentifier)
+
+        let context = try ZMQContext()
+        let codec = WireCodec()
+        // All-zero buckets: every bucket differs, so each request asks for all 100,000 entries.
+        let request = codec.encode(.syncRequest(SyncRequest(origin: "greedy", requestID: 1, buckets: Array(repeating: 0, count: StoreDigest.bucketCount))))
+        let clients = try (0..<20).map { _ in
+            let dealer = try context.socket(.dealer)
+            try dealer.setHighWaterMarks(send: 100_000, receive: 10)
+            try dealer.connect("tcp://127.0.0.1:\(cluster.nodes[0].port + 1)")
+            return dealer
+        }
+        var peak = 0
+        for _ in 0..<2000 {
+            for client in clients { try client.send([request], wait: true) }
+        }
+        for _ in 0..<20 {
+            peak = max(peak, try residentBytes(of: pid))
+            try await Task.sleep(for: .milliseconds(250))
+        }
+        #expect(peak < 250 << 20, "resident size reached \(peak >> 20) MB")
+        #expect(try cluster.client(0, ["set", "still", "1"]).status == 0, "the node keeps serving")
+        #expect(try cluster.client(0, ["get", "k99999"]).status == 0)
+        for client in clients { client.close() }
+    }
 }
 
 /// Connects a plain TCP socket to a loopback port, writes bytes, and closes.
@@ -156,4 +193,13 @@ func sendRawTCP(_ bytes: [UInt8], to port: UInt16) throws {
     }
     guard connected == 0 else { throw POSIXError(.ECONNREFUSED) }
     _ = bytes.withUnsafeBytes { write(fd, $0.baseAddress, $0.count) }
+}
+
+/// The resident set size of a process, in bytes (VmRSS in /proc).
+func residentBytes(of pid: Int32) throws -> Int {
+    let status = try String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8)
+    guard let line = status.split(separator: "\n").first(where: { $0.hasPrefix("VmRSS:") }),
+          let kilobytes = Int(line.split(separator: " ", omittingEmptySubsequences: true)[1])
+    else { return 0 }
+    return kilobytes * 1024
 }

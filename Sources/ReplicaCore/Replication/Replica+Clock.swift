@@ -4,8 +4,8 @@ import Foundation
 /// raises, and what changes when the wall clock is stepped.
 extension Replica {
     func checkClock(now: ContinuousClock.Instant) {
-        let wall = configuration.wallClock()
-        noticeClockStep(wall: wall, now: now)
+        // Both clocks read together: a step shows as their difference, not as a turn's length.
+        noticeClockStep(wall: configuration.wallClock(), now: .now)
         var offsets: [Int64] = []
         var unmeasured = 0
         for session in sessions.values where session.record.status == .active && session.hearsDirectly(now: now, base: timing) {

@@ -36,13 +36,21 @@ extension Replica {
         guard !isShutDown else { return }
         noticeStall()
         var intakeFull = false
+        // One turn's intake from members is bounded in messages and in time, so that a node
+        // reading a backlog (after a pause, a partition) still commits, heartbeats and serves
+        // several times a second, in a debug build too.
+        var intake = IntakeBudget(messages: configuration.maxBatch, deadline: .now + Self.intakePerTurn)
+        // Each member's backlog gets its share of the turn: one that is read first every turn
+        // must not starve another (which would then look silent, and be re-dialled).
+        let subscribers = ready.filter { if case .subscriber = $0 { true } else { false } }.count
+        intake.share = max(256, configuration.maxBatch / max(1, subscribers))
         for role in ready {
             switch role {
             case .syncServer: receiveRequests()
             case .publisher: receiveSubscriptions()
             case .authenticator, .handshakeMonitor: serviceAuthentication()
             case .beacon: receiveBeacons()
-            case .subscriber(let node): intakeFull = receivePublished(from: node) || intakeFull
+            case .subscriber(let node): intakeFull = receivePublished(from: node, budget: &intake) || intakeFull
             case .dealer(let node): receiveReplies(from: node)
             case .subscriberEvents(let node): receiveLinkEvents(of: node, subscriber: true)
             case .dealerEvents(let node): receiveLinkEvents(of: node, subscriber: false)
@@ -61,6 +69,9 @@ extension Replica {
         runTimers(now: now)
     }
 
+    /// The most time one turn spends reading members' messages before it commits them.
+    static let intakePerTurn: Duration = .milliseconds(100)
+
     /// A wake-up long after the last one means this node was stalled (SIGSTOP, a frozen VM, a
     /// starved CPU): its members' silence in that time is not theirs. Their evidence is moved
     /// forward, so they are not declared down and re-dialled, dropping what their connections
@@ -70,7 +81,8 @@ extension Replica {
         let gap = now - lastTurn
         lastTurn = now
         guard gap > timing.suspectAfter else { return }
-        logger.warning("this node was stalled for \(gap); not counting that against its members")
+        nextPeriodicSync = nextPeriodicSync + gap
+        warn("stalled", "this node was stalled for \(gap); not counting that against its members")
         for node in sessions.keys { sessions[node]?.stalled(for: gap) }
     }
 
@@ -88,7 +100,14 @@ extension Replica {
             nextBeacon = now + configuration.beaconInterval
         }
         if now >= nextPeriodicSync {
-            for (node, session) in sessions where session.liveness.state == .alive { planner.want(.periodic, with: node) }
+            // The backstop for differences nothing else saw. Not with a member whose digest is
+            // ours, and not while losses are known (repairs and catch-ups bring those, and a
+            // sync now would fetch the same updates again).
+            let root = store.digest.root
+            let catchingUp = planner.holdsRepairs || sessions.values.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
+            for (node, session) in sessions where session.liveness.state == .alive && session.heartbeat?.digestRoot != root && !catchingUp {
+                planner.want(.periodic, with: node)
+            }
             nextPeriodicSync = now + configuration.periodicSyncInterval
         }
         if now >= nextTombstoneSweep {

@@ -2,11 +2,13 @@ import Foundation
 
 /// What members publish: updates, heartbeats, announcements and relays, read from their SUBs.
 extension Replica {
-    /// Reads up to one batch from a member's SUB; returns true if more may be waiting (the batch
-    /// was full), so that a catch-up sync waits until the queued stream has been read.
-    func receivePublished(from node: NodeID) -> Bool {
+    /// Reads a member's SUB while the turn's intake budget lasts; returns true if more may be
+    /// waiting, so that a catch-up sync waits until the queued stream has been read.
+    func receivePublished(from node: NodeID, budget: inout IntakeBudget) -> Bool {
         guard let link = links[node] else { return false }
-        for _ in 0..<configuration.maxBatch {
+        var taken = 0
+        while taken < budget.share, budget.take() {
+            taken += 1
             let message: ReceivedMessage?
             do {
                 message = try link.subscriber.receive(maxFrames: 2)
@@ -102,7 +104,7 @@ extension Replica {
         }
         let local = PeerSession.LocalView(
             node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
-            syncing: planner.inFlight?.peer == node)
+            syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
         guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
         perform(actions, for: node, now: now)
         // What the member says about the others: whom it hears (indirect liveness), and how far it
@@ -141,5 +143,35 @@ extension Replica {
             // Dropped while the store fails: no sync mark may claim we hold what members held.
             for member in sessions.keys { sessions[member]?.forgetSyncMark() }
         }
+    }
+}
+
+/// What one loop turn may still read from members: a number of messages, and a deadline checked
+/// every few hundred of them (reading the clock per message would cost more than the message).
+struct IntakeBudget {
+    private(set) var messages: Int
+    let deadline: ContinuousClock.Instant
+    /// The most one member's connection may take of it.
+    var share: Int = .max
+    private var sinceCheck = 0
+
+    init(messages: Int, deadline: ContinuousClock.Instant) {
+        self.messages = messages
+        self.deadline = deadline
+    }
+
+    /// Takes one message from the budget; false when it is spent.
+    mutating func take() -> Bool {
+        guard messages > 0 else { return false }
+        sinceCheck += 1
+        if sinceCheck == 256 {
+            sinceCheck = 0
+            if ContinuousClock.now >= deadline {
+                messages = 0
+                return false
+            }
+        }
+        messages -= 1
+        return true
     }
 }

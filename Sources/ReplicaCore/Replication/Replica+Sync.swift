@@ -20,7 +20,13 @@ extension Replica {
         }
         // A catch-up waits (at most a second) while queued updates are still being read.
         let deferCatchUp = intakeBusySince.map { now - $0 < .seconds(1) } ?? false
-        guard let (node, reason) = planner.next(candidates, deferCatchUp: deferCatchUp), let link = links[node], let session = sessions[node] else { return }
+        guard let (node, reason) = planner.next(candidates, deferCatchUp: deferCatchUp), let link = links[node], let session = sessions[node] else {
+            if let catchUp = planner.catchUp, planner.inFlight == nil, !candidates.isEmpty, !deferCatchUp {
+                warn("catch-up waiting", "a catch-up sync (\(catchUp.reason.rawValue)) waits: no member can serve it now "
+                    + "(\(candidates.map { "\($0.node): \($0.reachable ? "reachable" : "unreachable")" }.joined(separator: ", "))\(deferCatchUp ? ", intake busy" : ""))")
+            }
+            return
+        }
         let requestID = nextRequestID
         nextRequestID += 1
         let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets, since: session.syncMark)
@@ -123,7 +129,7 @@ extension Replica {
         case .completed(let sync):
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
-            syncCompleted(with: node, mark: chunk.mark, reason: sync.reason, now: now)
+            syncCompleted(with: node, mark: chunk.mark, sequence: chunk.sequence, reason: sync.reason, now: now)
             if sync.reason == .commitFailed && sync.entries == 0, commits.committed() != nil {
                 // Nothing was missing after all: what failed to commit is here.
                 problems.clear(.commit, Self.commitSubject)
@@ -138,9 +144,9 @@ extension Replica {
     /// A sync brought everything `node` held when it took the request: the losses it covers are
     /// no longer losses. After a catch-up, losses of members we cannot reach that it did not
     /// cover are given up: nobody reachable holds them (they come back with those members).
-    private func syncCompleted(with node: NodeID, mark: StoreMark, reason: SyncReason, now: ContinuousClock.Instant) {
+    private func syncCompleted(with node: NodeID, mark: StoreMark, sequence: UInt64, reason: SyncReason, now: ContinuousClock.Instant) {
         let reports = sessions[node]?.heartbeat?.reports ?? [:]
-        sessions[node]?.syncCompleted(mark: mark)
+        sessions[node]?.syncCompleted(mark: mark, sequence: sequence)
         for origin in sessions.keys where origin != node {
             if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
             if reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {

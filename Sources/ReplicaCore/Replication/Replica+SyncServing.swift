@@ -47,7 +47,7 @@ extension Replica {
         let since = request.since.epoch == epoch ? request.since.serial : 0
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID,
-            mark: StoreMark(epoch: epoch, serial: store.serial), isRepair: false,
+            mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since, lastProgress: now)
         if responder.accept(reply) == .refused {
             // A bounded number of replies at once, so requests cannot grow memory; a refused
@@ -105,7 +105,7 @@ extension Replica {
                 for (position, chunk) in chunks.enumerated() {
                     let message = SyncChunk(
                         origin: identity.node, requestID: reply.requestID, index: reply.nextChunk + UInt32(queued),
-                        isLast: isDone && position == chunks.count - 1, mark: reply.mark, entries: chunk)
+                        isLast: isDone && position == chunks.count - 1, mark: reply.mark, sequence: reply.sequence, entries: chunk)
                     guard try syncServer.send([reply.client, codec.encode(.syncChunk(message))]) else { break }
                     queued += 1
                     queuedEntries += chunk.count

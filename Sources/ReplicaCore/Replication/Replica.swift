@@ -169,7 +169,7 @@ public actor Replica: PollLoopOwner {
         try syncServer.setMaxMessageSize(configuration.limits.maxFrameBytes)
         // Replies wait in a connection's queue only this many chunks deep (each at most
         // `maxChunkBytes`): a requester that does not read holds up its own reply, not memory.
-        try syncServer.setHighWaterMarks(send: Self.replyQueueDepth, receive: 1000)
+        try syncServer.setHighWaterMarks(send: Self.replyQueueDepth, receive: 100)
         try syncServer.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve { try syncServer.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try syncServer.bind(configuration.listen.syncAddress)

@@ -74,12 +74,18 @@ public final class UDPBeaconSocket: @unchecked Sendable {
             defer { cursor = item.pointee.ifa_next }
             let flags = Int32(item.pointee.ifa_flags)
             guard flags & Int32(IFF_UP) != 0, flags & Int32(IFF_BROADCAST) != 0,
-                  let address = item.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET),
-                  let broadcast = Self.broadcastPointer(of: item)
+                  let address = item.pointee.ifa_addr, address.pointee.sa_family == sa_family_t(AF_INET)
             else { continue }
             let own = address.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
             if let interfaceAddress, Self.text(of: own) != interfaceAddress { continue }
-            result.append(broadcast.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr })
+            var broadcast = Self.broadcastPointer(of: item)?.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr }
+            if let mask = item.pointee.ifa_netmask, broadcast == nil || broadcast?.s_addr == 0 || broadcast?.s_addr == own.s_addr {
+                // An address added without a broadcast address (`ip addr add A/N`) reports none,
+                // or its own: the subnet's is the address with every host bit set.
+                let bits = mask.withMemoryRebound(to: sockaddr_in.self, capacity: 1) { $0.pointee.sin_addr.s_addr }
+                broadcast = in_addr(s_addr: own.s_addr | ~bits)
+            }
+            if let broadcast, broadcast.s_addr != 0, broadcast.s_addr != own.s_addr { result.append(broadcast) }
         }
         return result
     }

@@ -96,6 +96,7 @@ public struct WireCodec: Sendable {
             writer.write(chunk.index)
             writer.write(UInt8((chunk.isLast ? 1 : 0) | (chunk.isUnavailable ? 2 : 0)))
             writeMark(chunk.mark, to: &writer)
+            writer.write(chunk.sequence)
             writer.write(UInt16(chunk.entries.count))
             for entry in chunk.entries { writeEntry(entry, to: &writer) }
         case .repairRequest(let request):
@@ -177,6 +178,7 @@ public struct WireCodec: Sendable {
             let flags = try reader.readByte()
             guard flags <= 3 else { throw .invalidField("chunk flags") }
             let mark = try readMark(&reader)
+            let sequence = try reader.readUInt64()
             let count = Int(try reader.readUInt16())
             guard count <= limits.maxEntriesPerChunk else {
                 throw .tooLarge(field: "chunk entry count", size: count, limit: limits.maxEntriesPerChunk)
@@ -186,7 +188,7 @@ public struct WireCodec: Sendable {
             for _ in 0..<count { entries.append(try readEntry(&reader)) }
             message = .syncChunk(SyncChunk(
                 origin: origin, requestID: requestID, index: index, isLast: flags & 1 != 0, isUnavailable: flags & 2 != 0,
-                mark: mark, entries: entries))
+                mark: mark, sequence: sequence, entries: entries))
         case .repairRequest:
             let requestID = try reader.readUInt64()
             let first = try reader.readUInt64()

@@ -170,11 +170,14 @@ public struct SyncChunk: Equatable, Sendable {
     /// The responder's store mark when it took the request: once every chunk has arrived, the
     /// requester holds everything the responder held then (the next request's `since`).
     public var mark: StoreMark
+    /// The sequence of the last update the responder had published (in the mark's epoch) when
+    /// it took the request: the requester then holds the responder's own stream that far.
+    public var sequence: UInt64
     public var entries: [Entry]
 
     public init(
         origin: NodeID, requestID: UInt64, index: UInt32, isLast: Bool, isUnavailable: Bool = false,
-        mark: StoreMark = .none, entries: [Entry]
+        mark: StoreMark = .none, sequence: UInt64 = 0, entries: [Entry]
     ) {
         self.origin = origin
         self.requestID = requestID
@@ -182,6 +185,7 @@ public struct SyncChunk: Equatable, Sendable {
         self.isLast = isLast
         self.isUnavailable = isUnavailable
         self.mark = mark
+        self.sequence = sequence
         self.entries = entries
     }
 }

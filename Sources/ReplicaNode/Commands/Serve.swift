@@ -156,7 +156,8 @@ struct Serve: AsyncParsableCommand {
             }
             advertised = parsed
         } else if endpoint.isWildcard {
-            throw ValidationError("--listen \(endpoint) is every interface: add --advertise HOST:PORT, the address members dial.")
+            // Every interface: members dial the host name (a container's service name), unless told.
+            advertised = Endpoint(host: ProcessInfo.processInfo.hostName, port: endpoint.port)
         }
         var discoveryPort: UInt16?
         let discoverText = environment["REPLICA_DISCOVER"].flatMap { $0.isEmpty ? nil : $0.lowercased() }

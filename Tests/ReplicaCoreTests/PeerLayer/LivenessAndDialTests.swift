@@ -93,15 +93,27 @@ import Testing
         #expect(check16)
     }
 
+    /// A connection that just came up (a slow handshake took its time) gets a moment to deliver
+    /// the member's first heartbeat before silence counts against it.
+    @Test func aFreshConnectionIsNotJudgedBySilenceAtOnce() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        dialer.tcpConnected(now: at(400))
+        _ = dialer.handshakeSucceeded(now: at(1600))
+        let early = dialer.shouldRedial(now: at(2000), peerSilent: true, timing: lan)
+        #expect(!early)
+        let late = dialer.shouldRedial(now: at(3600), peerSilent: true, timing: lan)
+        #expect(late)
+    }
+
     @Test func aConnectedSocketToASilentPeerIsRedialledNoOftenerThanItsInterval() {
         var dialer = LinkDialer(dialedAt: at(0))
         _ = dialer.handshakeSucceeded(now: at(10))
         let check17 = !dialer.shouldRedial(now: at(999), peerSilent: true, timing: lan)
         #expect(check17)
-        let check18 = dialer.shouldRedial(now: at(1000), peerSilent: true, timing: lan)
+        let check18 = dialer.shouldRedial(now: at(2010), peerSilent: true, timing: lan)
         #expect(check18)
-        dialer.dialed(now: at(1000))
-        let check19 = dialer.handshakeSucceeded(now: at(1010)) == .reconnected
+        dialer.dialed(now: at(2010))
+        let check19 = dialer.handshakeSucceeded(now: at(2020)) == .reconnected
         #expect(check19)
     }
 

@@ -99,6 +99,21 @@ import Testing
         #expect(stream.missing == [31...39])
     }
 
+    /// A sync that covered a stream we had not seen yet fixes where it starts: an update seen
+    /// later beyond it is a gap, not a first sight (the partial partition's first writes).
+    @Test func aStreamFirstKnownFromASyncHasGapsAfterIt() {
+        var stream = OriginStream()
+        stream.covered(through: 3, epoch: 9)
+        #expect(stream.epoch == 9 && stream.through == 3)
+        let gap = stream.received(sequence: 7, epoch: 9)
+        #expect(gap == .gap(4...6))
+        var unseen = OriginStream()
+        let first = unseen.received(sequence: 7, epoch: 9)
+        #expect(first == .inOrder, "without a sync, a first sight is where it starts")
+        unseen.covered(through: 20, epoch: 9)
+        #expect(unseen.through == 20)
+    }
+
     @Test func aMemberAheadOfUsShowsWhatWeLack() {
         var stream = OriginStream()
         _ = stream.announced(epoch: 3, sequence: 10)

@@ -65,13 +65,15 @@ import Testing
             events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .heartbeat(at: 10_000), .tick(at: 10_100)],
             last: [.wantSync(.repairTimedOut)]),
         Row(name: "losses of a member we cannot hear need another member's sync",
-            events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 1600)],
+            events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 2100)],
             last: [.stateChanged(.init(from: .alive, to: .suspect)), .redialSubscriber, .redialDealer, .wantSync(.repairUnavailable)]),
         Row(name: "a sync connection that comes back wants a sync",
             events: up + [.dealerLost(at: 500), .dealerConnected(at: 900)], last: [.wantSync(.reconnected)]),
         Row(name: "losing the sync connection abandons what rides on it", events: up + [.dealerLost(at: 500)], last: [.syncConnectionLost]),
-        Row(name: "silence makes it suspect and re-dials both connections", events: up + [.tick(at: 1600)],
-            last: [.stateChanged(.init(from: .alive, to: .suspect)), .redialSubscriber, .redialDealer]),
+        Row(name: "silence makes it suspect", events: up + [.tick(at: 1600)],
+            last: [.stateChanged(.init(from: .alive, to: .suspect))]),
+        Row(name: "and re-dials both connections once they had time to deliver", events: up + [.tick(at: 1600), .tick(at: 2100)],
+            last: [.redialSubscriber, .redialDealer]),
         Row(name: "a connection that never completes is re-dialled, the live one is not",
             events: [.heartbeat(at: 0), .dealerConnected(at: 1), .tick(at: 1000)], last: [.redialSubscriber]),
     ]
@@ -117,7 +119,7 @@ import Testing
         _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 0, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(0), wallMillis: 0)
         _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 50, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(1000), wallMillis: 0)
         #expect(session.stream.missing == [1...50])
-        session.syncCompleted(mark: StoreMark(epoch: 7, serial: 3))
+        session.syncCompleted(mark: StoreMark(epoch: 7, serial: 3), sequence: 50)
         #expect(session.stream.missing.isEmpty)
         #expect(session.syncMark == StoreMark(epoch: 7, serial: 3))
         #expect(session.stats.syncsCompleted == 1)

@@ -23,6 +23,9 @@ struct LinkDialer: Equatable, Sendable {
         var connectAttempt: Duration
         var handshakeDeadline: Duration
         var silentRedialEvery: Duration
+        /// A connection that just came up is not judged by the member's silence before this:
+        /// its first heartbeat may be a heartbeat interval and a one-way trip away.
+        var freshConnectionGrace: Duration = .seconds(2)
         var backoffBase: Duration = .milliseconds(100)
         var backoffCap: Duration = .seconds(2)
 
@@ -34,7 +37,8 @@ struct LinkDialer: Equatable, Sendable {
             return Timing(
                 connectAttempt: max(.milliseconds(500), trip * 4),
                 handshakeDeadline: max(.seconds(3), trip * 10),
-                silentRedialEvery: max(silentRedialEvery, trip * 4))
+                silentRedialEvery: max(silentRedialEvery, trip * 4),
+                freshConnectionGrace: max(.seconds(2), trip * 8))
         }
     }
 
@@ -105,8 +109,8 @@ struct LinkDialer: Equatable, Sendable {
             if now - since >= timing.connectAttempt { failures += 1; return true }
         case .handshaking(let since):
             if now - since >= timing.handshakeDeadline { failures += 1; return true }
-        case .connected:
-            if peerSilent && now - lastDial >= timing.silentRedialEvery { return true }
+        case .connected(let since):
+            if peerSilent && now - lastDial >= timing.silentRedialEvery && now - since >= timing.freshConnectionGrace { return true }
         case .waiting(let until):
             if now >= until { return true }
         }

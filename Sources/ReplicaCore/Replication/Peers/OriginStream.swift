@@ -108,10 +108,19 @@ struct OriginStream: Equatable, Sendable {
         return range
     }
 
-    /// A sync with a member that held this stream through `sequence` brought everything up to it.
+    /// A sync with a member that held this stream through `sequence` brought everything up to
+    /// it. A stream not seen yet starts there: an update seen later beyond it is a gap (not a
+    /// first sight that a sync is assumed to have covered).
     mutating func covered(through sequence: UInt64, epoch covered: UInt64) {
+        guard covered != 0 else { return }
+        if epoch == 0 && through == 0 && missing.isEmpty {
+            epoch = covered
+            through = sequence
+            return
+        }
         guard covered == epoch else { return }
         remove(0...sequence)
+        through = max(through, sequence)
     }
 
     /// A full sync that held everything (start-up, restart): forget all known losses.

@@ -50,6 +50,8 @@ struct PeerSession: Sendable {
     private(set) var syncMark: StoreMark = .none
     private(set) var stats = Stats()
     private var membersMismatches = 0
+    /// Since when the member's digest root and ours have both stayed as they are.
+    private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant)?
 
     struct HeardHeartbeat: Equatable, Sendable {
         var epoch: UInt64
@@ -92,6 +94,7 @@ struct PeerSession: Sendable {
         var membersDigest: UInt64
         /// A sync with this member is in flight.
         var syncing: Bool
+        var heartbeatInterval: Duration = .seconds(1)
     }
 
     /// What the reactor must do.
@@ -168,9 +171,15 @@ struct PeerSession: Sendable {
         // Digests differ all the time while writes are in flight. Divergence is a difference
         // that holds while neither side changes: our root and the member's both stayed put for a
         // whole heartbeat interval and still differ. (Losses during writes show as sequence gaps.)
-        if let last = heartbeat, message.digestRoot != local.digestRoot, last.digestRoot == message.digestRoot,
-           last.ourRoot == local.digestRoot, !local.syncing {
-            actions.append(.wantSync(.digestsDiffer))
+        // Heartbeats read back to back from a backlog say nothing about quiet: the two roots must
+        // have stayed put for half an interval of our own time.
+        if let quiet = quietSince, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
+            if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= local.heartbeatInterval / 2 {
+                actions.append(.wantSync(.digestsDiffer))
+                quietSince = (message.digestRoot, local.digestRoot, now)
+            }
+        } else {
+            quietSince = (message.digestRoot, local.digestRoot, now)
         }
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
@@ -289,12 +298,12 @@ struct PeerSession: Sendable {
         return .progress
     }
 
-    /// A full sync with this member completed: everything it held at `mark` is here.
-    mutating func syncCompleted(mark: StoreMark) {
+    /// A full sync with this member completed: everything it held at `mark` is here, its own
+    /// updates up to `sequence` (of the mark's epoch) among them.
+    mutating func syncCompleted(mark: StoreMark, sequence: UInt64) {
         syncMark = mark
         stats.syncsCompleted += 1
-        // Its own updates up to the sequence it had announced are among what it sent.
-        if let heartbeat { stream.covered(through: heartbeat.sequence, epoch: heartbeat.epoch) }
+        stream.covered(through: sequence, epoch: mark.epoch)
     }
 
     /// Received entries were dropped (a failed commit): the mark no longer says what we hold.

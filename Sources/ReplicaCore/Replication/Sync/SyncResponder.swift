@@ -13,6 +13,8 @@ struct SyncResponder: Sendable {
         var requester: NodeID
         var requestID: UInt64
         var mark: StoreMark
+        /// Our published sequence when the request was taken (see `SyncChunk.sequence`).
+        var sequence: UInt64 = 0
         /// A repair (keys from the retransmit buffer) rather than a sync.
         var isRepair: Bool
         /// The keys whose entries are still to be sent.
