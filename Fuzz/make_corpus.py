@@ -38,16 +38,8 @@ seeds = {
 }
 for name, body in seeds.items():
     with open(os.path.join(out, name), "wb") as f: f.write(body)
-    # The same message as PUB/SUB frames: cut byte, topic, body.
-    if name.startswith("update"):
-        key = b"greeting" if name == "update-value" else b"gone"
-        topic = b"u" + key
-        with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(bytes([len(topic)]) + topic + body)
-    if name == "heartbeat":
-        with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(b"\x01h" + body)
-    if name == "members-announce":
-        with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(b"\x01m" + body)
-    if name == "relay":
-        topic = b"rnode1\x00"
-        with open(os.path.join(out, name + "-frames"), "wb") as f: f.write(bytes([len(topic)]) + topic + body)
+    # The same message as sent on PUB/SUB: its topic, then its body, in one frame.
+    topic = {"update-value": b"u", "update-tombstone": b"u", "heartbeat": b"h", "members-announce": b"m", "relay": b"rnode1\x00"}.get(name)
+    if topic:
+        with open(os.path.join(out, name + "-published"), "wb") as f: f.write(topic + body)
 print(f"wrote {len(os.listdir(out))} seeds to {out}")

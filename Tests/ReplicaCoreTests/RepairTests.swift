@@ -128,7 +128,7 @@ final class FakePeer {
     var digestRoot: UInt64 = 0
 
     func publish(_ update: Update) throws {
-        try publisher.send(codec.publishFrames(.update(update)))
+        try publisher.send([codec.publishFrame(.update(update))])
         lastSequence = max(lastSequence, update.sequence)
     }
 
@@ -146,9 +146,9 @@ final class FakePeer {
         let sequence = sequence ?? lastSequence
         let digestRoot = digestRoot ?? self.digestRoot
         let wall = UInt64(Date().timeIntervalSince1970 * 1000) + aheadMillis
-        try publisher.send(codec.publishFrames(.heartbeat(Heartbeat(
+        try publisher.send([codec.publishFrame(.heartbeat(Heartbeat(
             origin: "fake", incarnation: incarnation, epoch: epoch, sequence: sequence,
-            timestamp: HybridTimestamp(wallMillis: wall, logical: 0), wallMillis: wall, digestRoot: digestRoot, entryCount: 0))))
+            timestamp: HybridTimestamp(wallMillis: wall, logical: 0), wallMillis: wall, digestRoot: digestRoot, entryCount: 0)))])
     }
 
     /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.

@@ -41,11 +41,12 @@ import Testing
     }
 
     @Test func publishedFramesRoundTripAndCheckTheTopic() throws {
-        let frames = codec.publishFrames(Self.samples[0])
-        #expect(frames[0] == [0x75] + Array("greeting".utf8))
-        #expect(try codec.decodePublished(frames) == Self.samples[0])
-        #expect(throws: WireError.topicMismatch) { try codec.decodePublished([[0x75] + Array("other".utf8), frames[1]]) }
-        #expect(throws: WireError.wrongFrameCount(1)) { try codec.decodePublished([frames[1]]) }
+        let frame = codec.publishFrame(Self.samples[0])
+        #expect(frame.first == 0x75 && Array(frame.dropFirst()) == codec.encode(Self.samples[0]), "the topic, then the body")
+        #expect(try codec.decodePublished(frame) == Self.samples[0])
+        #expect(throws: WireError.topicMismatch) { try codec.decodePublished([0x68] + frame.dropFirst()) }
+        #expect(throws: WireError.badMagic(0x75)) { try codec.decodePublished([0x75] + frame) }
+        #expect(throws: WireError.truncated) { try codec.decodePublished([]) }
     }
 
     @Test(arguments: samples) func everyTruncationIsRejected(_ message: WireMessage) {
@@ -57,15 +58,15 @@ import Testing
 
     @Test func relaysAndAnnouncementsTravelUnderTheirTopics() throws {
         let relay = Self.samples.first { $0.kind == .relay }!
-        let frames = codec.publishFrames(relay)
-        #expect(frames[0] == [0x72] + Array("node1".utf8) + [0])
-        #expect(frames[0] == WireCodec.relayTopic(for: "node1"))
-        #expect(try codec.decodePublished(frames) == relay)
-        #expect(throws: WireError.topicMismatch) { try codec.decodePublished([WireCodec.relayTopic(for: "node10"), frames[1]]) }
+        let frame = codec.publishFrame(relay)
+        #expect(frame.starts(with: [0x72] + Array("node1".utf8) + [0]))
+        #expect(frame.starts(with: WireCodec.relayTopic(for: "node1")))
+        #expect(try codec.decodePublished(frame) == relay)
+        #expect(throws: WireError.topicMismatch) { try codec.decodePublished(WireCodec.relayTopic(for: "node10") + codec.encode(relay)) }
         let members = Self.samples.first { $0.kind == .members }!
-        #expect(codec.publishFrames(members)[0] == [0x6d])
+        #expect(codec.publishFrame(members).first == 0x6d)
         let request = codec.encode(Self.samples.first { $0.kind == .syncRequest }!)
-        #expect(throws: WireError.unknownKind(3)) { try codec.decodePublished([[0x68], request]) }
+        #expect(throws: WireError.unknownKind(3)) { try codec.decodePublished([0x68] + request) }
     }
 
     @Test func aRelayedUpdateMustBeWrittenByItsSource() {
@@ -91,7 +92,7 @@ import Testing
     @Test func theFuzzSeedCorpusDecodes() throws {
         let corpus = URL(fileURLWithPath: #filePath).deletingLastPathComponent().deletingLastPathComponent().deletingLastPathComponent()
             .appendingPathComponent("Fuzz/corpus")
-        let names = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { !$0.hasSuffix("-frames") }
+        let names = try FileManager.default.contentsOfDirectory(atPath: corpus.path).filter { !$0.hasSuffix("-published") }
         #expect(names.count >= 10)
         for name in names {
             let bytes = try [UInt8](Data(contentsOf: corpus.appendingPathComponent(name)))

@@ -103,16 +103,17 @@ import Testing
         #expect(try joins.waitUntilReadable(timeout: .seconds(10)))
         let join = try #require(try joins.receive(maxFrames: 2))
         try joins.send([join.frames[0], codec.encode(.members(MembersMessage(origin: "node2", wantsReply: false, records: [record])))])
-        let valid = codec.publishFrames(.update(Update(
+        let update = WireMessage.update(Update(
             origin: "node2", sequence: 1,
-            entry: Entry(key: "k", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 0), node: "node2"), payload: Array("1".utf8)))))
+            entry: Entry(key: "k", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 0), node: "node2"), payload: Array("1".utf8))))
+        let valid = codec.publishFrame(update)
         let garbage: [[[UInt8]]] = [
-            [valid[0], Array(valid[1].prefix(valid[1].count - 3))],  // truncated
-            [valid[0], valid[1] + [0, 0, 0]],                          // trailing bytes
-            [[0x75, 0x6b], Array(repeating: 0xff, count: 64)],         // garbage body
-            [valid[1]],                                                // one frame
-            [[0x75] + Array("other".utf8), valid[1]],                  // topic mismatch
-            [valid[0], valid[1], valid[1]],                            // three frames
+            [Array(valid.prefix(valid.count - 3))],              // truncated
+            [valid + [0, 0, 0]],                                 // trailing bytes
+            [[0x75] + Array(repeating: 0xff, count: 64)],        // garbage body
+            [valid, valid],                                      // two frames
+            [[0x68] + codec.encode(update)],                     // topic mismatch
+            [valid, valid, valid],                               // three frames
         ]
         // PUB drops messages until the node's SUB has connected; repeat until counted.
         let counted = try await eventually(timeout: .seconds(15)) {
@@ -121,8 +122,11 @@ import Testing
         }
         #expect(counted)
 
-        // An oversized message: libzmq refuses it (ZMQ_MAXMSGSIZE) and drops the connection.
-        try hostile.send([valid[0], [UInt8](repeating: 1, count: WireLimits.standard.maxFrameBytes + 10)])
+        // An oversized message (2 MiB): read, dropped and counted as such.
+        try hostile.send([[0x75] + [UInt8](repeating: 1, count: 2 << 20)])
+        #expect(try await eventually {
+            ((try cluster.status(0)?["counters"] as? [String: Any])?["oversizedDropped"] as? Int ?? 0) >= 1
+        }, "an oversized frame is counted")
         // Garbage sync requests to the ROUTER, and raw bytes to both TCP ports.
         let dealer = try context.socket(.dealer)
         try dealer.connect("tcp://127.0.0.1:\(cluster.nodes[0].port + 1)")

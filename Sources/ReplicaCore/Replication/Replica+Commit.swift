@@ -107,7 +107,7 @@ extension Replica {
         guard let publisher else { return }
         sequence &+= 1
         retransmit.record(entry.key, sequence: sequence)
-        let frames = codec.publishFrames(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))
+        let frames = [codec.publishFrame(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))]
         do {
             try publisher.send(frames)
             counters.updatesPublished += 1

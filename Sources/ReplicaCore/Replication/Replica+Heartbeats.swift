@@ -20,7 +20,7 @@ extension Replica {
             entryCount: UInt64(store.count), membersDigest: membership.digest, storeSerial: store.serial,
             reports: reports)
         do {
-            try publisher.send(codec.publishFrames(.heartbeat(heartbeat)))
+            try publisher.send([codec.publishFrame(.heartbeat(heartbeat))])
         } catch {
             logger.error("heartbeat failed", metadata: ["error": "\(error)"])
         }

@@ -51,7 +51,7 @@ extension Replica {
     func announce(_ records: [MemberRecord]) {
         guard let publisher, !records.isEmpty else { return }
         let message = MembersMessage(origin: identity.node, wantsReply: false, records: records)
-        _ = try? publisher.send(codec.publishFrames(.members(message)))
+        _ = try? publisher.send([codec.publishFrame(.members(message))])
     }
 
     /// Sends our whole table to `node` over its DEALER; with `wantsReply`, it answers with its own.

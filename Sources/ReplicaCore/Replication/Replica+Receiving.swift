@@ -11,16 +11,16 @@ extension Replica {
             taken += 1
             let message: ReceivedMessage?
             do {
-                message = try link.subscriber.receive(maxFrames: 2)
+                message = try link.subscriber.receive(maxFrames: 1)
             } catch {
                 logger.warning("receive failed", metadata: ["peer": "\(node)", "error": "\(error)"])
                 return false
             }
             guard let message else { return false }
             do {
-                guard !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
-                let bytes = message.frames.reduce(0) { $0 + $1.count }
-                let decoded = try codec.decodePublished(message.frames)
+                guard !message.truncated, let frame = message.frames.first else { throw WireError.wrongFrameCount(message.frames.count) }
+                let bytes = frame.count
+                let decoded = try codec.decodePublished(frame)
                 guard decoded.origin == node else {
                     dropForged(decoded.origin, on: node)
                     continue

@@ -52,6 +52,6 @@ extension Replica {
     func relay(_ update: Update, epoch: UInt64) {
         guard let publisher, relaysServed.contains(update.origin) else { return }
         let relayed = RelayedUpdate(origin: identity.node, source: update.origin, sourceEpoch: epoch, sequence: update.sequence, entry: update.entry)
-        if (try? publisher.send(codec.publishFrames(.relay(relayed)))) == true { counters.updatesRelayed += 1 }
+        if (try? publisher.send([codec.publishFrame(.relay(relayed))])) == true { counters.updatesRelayed += 1 }
     }
 }

@@ -166,7 +166,7 @@ public actor Replica: PollLoopOwner {
         try publisher.bind(configuration.listen.publishAddress)
         let syncServer = try context.socket(.router)
         try syncServer.setRouterMandatory()
-        try syncServer.setMaxMessageSize(configuration.limits.maxFrameBytes)
+        try syncServer.setMaxMessageSize(configuration.limits.deliveredFrameBytes)
         // Replies wait in a connection's queue only this many chunks deep (each at most
         // `maxChunkBytes`): a requester that does not read holds up its own reply, not memory.
         try syncServer.setHighWaterMarks(send: Self.replyQueueDepth, receive: 100)

@@ -6,8 +6,8 @@ public struct WireCodec: Sendable {
     public static let magic: UInt8 = 0x52  // "R"
     /// Version 2 added membership (kind 6), relays (kind 7), epochs, peer reports and store marks.
     public static let protocolVersion: UInt8 = 2
-    /// First byte of the topic frame on PUB/SUB: "u" + key for updates, "h" for heartbeats,
-    /// "m" for member announcements, "r" + source id + 0x00 for relayed updates.
+    /// The topic that opens every message on PUB/SUB (SUB filters on it): "u" for updates, "h"
+    /// for heartbeats, "m" for member announcements, "r" + source id + 0x00 for relayed updates.
     public static let updateTopic: UInt8 = 0x75
     public static let heartbeatTopic: UInt8 = 0x68
     public static let membersTopic: UInt8 = 0x6d
@@ -17,7 +17,7 @@ public struct WireCodec: Sendable {
 
     public init(limits: WireLimits = .standard) { self.limits = limits }
 
-    // MARK: Frames on PUB/SUB
+    // MARK: Messages on PUB/SUB
 
     /// The topic a subscriber subscribes to for the relayed updates of `source`. The 0x00 ends
     /// the id, so that relays of `node1` are not also relays of `node10`.
@@ -28,27 +28,34 @@ public struct WireCodec: Sendable {
     /// The topics every subscriber takes (relays are subscribed one source at a time).
     public static let standingTopics: [[UInt8]] = [[updateTopic], [heartbeatTopic], [membersTopic]]
 
-    /// The two frames (topic, body) a PUB socket sends for a message that travels on PUB/SUB.
-    public func publishFrames(_ message: WireMessage) -> [[UInt8]] {
-        [Self.topic(of: message), encode(message)]
+    /// The one frame a PUB socket sends for a message that travels on PUB/SUB: its topic, then
+    /// its body. One frame, not two: libzmq 4.3 can end a connection between the frames of a
+    /// message it is delivering, and then aborts the reading process (fq.cpp "!_more").
+    public func publishFrame(_ message: WireMessage) -> [UInt8] {
+        Self.topic(of: message) + encode(message)
     }
 
     private static func topic(of message: WireMessage) -> [UInt8] {
         switch message {
-        case .update(let update): [updateTopic] + Array(update.entry.key.utf8)
+        case .update: [updateTopic]
         case .members: [membersTopic]
         case .relay(let relay): relayTopic(for: relay.source)
         default: [heartbeatTopic]
         }
     }
 
-    /// Decodes the frames a SUB socket received, checking that the topic matches the body.
-    public func decodePublished(_ frames: [[UInt8]]) throws(WireError) -> WireMessage {
-        guard frames.count == 2 else { throw .wrongFrameCount(frames.count) }
-        let message = try decode(frames[1])
+    /// Decodes what a SUB socket received, checking that the topic matches the body.
+    public func decodePublished(_ frame: [UInt8]) throws(WireError) -> WireMessage {
+        guard let first = frame.first else { throw .truncated }
+        var topicLength = 1
+        if first == Self.relayTopic {
+            guard let end = frame.firstIndex(of: 0) else { throw .topicMismatch }
+            topicLength = end + 1
+        }
+        let message = try decode(Array(frame[topicLength...]))
         switch message {
         case .update, .heartbeat, .members, .relay:
-            guard frames[0] == Self.topic(of: message) else { throw .topicMismatch }
+            guard frame.prefix(topicLength).elementsEqual(Self.topic(of: message)) else { throw .topicMismatch }
         case .syncRequest, .syncChunk, .repairRequest:
             throw .unknownKind(message.kind.rawValue)  // sync messages never travel on PUB/SUB
         }

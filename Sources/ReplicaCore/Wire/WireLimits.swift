@@ -22,6 +22,10 @@ public struct WireLimits: Sendable, Equatable {
     /// The largest frame a node accepts (also set as ZMQ_MAXMSGSIZE on its sockets): one full
     /// chunk of maximum entries is not allowed; chunks are cut by bytes too (see `maxChunkBytes`).
     public var maxFrameBytes: Int { maxPayloadBytes + maxKeyBytes + 4096 }
+    /// What libzmq delivers at most (`ZMQ_MAXMSGSIZE` on member sockets): four frame limits, so
+    /// that a frame over the limit is read and counted as oversized; a larger one makes libzmq
+    /// drop the connection without saying why.
+    public var deliveredFrameBytes: Int { maxFrameBytes * 4 }
     /// Sync chunks are cut when they reach this many bytes, so a chunk always fits a frame.
     public var maxChunkBytes: Int { max(256 * 1024, maxPayloadBytes + maxKeyBytes + 512) }
 

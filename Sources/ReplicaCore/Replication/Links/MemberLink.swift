@@ -22,7 +22,7 @@ final class MemberLink: @unchecked Sendable {
         publishAddress = Endpoint.connecting(to: address.publishAddress, from: listen)
         syncAddress = Endpoint.connecting(to: address.syncAddress, from: listen)
         subscriber = try context.socket(.sub)
-        try subscriber.setMaxMessageSize(limits.maxFrameBytes)
+        try subscriber.setMaxMessageSize(limits.deliveredFrameBytes)
         // Bounds what a flooding peer can queue here: 10,000 messages of at most maxFrameBytes.
         try subscriber.setHighWaterMarks(send: 1000, receive: 10_000)
         try subscriber.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
@@ -31,7 +31,7 @@ final class MemberLink: @unchecked Sendable {
         subscriberEvents = try subscriber.monitor([.connected, .handshakeSucceeded, .disconnected])
         try subscriber.connect(publishAddress)
         dealer = try context.socket(.dealer)
-        try dealer.setMaxMessageSize(limits.maxFrameBytes)
+        try dealer.setMaxMessageSize(limits.deliveredFrameBytes)
         try dealer.setHighWaterMarks(send: 64, receive: 10_000)
         try dealer.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         try security.apply(to: dealer)
