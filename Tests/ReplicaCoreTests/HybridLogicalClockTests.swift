@@ -40,9 +40,22 @@ final class ManualClock: Sendable {
         #expect(try clock.receive(HybridTimestamp(wallMillis: 2_000, logical: 5)) == HybridTimestamp(wallMillis: 2_000, logical: 6))
         // l == l' > m.l: c + 1
         #expect(try clock.receive(HybridTimestamp(wallMillis: 1_000, logical: 99)) == HybridTimestamp(wallMillis: 2_000, logical: 7))
-        // physical time ahead of both: reset the counter
-        wall.set(3_000)
-        #expect(try clock.receive(HybridTimestamp(wallMillis: 2_500, logical: 3)) == HybridTimestamp(wallMillis: 3_000, logical: 0))
+        // m.l > l': m.c + 1
+        #expect(try clock.receive(HybridTimestamp(wallMillis: 2_500, logical: 3)) == HybridTimestamp(wallMillis: 2_500, logical: 4))
+        // The wall clock takes no part in a receive; the next local event takes it in.
+        wall.set(9_000)
+        #expect(try clock.receive(HybridTimestamp(wallMillis: 2_600, logical: 0)) == HybridTimestamp(wallMillis: 2_600, logical: 1))
+        #expect(clock.tick() == HybridTimestamp(wallMillis: 9_000, logical: 0))
+    }
+
+    /// A node whose wall clock runs ahead, and then is fixed, stamps from the fixed clock: what it
+    /// received meanwhile did not carry its wrong time into its clock.
+    @Test func aWrongWallClockDoesNotStayInTheClockThroughReceivedEntries() throws {
+        let wall = ManualClock(120_000)  // 120 s ahead of the others' 0...
+        var clock = HybridLogicalClock(physical: wall.physical)
+        try clock.receive(HybridTimestamp(wallMillis: 1_000, logical: 0))
+        wall.set(1_500)  // fixed
+        #expect(clock.tick() == HybridTimestamp(wallMillis: 1_500, logical: 0))
     }
 
     @Test func rejectsTimestampsTooFarAheadAndStaysPut() {

@@ -478,10 +478,12 @@ def scenario_wiped_node(ctx, binary):
         ctx.say(f"node3 has two slots (old {old3[:8]}, new {new3[:8]}); the old one still counts")
 
 
+import clocks  # noqa: E402  (a node whose clock is wrong)
 import membership  # noqa: E402  (scenarios of nodes joining, leaving, slow links, relays)
 
 membership.converge, membership.verify, membership.wait_for = converge, verify, wait_for
 membership.peer_state, membership.Failure = peer_state, Failure
+clocks.converge, clocks.wait_for, clocks.Failure = converge, wait_for, Failure
 
 SCENARIOS = [
     ("partition", scenario_partition),
@@ -493,7 +495,7 @@ SCENARIOS = [
     ("divergent-10k", scenario_divergent),
     ("counters-drinks", scenario_counters_drinks),
     ("wiped-node", scenario_wiped_node),
-] + membership.SCENARIOS
+] + membership.SCENARIOS + clocks.SCENARIOS
 
 
 # ---- driver ---------------------------------------------------------------------------------

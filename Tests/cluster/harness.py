@@ -54,6 +54,9 @@ class Node:
         self.starts = 0
         # The network namespace the node runs in (None: the cluster's own).
         self.namespace = None
+        # A command the node runs under (e.g. faketime), and environment variables for it.
+        self.wrapper = []
+        self.env = {}
 
     @property
     def listen(self):
@@ -168,7 +171,7 @@ class Cluster:
         node = self.nodes[k]
         if node.process is not None and node.process.poll() is None:
             raise RuntimeError(f"{node.id} is already running")
-        cmd = ["ip", "netns", "exec", node.namespace or self.namespace, self.binary, "serve",
+        cmd = ["ip", "netns", "exec", node.namespace or self.namespace] + node.wrapper + [self.binary, "serve",
                "--id", node.id, "--listen", node.listen, "--data", node.data,
                "--key", os.path.join(self.root, "keys", f"{node.id}.key"),
                "--trust", os.path.join(self.root, "keys")]
@@ -186,8 +189,8 @@ class Cluster:
         logfile.write(f"---- start #{node.starts} at {time.time():.3f}\n")
         logfile.flush()
         # `ip netns exec` execs the binary: the pid we hold is the node's own.
-        node.process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT,
-                                        stdin=subprocess.DEVNULL, start_new_session=True)
+        node.process = subprocess.Popen(cmd, stdout=logfile, stderr=subprocess.STDOUT, stdin=subprocess.DEVNULL,
+                                        start_new_session=True, env=dict(os.environ, **node.env) if node.env else None)
         logfile.close()
         node.paused = False
         if wait:
@@ -228,6 +231,17 @@ class Cluster:
     def is_running(self, k):
         process = self.nodes[k].process
         return process is not None and process.poll() is None
+
+    def stop_group(self, k, sig=signal.SIGTERM, timeout=10):
+        """Signals node k's whole process group (a wrapper such as faketime and the node under
+        it) and waits for it."""
+        node = self.nodes[k]
+        os.killpg(node.process.pid, sig)
+        code = node.process.wait(timeout=timeout)
+        deadline = time.monotonic() + timeout
+        while time.monotonic() < deadline and self.status(k, timeout=1) is not None:
+            time.sleep(0.05)
+        return code
 
     def kill(self, k):
         """kill -9: no graceful shutdown, no flush beyond what SQLite already committed."""

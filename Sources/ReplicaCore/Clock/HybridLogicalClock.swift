@@ -48,8 +48,14 @@ public struct HybridLogicalClock: Sendable {
         return last
     }
 
-    /// Merges a received timestamp: `l = max(l', m.l, pt)`, and `c` is
-    /// `max(c, m.c) + 1` if `l == l' == m.l`, `c + 1` if `l == l'`, `m.c + 1` if `l == m.l`, else 0.
+    /// Merges a received timestamp: `l = max(l', m.l)`, and `c` is `max(c, m.c) + 1` if
+    /// `l == l' == m.l`, `c + 1` if `l == l'`, else `m.c + 1`.
+    ///
+    /// Unlike the textbook rule, the wall clock takes no part here: the next local event
+    /// (`tick`) takes it in anyway, and so a wrong wall clock enters the clock only through a
+    /// local write, which a node whose clock is known wrong refuses (`ClockCheck`). (With the
+    /// textbook `max(l', m.l, pt)`, a node 120 s ahead would carry 120 s into its clock from
+    /// every entry it received, and stamp its writes that far ahead after its clock was fixed.)
     /// A timestamp more than `maxDriftMillis` ahead of our wall clock is rejected and leaves the
     /// clock untouched: one bad clock must not drag the whole cluster into the future.
     @discardableResult
@@ -59,15 +65,12 @@ public struct HybridLogicalClock: Sendable {
             throw .tooFarInFuture(remote: remote, localWallMillis: now)
         }
         let previous = last
-        let wall = max(previous.wallMillis, remote.wallMillis, now)
-        if wall == previous.wallMillis && wall == remote.wallMillis {
-            last = Self.increment(HybridTimestamp(wallMillis: wall, logical: max(previous.logical, remote.logical)))
-        } else if wall == previous.wallMillis {
+        if previous.wallMillis == remote.wallMillis {
+            last = Self.increment(HybridTimestamp(wallMillis: previous.wallMillis, logical: max(previous.logical, remote.logical)))
+        } else if previous.wallMillis > remote.wallMillis {
             last = Self.increment(previous)
-        } else if wall == remote.wallMillis {
-            last = Self.increment(remote)
         } else {
-            last = HybridTimestamp(wallMillis: wall, logical: 0)
+            last = Self.increment(remote)
         }
         return last
     }

@@ -52,14 +52,7 @@ extension Replica {
             case (.connected, true): sessions[node]?.subscriberTCPConnected(now: now)
             case (.connected, false): sessions[node]?.dealerTCPConnected(now: now)
             case (.handshakeSucceeded, true): sessions[node]?.subscriberHandshakeSucceeded(now: now)
-            case (.handshakeSucceeded, false):
-                if let actions = sessions[node]?.dealerHandshakeSucceeded(now: now) {
-                    if actions.contains(.wantSync(.reconnected)) {
-                        logger.info("sync link to \(node) reconnected; syncing")
-                        _ = planner.connectionLost(to: node)
-                    }
-                    perform(actions, for: node, now: now)
-                }
+            case (.handshakeSucceeded, false): sessions[node]?.dealerHandshakeSucceeded(now: now)
             case (.disconnected, true): sessions[node]?.subscriberDisconnected(now: now, base: timing)
             case (.disconnected, false):
                 if let actions = sessions[node]?.dealerDisconnected(now: now, base: timing) { perform(actions, for: node, now: now) }

@@ -83,7 +83,7 @@ extension Replica {
         guard gap > timing.suspectAfter else { return }
         nextPeriodicSync = nextPeriodicSync + gap
         warn("stalled", "this node was stalled for \(gap); not counting that against its members")
-        for node in sessions.keys { sessions[node]?.stalled(for: gap) }
+        for node in sessions.keys { sessions[node]?.stalled(for: gap, now: now) }
     }
 
     func runTimers(now: ContinuousClock.Instant) {

@@ -39,6 +39,9 @@ extension Replica {
                 dropMalformed(error, from: node.rawValue)
             }
         }
+        // Its messages wait to be read: it is not silent, this node is behind (a backlog after a
+        // pause). Judging it silent would re-dial its connection and drop what is queued.
+        if let actions = sessions[node]?.heardDirectly(now: .now) { perform(actions, for: node, now: .now) }
         return true
     }
 

@@ -50,7 +50,7 @@ import Testing
     @Test func aStallOfOurOwnIsNotTheMembersSilence() {
         var liveness = Liveness(now: at(0))
         _ = liveness.heardDirectly(now: at(1000))
-        liveness.stalled(for: .seconds(30))
+        liveness.stalled(for: .seconds(30), now: at(31_000))
         let check11 = liveness.tick(now: at(31_500), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == nil
         #expect(check11)
         #expect(liveness.state == .alive)

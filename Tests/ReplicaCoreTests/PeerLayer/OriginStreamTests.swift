@@ -124,4 +124,21 @@ import Testing
         #expect(check5)
         #expect(stream.missing == [11...15])
     }
+
+    @Test func aRepairThatFailedIsMissingAgainMergedWithTheRest() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 3, sequence: 1)
+        _ = stream.received(sequence: 10)
+        _ = stream.received(sequence: 20)
+        #expect(stream.missing == [2...9, 11...19])
+        let taken = stream.takeRepair(limit: 100)
+        #expect(taken == 2...9)
+        stream.returnRepair(2...9)
+        #expect(stream.missing == [2...9, 11...19])
+        _ = stream.takeRepair(limit: 100)
+        stream.returnRepair(2...10)
+        #expect(stream.missing == [2...19], "overlapping and adjacent ranges merge")
+        stream.returnRepair(15...40)
+        #expect(stream.missing == [2...20], "never beyond the highest sequence seen")
+    }
 }

@@ -61,14 +61,25 @@ import Testing
         Row(name: "an unavailable repair asks for a sync",
             events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .repairAnswer(1, unavailable: true, at: 40)],
             last: []),
-        Row(name: "a repair that times out wants a sync (and no more repairs)",
+        Row(name: "a repair that times out is asked again",
             events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .heartbeat(at: 10_000), .tick(at: 10_100)],
+            last: [.requestRepair(2...4)]),
+        Row(name: "a repair that times out twice wants a sync (and no more repairs)",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .heartbeat(at: 10_000), .tick(at: 10_100),
+                          .repairStarted(2, 2...4, at: 10_100), .heartbeat(at: 20_000), .tick(at: 20_200)],
             last: [.wantSync(.repairTimedOut)]),
-        Row(name: "losses of a member we cannot hear need another member's sync",
+        Row(name: "a repair whose connection is lost is asked again on the next one",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .repairStarted(1, 2...4, at: 25), .dealerLost(at: 30),
+                          .dealerConnected(at: 400), .tick(at: 450)],
+            last: [.requestRepair(2...4)]),
+        Row(name: "losses of a member only slow to answer wait for it",
             events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 2100)],
-            last: [.stateChanged(.init(from: .alive, to: .suspect)), .redialSubscriber, .redialDealer, .wantSync(.repairUnavailable)]),
-        Row(name: "a sync connection that comes back wants a sync",
-            events: up + [.dealerLost(at: 500), .dealerConnected(at: 900)], last: [.wantSync(.reconnected)]),
+            last: [.stateChanged(.init(from: .alive, to: .suspect)), .redialSubscriber, .redialDealer]),
+        Row(name: "losses of a member silent for its down time need another member's sync",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .tick(at: 2100), .tick(at: 5100)],
+            last: [.stateChanged(.init(from: .suspect, to: .down)), .redialSubscriber, .redialDealer, .wantSync(.repairUnavailable)]),
+        Row(name: "a sync connection that comes back wants no sync by itself (sequence gaps show losses)",
+            events: up + [.dealerLost(at: 500), .dealerConnected(at: 900)], last: []),
         Row(name: "losing the sync connection abandons what rides on it", events: up + [.dealerLost(at: 500)], last: [.syncConnectionLost]),
         Row(name: "silence makes it suspect", events: up + [.tick(at: 1600)],
             last: [.stateChanged(.init(from: .alive, to: .suspect))]),
@@ -92,7 +103,8 @@ import Testing
                 last = session.heardDirectly(now: Self.at(t)) + session.updateReceived(sequence: sequence)
             case .dealerConnected(let t):
                 session.dealerTCPConnected(now: Self.at(t))
-                last = session.dealerHandshakeSucceeded(now: Self.at(t))
+                session.dealerHandshakeSucceeded(now: Self.at(t))
+                last = []
             case .subscriberConnected(let t):
                 session.subscriberTCPConnected(now: Self.at(t))
                 session.subscriberHandshakeSucceeded(now: Self.at(t))

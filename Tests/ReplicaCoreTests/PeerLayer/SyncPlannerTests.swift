@@ -11,9 +11,9 @@ import Testing
 
     @Test func aCatchUpGoesToTheMemberItWasWantedWith() {
         var planner = SyncPlanner()
-        planner.wantCatchUp(.reconnected, preferring: "a")
+        planner.wantCatchUp(.behindMember, preferring: "a")
         let choice = planner.next([Self.candidate("a"), Self.candidate("b", covers: true), Self.candidate("c", progress: 99)])
-        #expect(choice?.peer == "a" && choice?.reason == .reconnected, "the link that came back has the news, whatever stale reports say")
+        #expect(choice?.peer == "a" && choice?.reason == .behindMember, "the member that said it holds more has the news, whatever stale reports say")
     }
 
     @Test func elseToTheMemberThatCoversWhatWeMissThenTheMostUpToDate() {
@@ -26,16 +26,15 @@ import Testing
         #expect(planner.next([Self.candidate("a", reachable: false)]) == nil, "nobody reachable: wait")
     }
 
-    /// A healed partition brings every link back at once: one catch-up, not one per link.
-    @Test func linksThatComeBackDuringACatchUpAreServedByIt() {
+    /// A catch-up wanted again while one runs (another origin's losses) runs after it.
+    @Test func aCatchUpWantedDuringOneRunsAfterIt() {
         var planner = SyncPlanner()
-        planner.wantCatchUp(.reconnected, preferring: "a")
-        planner.started(with: "a", requestID: 1, reason: .reconnected, now: now)
-        planner.want(.reconnected, with: "b")
-        #expect(planner.catchUp?.preferred == "b")
+        planner.wantCatchUp(.repairUnavailable, preferring: "a")
+        planner.started(with: "a", requestID: 1, reason: .repairUnavailable, now: now)
+        planner.wantCatchUp(.behindMember, preferring: "b")
+        #expect(planner.next([Self.candidate("a"), Self.candidate("b")]) == nil, "one at a time")
         _ = planner.received(requestID: 1, from: "a", entries: 5, bytes: 50, isLast: true, now: now)
-        #expect(planner.catchUp == nil)
-        #expect(planner.next([Self.candidate("a"), Self.candidate("b")]) == nil)
+        #expect(planner.next([Self.candidate("a"), Self.candidate("b")])?.peer == "b")
     }
 
     /// The "catch-up from everyone at once": after a pause every member has something

@@ -84,10 +84,10 @@ struct Liveness: Equatable, Sendable {
 
     /// This node itself was stalled (stopped, starved) for `gap`: what it did not hear then is
     /// not the members' silence, so the evidence is moved forward by the stall.
-    mutating func stalled(for gap: Duration) {
-        lastDirect = lastDirect.map { $0 + gap }
-        lastIndirect = lastIndirect.map { $0 + gap }
-        known = known + gap
+    mutating func stalled(for gap: Duration, now: ContinuousClock.Instant) {
+        lastDirect = lastDirect.map { min($0 + gap, now) }
+        lastIndirect = lastIndirect.map { min($0 + gap, now) }
+        known = min(known + gap, now)
     }
 
     private mutating func move(to new: PeerState, now: ContinuousClock.Instant) -> Transition? {

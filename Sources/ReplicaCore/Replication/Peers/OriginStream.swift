@@ -108,6 +108,23 @@ struct OriginStream: Equatable, Sendable {
         return range
     }
 
+    /// A repair taken out by `takeRepair` did not complete (its connection was lost, it timed
+    /// out): its range is missing again, to be asked for anew.
+    mutating func returnRepair(_ range: ClosedRange<UInt64>) {
+        guard epoch != 0 || through != 0, range.lowerBound <= through else { return }
+        let range = range.lowerBound...min(range.upperBound, through)
+        var merged = missing + [range]
+        merged.sort { $0.lowerBound < $1.lowerBound }
+        missing = []
+        for next in merged {
+            if let last = missing.last, last.upperBound &+ 1 >= next.lowerBound {
+                missing[missing.count - 1] = last.lowerBound...max(last.upperBound, next.upperBound)
+            } else {
+                missing.append(next)
+            }
+        }
+    }
+
     /// A sync with a member that held this stream through `sequence` brought everything up to
     /// it. A stream not seen yet starts there: an update seen later beyond it is a gap (not a
     /// first sight that a sync is assumed to have covered).

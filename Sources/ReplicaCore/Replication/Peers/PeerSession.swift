@@ -72,6 +72,9 @@ struct PeerSession: Sendable {
         var range: ClosedRange<UInt64>
         var lastProgress: ContinuousClock.Instant
     }
+    /// Repairs in a row that timed out: a member that answers none is asked no more, and a
+    /// sync brings the losses instead.
+    private var repairTimeouts = 0
 
     struct Stats: Equatable, Sendable {
         var syncsCompleted = 0
@@ -243,10 +246,12 @@ struct PeerSession: Sendable {
         _ = subscriber.handshakeSucceeded(now: now)
     }
 
-    /// The sync connection completed a handshake: after a loss, a sync fetches at once what
-    /// the link missed (a healed partition, a resumed member), without waiting for a heartbeat.
-    mutating func dealerHandshakeSucceeded(now: ContinuousClock.Instant) -> [Action] {
-        dealer.handshakeSucceeded(now: now) == .reconnected ? [.wantSync(.reconnected)] : []
+    /// The sync connection completed a handshake. A reconnection wants no sync by itself: what
+    /// the member published while the link was down shows as a sequence gap at its next
+    /// heartbeat and is repaired, exactly, from its retransmit buffer (a sync would fetch
+    /// everything it stored since the last one, most of which arrived meanwhile by other paths).
+    mutating func dealerHandshakeSucceeded(now: ContinuousClock.Instant) {
+        _ = dealer.handshakeSucceeded(now: now)
     }
 
     mutating func subscriberDisconnected(now: ContinuousClock.Instant, base: PeerTiming) {
@@ -255,7 +260,7 @@ struct PeerSession: Sendable {
 
     mutating func dealerDisconnected(now: ContinuousClock.Instant, base: PeerTiming) -> [Action] {
         dealer.disconnected(now: now, timing: dialTiming(base))
-        repair = nil
+        abandonRepair()
         return [.syncConnectionLost]
     }
 
@@ -264,11 +269,17 @@ struct PeerSession: Sendable {
     mutating func dealerRedialed(now: ContinuousClock.Instant) -> [Action] {
         dealer.dialed(now: now)
         // A request in flight went with the old pipe.
-        repair = nil
+        abandonRepair()
         return [.syncConnectionLost]
     }
 
     // MARK: Repairs and syncs
+
+    /// The repair in flight will not be answered: what it asked for is missing again.
+    private mutating func abandonRepair() {
+        if let current = repair { stream.returnRepair(current.range) }
+        repair = nil
+    }
 
     mutating func repairStarted(requestID: UInt64, range: ClosedRange<UInt64>, now: ContinuousClock.Instant) {
         repair = RepairInFlight(requestID: requestID, range: range, lastProgress: now)
@@ -289,6 +300,7 @@ struct PeerSession: Sendable {
             return .unavailable
         }
         stats.repairedUpdates += entries
+        repairTimeouts = 0
         if isLast {
             repair = nil
             stats.repairsCompleted += 1
@@ -332,7 +344,7 @@ struct PeerSession: Sendable {
 
     /// This node was stalled for `gap` (stopped, starved): nothing heard meanwhile is not the
     /// member's fault.
-    mutating func stalled(for gap: Duration) { liveness.stalled(for: gap) }
+    mutating func stalled(for gap: Duration, now: ContinuousClock.Instant) { liveness.stalled(for: gap, now: now) }
 
     // MARK: Timers
 
@@ -350,16 +362,22 @@ struct PeerSession: Sendable {
         if subscriber.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialSubscriber) }
         if dealer.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialDealer) }
         if let current = repair, now - current.lastProgress >= timing.requestTimeout {
-            // The sync wanted instead brings everything: no more repairs of these losses.
-            repair = nil
-            stream.clearMissing()
-            actions.append(.wantSync(.repairTimedOut))
+            abandonRepair()
+            repairTimeouts += 1
+            if repairTimeouts >= Self.repairAttempts {
+                // The sync wanted instead brings everything: no more repairs of these losses.
+                repairTimeouts = 0
+                stream.clearMissing()
+                actions.append(.wantSync(.repairTimedOut))
+            }
         }
         if repair == nil, !holdRepairs, !stream.missing.isEmpty {
             if dealer.isConnected && !silent, let range = stream.takeRepair(limit: Self.maxRepair) {
                 actions.append(.requestRepair(range))
-            } else if silent {
+            } else if liveness.silentDirectly(now: now, window: timing.downAfter) {
                 // We cannot reach it to ask: a member that holds its updates must bring them.
+                // Not sooner: a member that is only slow (busy serving, a backlog of its own)
+                // answers its repairs, and a sync would fetch far more than they do.
                 actions.append(.wantSync(.repairUnavailable))
             }
         }
@@ -368,4 +386,6 @@ struct PeerSession: Sendable {
 
     /// Most updates asked for in one repair request.
     static let maxRepair: UInt64 = 4096
+    /// Repairs in a row that may time out before a sync is wanted instead.
+    static let repairAttempts = 2
 }

@@ -107,11 +107,6 @@ struct SyncPlanner: Sendable {
         sync.lastProgress = now
         if isLast {
             inFlight = nil
-            // Links that came back while a catch-up ran are served by it: it asked the member
-            // that had the most, and what another one still holds shows as sequence gaps
-            // (repairs) or as digests that differ while quiet. A sync per link would fetch the
-            // same difference again from each.
-            if sync.reason.isCatchUp, catchUp?.reason == .reconnected { catchUp = nil }
             return .completed(sync)
         }
         inFlight = sync

@@ -11,8 +11,6 @@ enum SyncReason: String, Sendable, Comparable, CaseIterable {
     case repairUnavailable = "lost updates no longer buffered"
     /// A repair got no answer in time.
     case repairTimedOut = "repair timed out"
-    /// The sync connection came back after it was lost (a healed partition, a resumed peer).
-    case reconnected = "reconnected"
     /// A member joined (or became trusted): it may hold data of its own.
     case memberJoined = "member joined"
     /// A member we hear holds updates of an origin we cannot hear that we lack.
@@ -30,11 +28,11 @@ enum SyncReason: String, Sendable, Comparable, CaseIterable {
 
     /// Any member that holds the data serves it: these are best served by the member that has
     /// the most, one sync for the whole difference, not one per member. (After a healed
-    /// partition every member reconnects at once: one catch-up, preferring the first, replaces
-    /// a sync per member, and the repairs that would fetch the same updates again.)
+    /// partition every member's losses show at once: one catch-up replaces a sync per member, and
+    /// the repairs that would fetch the same updates again.)
     var isCatchUp: Bool {
         switch self {
-        case .startUp, .repairUnavailable, .repairTimedOut, .reconnected, .behindMember, .commitFailed: true
+        case .startUp, .repairUnavailable, .repairTimedOut, .behindMember, .commitFailed: true
         default: false
         }
     }
