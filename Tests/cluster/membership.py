@@ -182,8 +182,10 @@ def scenario_bridge_partition(ctx, binary):
         for t in threads:
             t.start()
         time.sleep(12.0)
-        stop.set()
+        # The stop time first: a reader that sees `stop` must not find it unset (0), which would
+        # end it at once, before it saw the last writes.
         stopped_at[0] = time.monotonic()
+        stop.set()
         for t in threads:
             t.join(timeout=15)
         lags = [seen - acked for acked, _, seen in stale.values() if seen is not None]
@@ -191,6 +193,11 @@ def scenario_bridge_partition(ctx, binary):
         relays = {k: {p["id"]: p.get("relayedBy") for p in s["peers"]} for k, s in c.statuses([1, 3]).items()}
         ctx.say(f"{len(stale)} acknowledged writes across the cut; relays: node1 {relays[1]}, node3 {relays[3]}")
         if missing:
+            for k in (1, 2, 3):
+                held = [key for key in missing[:3] if c.client(k, ["get", key]).returncode == 0]
+                status = c.status(k) or {}
+                ctx.say(f"node{k} holds {held}; digest {status.get('digest')}; peers "
+                        + json.dumps([{f: p.get(f) for f in ("id", "state", "relayedBy", "missingUpdates", "inSync")} for p in status.get("peers", [])]))
             raise Failure(f"{len(missing)} writes never seen on the other side, e.g. {missing[:3]}")
         worst = max(lags)
         slowest = sorted(((seen - acked, key) for key, (acked, _, seen) in stale.items() if seen is not None), reverse=True)[:4]
