@@ -21,6 +21,13 @@ def entry(hlc, writer, key, payload, schema=0):
     if payload is not None: body += struct.pack(">I", len(payload)) + payload
     return body
 
+def batched(hlc, key, payload, schema=0):
+    """An entry in a batch (kind 8): as `entry`, without the writer (the origin wrote them all)."""
+    body = struct.pack(">Q", hlc) + bytes([0 if payload is not None else 1]) + struct.pack(">H", schema)
+    body += struct.pack(">H", len(key.encode())) + key.encode()
+    if payload is not None: body += struct.pack(">I", len(payload)) + payload
+    return body
+
 hlc = (1763800000000 << 16) | 3
 seeds = {
     "update-value": header(1, "node1") + struct.pack(">Q", 42) + entry(hlc, "node1", "greeting", b'"hi"', 2),
@@ -35,11 +42,13 @@ seeds = {
     "members-announce": header(6, "node1") + bytes([0]) + struct.pack(">H", 1) + record("node9", 5, 3, "127.0.1.9", 7100),
     "beacon": b"RPLB\x02" + node("node5") + struct.pack(">H", 7000) + bytes([8]) + b"10.0.0.5" + bytes([32]) + bytes(range(32)),
     "relay": header(7, "node2") + node("node1") + struct.pack(">QQ", 1763700000000, 77) + entry(hlc, "node1", "greeting", b'"hi"'),
+    "updates-batch": header(8, "node1") + struct.pack(">QH", 45, 3) + batched(hlc, "greeting", b'"hi"', 2) + batched(hlc, "gone", None)
+        + batched(hlc + 1, "ü-ключ", b""),
 }
 for name, body in seeds.items():
     with open(os.path.join(out, name), "wb") as f: f.write(body)
     # The same message as sent on PUB/SUB: its topic, then its body, in one frame.
-    topic = {"update-value": b"u", "update-tombstone": b"u", "heartbeat": b"h", "members-announce": b"m", "relay": b"rnode1\x00"}.get(name)
+    topic = {"update-value": b"u", "update-tombstone": b"u", "heartbeat": b"h", "members-announce": b"m", "relay": b"rnode1\x00", "updates-batch": b"u"}.get(name)
     if topic:
         with open(os.path.join(out, name + "-published"), "wb") as f: f.write(topic + body)
 print(f"wrote {len(os.listdir(out))} seeds to {out}")

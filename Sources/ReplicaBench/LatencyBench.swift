@@ -3,70 +3,107 @@ import Histogram
 import ReplicaCore
 import Synchronization
 
-/// Save on A to applied on B, in microseconds. Open loop: saves are issued on schedule
-/// (`rate` per second) whether or not earlier ones finished, so queueing shows in the tail;
-/// with no rate, as fast as A accepts them with at most 5,000 outstanding.
+/// Save on A to committed on B, in microseconds.
+///
+/// The generator is a thread of its own that submits each save without a task (`submit`) and
+/// writes the moment into the payload; B's observer runs on B's loop thread right after B's
+/// commit (`observeChanges(handler:)`) and records the difference. Neither side adds a task, a
+/// hop to the cooperative pool or a shared table, so the figure is the replica's path: A's loop
+/// takes the save, commits and publishes it; B receives, commits it and is done.
+///
+/// Open loop at `rate` per second: saves are issued on schedule (the generator sleeps at least
+/// 0.2 ms, then sends all that are due, each stamped when sent) whether or not earlier ones
+/// finished, so queueing shows in the tail.
+/// Without a rate, closed loop: as fast as A completes them with at most 5,000 outstanding,
+/// which finds the saturation point.
 enum LatencyBench {
-    static func run(saves: Int, rate: Int?, payload: Int) async throws -> BenchReport.Latency {
+    static let window = 5_000
+
+    static func run(seconds: Double, rate: Int?, payload: Int) async throws -> BenchReport.Latency {
         let (pair, _, _) = try await BenchPair.make(storage: "sqlite")
         guard let pair else { throw BenchError("no pair") }
-        let value = [UInt8](repeating: 0x61, count: payload)
-        let sentAt = Mutex([ContinuousClock.Instant?](repeating: nil, count: saves))
-        let changes = await pair.b.changes(prefix: "lat")
-        let outstanding = Mutex(0)
-
-        let receiver = Task { () -> Histogram<UInt64> in
-            var histogram = Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three)
-            var seen = 0
-            for await change in changes {
-                let now = ContinuousClock.now
-                guard let index = Int(change.entry.key.dropFirst(3)), let sent = sentAt.withLock({ $0[index] }) else { continue }
-                histogram.record(UInt64(max(0, (now - sent) / .microseconds(1))))
-                outstanding.withLock { $0 -= 1 }
-                seen += 1
-                if seen == saves { break }
-            }
-            return histogram
+        let saves = rate.map { Int(Double($0) * seconds) } ?? Int(60_000 * seconds)
+        let clockOrigin = ContinuousClock.now
+        let histogram = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
+        // Save until durable on A (the completion runs on A's loop after A's commit): how the
+        // total splits between the two sides.
+        let local = Mutex(Histogram<UInt64>(highestTrackableValue: 60_000_000, numberOfSignificantValueDigits: .three))
+        let seen = Atomic(0)
+        let allSeen = DispatchSemaphore(value: 0)
+        let observer = await pair.b.observeChanges(prefix: "lat") { change in
+            guard let bytes = change.entry.payload, bytes.count >= 8 else { return }
+            let sentNanos = bytes.withUnsafeBytes { $0.loadUnaligned(as: Int64.self) }
+            let elapsed = (ContinuousClock.now - clockOrigin) / .nanoseconds(1) - Double(sentNanos)
+            _ = histogram.withLock { $0.record(UInt64(max(0, elapsed / 1000))) }
+            if seen.add(1, ordering: .relaxed).newValue == saves { allSeen.signal() }
         }
 
-        // The schedule runs on a thread of its own: spinning or sleeping on the cooperative pool
-        // would starve the tasks being measured on a 2-core machine.
         let replica = pair.a
+        let outstanding = Atomic(0)
+        let failures = Atomic(0)
         let issuedIn = Mutex<Duration>(.zero)
-        let done = DispatchSemaphore(value: 0)
-        let scheduler = Thread {
+        let generatorDone = DispatchSemaphore(value: 0)
+        let generator = Thread {
+            var value = [UInt8](repeating: 0x61, count: max(payload, 8))
             let start = ContinuousClock.now
             let interval = rate.map { Duration.seconds(1) / $0 }
-            for index in 0..<saves {
+            var index = 0
+            while index < saves {
                 if let interval {
-                    let due = start + interval * index
-                    let wait = due - ContinuousClock.now
-                    if wait > .microseconds(50) { usleep(UInt32(wait / .microseconds(1))) }
-                } else {
-                    while outstanding.withLock({ $0 }) >= 5_000 { usleep(50) }
+                    let wait = start + interval * index - ContinuousClock.now
+                    if wait > .zero {
+                        // Never spin (a spinning generator takes one of two cores from the
+                        // replicas it measures): sleep at least 0.2 ms, then send all that is due.
+                        usleep(UInt32(max(wait, .microseconds(200)) / .microseconds(1)))
+                        continue
+                    }
+                } else if outstanding.load(ordering: .relaxed) >= window {
+                    usleep(50)
+                    continue
                 }
-                outstanding.withLock { $0 += 1 }
-                sentAt.withLock { $0[index] = .now }
-                Task { try await replica.write("lat\(index)", payload: value) }
+                let sent = Int64((ContinuousClock.now - clockOrigin) / .nanoseconds(1))
+                withUnsafeBytes(of: sent) { stamp in value.withUnsafeMutableBytes { $0.copyMemory(from: stamp) } }
+                outstanding.add(1, ordering: .relaxed)
+                replica.submit([Replica.WriteRequest(key: "lat\(index)", payload: value)]) { result in
+                    let elapsed = (ContinuousClock.now - clockOrigin) / .nanoseconds(1) - Double(sent)
+                    _ = local.withLock { $0.record(UInt64(max(0, elapsed / 1000))) }
+                    outstanding.subtract(1, ordering: .relaxed)
+                    if case .failure = result { failures.add(1, ordering: .relaxed) }
+                }
+                index += 1
             }
             issuedIn.withLock { $0 = ContinuousClock.now - start }
-            done.signal()
+            generatorDone.signal()
         }
-        scheduler.start()
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async { done.wait(); continuation.resume() }
-        }
-        let issued = issuedIn.withLock { $0 }
-        let timeout = Task {
-            try await Task.sleep(for: .seconds(60))
-            receiver.cancel()
-        }
-        let histogram = await receiver.value
-        timeout.cancel()
+        generator.start()
+        await wait(for: generatorDone)
+        let everything = await wait(for: allSeen, timeout: .seconds(60))
+        await pair.b.stopObserving(observer)
         await pair.close()
+        guard failures.load(ordering: .relaxed) == 0 else { throw BenchError("\(failures.load(ordering: .relaxed)) saves failed") }
+        guard everything else { throw BenchError("B applied \(seen.load(ordering: .relaxed)) of \(saves) saves within 60 s") }
+        let issued = issuedIn.withLock { $0 }
+        let result = histogram.withLock { $0 }
+        let onA = local.withLock { $0 }
         return BenchReport.Latency(
-            offeredPerSecond: rate, achievedPerSecond: Double(saves) / (issued / .seconds(1)), samples: Int(histogram.totalCount),
-            p50Micros: histogram.valueAtPercentile(50), p99Micros: histogram.valueAtPercentile(99),
-            p999Micros: histogram.valueAtPercentile(99.9), maxMicros: histogram.max)
+            offeredPerSecond: rate, achievedPerSecond: Double(saves) / (issued / .seconds(1)), samples: Int(result.totalCount),
+            p50Micros: result.valueAtPercentile(50), p99Micros: result.valueAtPercentile(99),
+            p999Micros: result.valueAtPercentile(99.9), maxMicros: result.max,
+            durableOnAP50Micros: onA.valueAtPercentile(50), durableOnAP99Micros: onA.valueAtPercentile(99))
+    }
+
+    /// Waits on a semaphore off the cooperative pool (a blocked pool thread would starve it).
+    @discardableResult
+    private static func wait(for semaphore: DispatchSemaphore, timeout: Duration? = nil) async -> Bool {
+        await withCheckedContinuation { continuation in
+            DispatchQueue.global().async {
+                guard let timeout else {
+                    semaphore.wait()
+                    return continuation.resume(returning: true)
+                }
+                let result = semaphore.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1))))
+                continuation.resume(returning: result == .success)
+            }
+        }
     }
 }

@@ -6,25 +6,7 @@ import ReplicaCore
 enum RawTransportBench {
     static func run(messages: Int, payload: Int, curve: Bool) throws -> BenchReport.Throughput {
         let context = try ZMQContext(ioThreads: 1)
-        let publisher = try context.socket(.pub)
-        let subscriber = try context.socket(.sub)
-        try publisher.setHighWaterMarks(send: 0, receive: 0)  // no drops: measure the pipe, not the HWM
-        try subscriber.setHighWaterMarks(send: 0, receive: 0)
-        if curve {
-            let server = try CurveKeyPair.generate(), client = try CurveKeyPair.generate()
-            try publisher.setCurveServer(server, zapDomain: nil)
-            try subscriber.setCurveClient(client, serverKey: server.publicKey)
-        }
-        try publisher.bind("tcp://127.0.0.1:*")
-        try subscriber.subscribe()
-        try subscriber.connect(try publisher.lastEndpoint())
-        // Wait out the slow-joiner window: probe until one probe arrives.
-        while true {
-            try publisher.send([[0]])
-            if try subscriber.waitUntilReadable(timeout: .milliseconds(10)) { break }
-        }
-        while try subscriber.receive() != nil {}
-
+        let (publisher, subscriber) = try connectedPair(context, curve: curve)
         let body = [UInt8](repeating: 0x42, count: payload)
         let end: [UInt8] = [0xFF]
         let sender = Thread {
@@ -45,5 +27,28 @@ enum RawTransportBench {
         }
         let elapsed = ContinuousClock.now - start
         return BenchReport.Throughput(messages: received, seconds: elapsed / .seconds(1))
+    }
+
+    /// A PUB bound on loopback and a SUB connected to it, past the slow-joiner window.
+    static func connectedPair(_ context: ZMQContext, curve: Bool) throws -> (publisher: ZMQSocket, subscriber: ZMQSocket) {
+        let publisher = try context.socket(.pub)
+        let subscriber = try context.socket(.sub)
+        try publisher.setHighWaterMarks(send: 0, receive: 0)  // no drops: measure the pipe, not the HWM
+        try subscriber.setHighWaterMarks(send: 0, receive: 0)
+        if curve {
+            let server = try CurveKeyPair.generate(), client = try CurveKeyPair.generate()
+            try publisher.setCurveServer(server, zapDomain: nil)
+            try subscriber.setCurveClient(client, serverKey: server.publicKey)
+        }
+        try publisher.bind("tcp://127.0.0.1:*")
+        try subscriber.subscribe()
+        try subscriber.connect(try publisher.lastEndpoint())
+        // Wait out the slow-joiner window: probe until one probe arrives.
+        while true {
+            try publisher.send([[0]])
+            if try subscriber.waitUntilReadable(timeout: .milliseconds(10)) { break }
+        }
+        while try subscriber.receive() != nil {}
+        return (publisher, subscriber)
     }
 }

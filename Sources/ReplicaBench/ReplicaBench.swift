@@ -47,10 +47,14 @@ struct ReplicaBench: AsyncParsableCommand {
             }
         }
         if wanted("latency") {
-            progress.say("latency at \(sizes.fixedRate) saves/s ...")
-            report.latencyFixed = try await LatencyBench.run(saves: sizes.latencySaves, rate: sizes.fixedRate, payload: payload)
+            for rate in sizes.latencyRates {
+                progress.say("raw libzmq latency at \(rate) messages/s ...")
+                report.rawLatency.append(try RawLatencyBench.run(seconds: sizes.latencySeconds, rate: rate, payload: payload))
+                progress.say("latency at \(rate) saves/s offered ...")
+                report.latency.append(try await LatencyBench.run(seconds: sizes.latencySeconds, rate: rate, payload: payload))
+            }
             progress.say("latency at saturation ...")
-            report.latencySaturated = try await LatencyBench.run(saves: sizes.latencySaves, rate: nil, payload: payload)
+            report.latencySaturated = try await LatencyBench.run(seconds: sizes.latencySeconds, rate: nil, payload: payload)
         }
         if wanted("catchup") {
             for keys in sizes.catchUpKeys {
@@ -85,16 +89,16 @@ struct ReplicaBench: AsyncParsableCommand {
 struct BenchSizes {
     var rawMessages: Int
     var replicatedSaves: Int
-    var latencySaves: Int
-    var fixedRate: Int
+    var latencySeconds: Double
+    var latencyRates: [Int]
     var catchUpKeys: [Int]
     var memoryKeys: Int
     var commandRuns: Int
     var importKeys: Int
 
-    static let full = BenchSizes(rawMessages: 2_000_000, replicatedSaves: 500_000, latencySaves: 50_000, fixedRate: 10_000,
+    static let full = BenchSizes(rawMessages: 2_000_000, replicatedSaves: 500_000, latencySeconds: 5, latencyRates: [1_000, 10_000, 50_000],
                                  catchUpKeys: [10_000, 100_000], memoryKeys: 100_000, commandRuns: 50, importKeys: 100_000)
-    static let quick = BenchSizes(rawMessages: 100_000, replicatedSaves: 20_000, latencySaves: 5_000, fixedRate: 10_000,
+    static let quick = BenchSizes(rawMessages: 100_000, replicatedSaves: 20_000, latencySeconds: 0.5, latencyRates: [10_000],
                                   catchUpKeys: [10_000], memoryKeys: 10_000, commandRuns: 10, importKeys: 10_000)
 }
 

@@ -6,7 +6,10 @@ import Synchronization
 let testPorts = LoopbackPorts(range: 10_000..<20_000)
 
 /// Two or more `Replica` actors in this process, peered over real ZeroMQ sockets on loopback.
-func makeReplicas(_ count: Int, storage: (Int) -> ReplicaConfiguration.Storage = { _ in .memory }) throws -> [Replica] {
+func makeReplicas(
+    _ count: Int, storage: (Int) -> ReplicaConfiguration.Storage = { _ in .memory },
+    configure: (Int, inout ReplicaConfiguration) -> Void = { _, _ in }
+) throws -> [Replica] {
     let ports = (0..<count).map { _ in testPorts.pair() }
     return try (0..<count).map { index in
         var configuration = ReplicaConfiguration(
@@ -15,6 +18,7 @@ func makeReplicas(_ count: Int, storage: (Int) -> ReplicaConfiguration.Storage =
             peers: ports.indices.filter { $0 != index }.map { Endpoint(host: "127.0.0.1", port: ports[$0]) },
             storage: storage(index))
         configuration.heartbeatInterval = .milliseconds(200)
+        configure(index, &configuration)
         return try Replica(configuration)
     }
 }

@@ -1,4 +1,5 @@
 import Foundation
+import PropertyBased
 import Testing
 @testable import ReplicaCore
 
@@ -34,6 +35,11 @@ import Testing
         .members(MembersMessage(origin: "node1", wantsReply: false, records: [])),
         .relay(RelayedUpdate(origin: "node2", source: "node1", sourceEpoch: 3, sequence: 77,
                              entry: Entry(key: "greeting", version: version, payload: Array("\"hi\"".utf8)))),
+        .updates(UpdateBatch(origin: "node1", firstSequence: 45, entries: [
+            Entry(key: "greeting", version: version, schema: 2, payload: Array("\"hi\"".utf8)),
+            Entry(key: "gone", version: version, payload: nil),
+            Entry(key: "ü-ключ", version: Version(timestamp: HybridTimestamp(wallMillis: 1_763_800_000_001, logical: 0), node: "node1"), payload: []),
+        ])),
     ]
 
     @Test(arguments: samples) func roundTrips(_ message: WireMessage) throws {
@@ -143,7 +149,7 @@ import Testing
         for _ in 0..<20_000 {
             let length = Int.random(in: 0..<200, using: &generator)
             var bytes = (0..<length).map { _ in UInt8.random(in: 0...255, using: &generator) }
-            if length > 3 && Bool.random() { bytes[0] = WireCodec.magic; bytes[1] = WireCodec.protocolVersion; bytes[2] = UInt8.random(in: 1...7) }
+            if length > 3 && Bool.random() { bytes[0] = WireCodec.magic; bytes[1] = WireCodec.protocolVersion; bytes[2] = UInt8.random(in: 1...8) }
             if (try? codec.decode(bytes)) == nil { rejected += 1 }
         }
         #expect(rejected > 19_000)
@@ -160,5 +166,79 @@ import Testing
                 }
             }
         }
+    }
+
+    // MARK: Batches of updates (kind 8)
+
+    /// Entries of one writer spread over keys (some not ASCII), tombstones, empty and large
+    /// payloads, schemas and timestamps, from one number each.
+    static func batchEntry(_ code: Int) -> Entry {
+        let key = code % 5 == 0 ? "ключ-\(code % 97)" : "k\(code % 1009)"
+        let payload: [UInt8]? = code % 7 == 0 ? nil : (0..<(code % 11 == 0 ? 3000 : code % 40)).map { UInt8(truncatingIfNeeded: $0 &* code) }
+        let timestamp = HybridTimestamp(wallMillis: 1_763_800_000_000 + UInt64(code % 100_000), logical: UInt16(code % 3))
+        return Entry(key: key, version: Version(timestamp: timestamp, node: "node1"), schema: UInt16(code % 4), payload: payload)
+    }
+
+    @Test func aBatchDecodesToExactlyTheEntriesEncoded() async {
+        let entries = Gen.int(in: 0...1_000_000).map { Self.batchEntry($0) }.array(of: 1...60)
+        let first = Gen.int(in: 1...1_000_000_000)
+        await propertyCheck(count: 200, input: entries, first) { (entries: [Entry], first: Int) throws in
+            let batch = UpdateBatch(origin: "node1", firstSequence: UInt64(first), entries: entries)
+            #expect(try codec.decode(codec.encode(.updates(batch))) == .updates(batch))
+            // The publishing path: into a reused buffer, with the topic, read in place.
+            let frame = codec.publishFrame(batchOf: "node1", firstSequence: UInt64(first), entries: entries[...], reusing: [9, 9, 9])
+            #expect(Array(frame) == codec.publishFrame(.updates(batch)))
+            #expect(try codec.decodePublished(frame) == .updates(batch))
+            #expect(batch.sequences == UInt64(first)...UInt64(first + entries.count - 1))
+            #expect(frame.count == 1 + 3 + 1 + 5 + 8 + 2 + entries.reduce(0) { $0 + WireCodec.batchedSize(of: $1) }, "batchedSize counts exactly")
+            // Any cut of it is refused.
+            let cut = Int.random(in: 0..<frame.count)
+            #expect(throws: WireError.self) { try codec.decodePublished(Array(frame.prefix(cut))) }
+        }
+    }
+
+    /// A batch's count and first sequence are checked before any entry is read.
+    @Test func batchHeadersOutOfBoundsAreRefused() {
+        func batch(first: UInt64, count: UInt16) -> [UInt8] {
+            var writer = ByteWriter(capacity: 64)
+            writer.write(WireCodec.magic)
+            writer.write(WireCodec.protocolVersion)
+            writer.write(WireMessage.Kind.updates.rawValue)
+            writer.write(UInt8(5))
+            writer.write(raw: Array("node1".utf8))
+            writer.write(first)
+            writer.write(count)
+            return writer.bytes
+        }
+        let entry = Array(codec.encode(Self.samples.last!).suffix(from: 4 + 5 + 8 + 2))
+        #expect(throws: WireError.invalidField("batch entry count 0")) { try codec.decode(batch(first: 1, count: 0)) }
+        #expect(throws: WireError.tooLarge(field: "batch entry count", size: 1025, limit: 1024)) { try codec.decode(batch(first: 1, count: 1025) + entry) }
+        #expect(throws: WireError.invalidField("batch sequence")) { try codec.decode(batch(first: 0, count: 3) + entry) }
+        #expect(throws: WireError.invalidField("batch sequence")) { try codec.decode(batch(first: .max - 1, count: 3) + entry) }
+        #expect(throws: WireError.truncated, "it says 4 entries and holds 3") { try codec.decode(batch(first: 1, count: 4) + entry) }
+        #expect(throws: Never.self) { try codec.decode(batch(first: 1, count: 3) + entry) }
+        let small = WireCodec(limits: WireLimits(maxKeyBytes: 4))
+        #expect(throws: WireError.tooLarge(field: "key", size: 8, limit: 4), "each entry keeps the limits of a single update") {
+            try small.decode(batch(first: 1, count: 3) + entry)
+        }
+    }
+
+    /// The example in docs/protocol.md (kind 8), byte for byte.
+    @Test func theBatchExampleOfTheProtocolPageDecodes() throws {
+        let hex = "75 52 02 08 02 6e 31 00 00 00 00 00 00 00 07 00 02 00 00 01 9a 00 00 00 01 00 00 00 00 01 61 00 00 00 03 22 78 22 00 00 01 9a 00 00 00 02 01 00 00 00 01 62"
+        let bytes = hex.split(separator: " ").map { UInt8($0, radix: 16)! }
+        let writer = NodeID(rawValue: "n1")!
+        let expected = WireMessage.updates(UpdateBatch(origin: writer, firstSequence: 7, entries: [
+            Entry(key: "a", version: Version(timestamp: HybridTimestamp(rawValue: 0x0000_019A_0000_0001), node: writer), payload: Array("\"x\"".utf8)),
+            Entry(key: "b", version: Version(timestamp: HybridTimestamp(rawValue: 0x0000_019A_0000_0002), node: writer), payload: nil),
+        ]))
+        #expect(try codec.decodePublished(bytes) == expected)
+        #expect(codec.publishFrame(expected) == bytes)
+    }
+
+    @Test func batchesTravelUnderTheUpdateTopicOnly() throws {
+        let batch = Self.samples.first { $0.kind == .updates }!
+        #expect(codec.publishFrame(batch).first == 0x75)
+        #expect(throws: WireError.topicMismatch) { try codec.decodePublished([0x68] + codec.encode(batch)) }
     }
 }

@@ -107,6 +107,10 @@ import Testing
             origin: "node2", sequence: 1,
             entry: Entry(key: "k", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 0), node: "node2"), payload: Array("1".utf8))))
         let valid = codec.publishFrame(update)
+        let node2 = { (key: String) in Entry(key: key, version: Version(timestamp: HybridTimestamp(wallMillis: 2, logical: 0), node: "node2"), payload: Array("2".utf8)) }
+        let batch = codec.publishFrame(.updates(UpdateBatch(origin: "node2", firstSequence: 2, entries: [node2("k"), node2("k2")])))
+        var overcounted = batch
+        overcounted.replaceSubrange(18..<20, with: [0x04, 0x01])  // topic, header, "node2", first: then the count, 1025
         let garbage: [[[UInt8]]] = [
             [Array(valid.prefix(valid.count - 3))],              // truncated
             [valid + [0, 0, 0]],                                 // trailing bytes
@@ -114,6 +118,8 @@ import Testing
             [valid, valid],                                      // two frames
             [[0x68] + codec.encode(update)],                     // topic mismatch
             [valid, valid, valid],                               // three frames
+            [Array(batch.prefix(batch.count - 1))],              // truncated batch
+            [overcounted],                                       // batch over 1,024 entries
         ]
         // PUB drops messages until the node's SUB has connected; repeat until counted.
         let counted = try await eventually(timeout: .seconds(15)) {
@@ -127,6 +133,12 @@ import Testing
         #expect(try await eventually {
             ((try cluster.status(0)?["counters"] as? [String: Any])?["oversizedDropped"] as? Int ?? 0) >= 1
         }, "an oversized frame is counted")
+        // A batch over the frame limit (1,024 entries of 2 KiB): the same.
+        let big = (0..<1024).map { Entry(key: "big\($0)", version: Version(timestamp: HybridTimestamp(wallMillis: 3, logical: 0), node: "node2"), payload: [UInt8](repeating: 7, count: 2048)) }
+        try hostile.send([codec.publishFrame(.updates(UpdateBatch(origin: "node2", firstSequence: 4, entries: big)))])
+        #expect(try await eventually {
+            ((try cluster.status(0)?["counters"] as? [String: Any])?["oversizedDropped"] as? Int ?? 0) >= 2
+        }, "an oversized batch is counted")
         // Garbage sync requests to the ROUTER, and raw bytes to both TCP ports.
         let dealer = try context.socket(.dealer)
         try dealer.connect("tcp://127.0.0.1:\(cluster.nodes[0].port + 1)")

@@ -161,7 +161,9 @@ def scenario_bridge_partition(ctx, binary):
                 time.sleep(0.1)
 
         def reader(k, tag):
-            while not stop.is_set() or any(v[1] == k and v[2] is None for v in stale.values()):
+            # Until the writers have finished (a `set` started before `stop` may be acknowledged
+            # after it) and nothing acknowledged towards this reader is still unseen.
+            while not writers_done.is_set() or any(v[1] == k and v[2] is None for v in stale.values()):
                 result = c.client(k, ["keys", "--prefix", f"bp-{tag}-"], timeout=5)
                 now = time.monotonic()
                 if result.returncode == 0:
@@ -170,23 +172,27 @@ def scenario_bridge_partition(ctx, binary):
                         for key in seen:
                             if key in stale and stale[key][2] is None:
                                 stale[key] = (stale[key][0], k, now)
-                if stop.is_set() and time.monotonic() - stopped_at[0] > 10:
+                if writers_done.is_set() and time.monotonic() - stopped_at[0] > 10:
                     return
                 time.sleep(0.05)
 
         stopped_at = [0.0]
-        threads = [threading.Thread(target=writer, args=(1, 3, "a"), daemon=True),
-                   threading.Thread(target=writer, args=(3, 1, "c"), daemon=True),
-                   threading.Thread(target=reader, args=(3, "a"), daemon=True),
+        writers_done = threading.Event()
+        writers = [threading.Thread(target=writer, args=(1, 3, "a"), daemon=True),
+                   threading.Thread(target=writer, args=(3, 1, "c"), daemon=True)]
+        readers = [threading.Thread(target=reader, args=(3, "a"), daemon=True),
                    threading.Thread(target=reader, args=(1, "c"), daemon=True)]
-        for t in threads:
+        for t in writers + readers:
             t.start()
         time.sleep(12.0)
-        # The stop time first: a reader that sees `stop` must not find it unset (0), which would
-        # end it at once, before it saw the last writes.
-        stopped_at[0] = time.monotonic()
         stop.set()
-        for t in threads:
+        for t in writers:
+            t.join(timeout=15)
+        # The stop time before the event: a reader that sees `writers_done` must not find it
+        # unset (0), which would end it at once, before it saw the last writes.
+        stopped_at[0] = time.monotonic()
+        writers_done.set()
+        for t in readers:
             t.join(timeout=15)
         lags = [seen - acked for acked, _, seen in stale.values() if seen is not None]
         missing = [key for key, (_, _, seen) in stale.items() if seen is None]

@@ -60,7 +60,14 @@ public struct HybridLogicalClock: Sendable {
     /// clock untouched: one bad clock must not drag the whole cluster into the future.
     @discardableResult
     public mutating func receive(_ remote: HybridTimestamp) throws(RejectedTimestamp) -> HybridTimestamp {
-        let now = min(physical(), HybridTimestamp.maxWallMillis)
+        try receive(remote, wallMillis: physical())
+    }
+
+    /// `receive` against a wall-clock reading the caller took (one reading for a whole batch
+    /// of received timestamps: reading the clock per entry would cost more than the merge).
+    @discardableResult
+    public mutating func receive(_ remote: HybridTimestamp, wallMillis: UInt64) throws(RejectedTimestamp) -> HybridTimestamp {
+        let now = min(wallMillis, HybridTimestamp.maxWallMillis)
         guard remote.wallMillis <= now &+ maxDriftMillis &+ extraDriftMillis else {
             throw .tooFarInFuture(remote: remote, localWallMillis: now)
         }
@@ -74,6 +81,9 @@ public struct HybridLogicalClock: Sendable {
         }
         return last
     }
+
+    /// The wall clock now (ms since 1970), as this clock reads it.
+    public func wallMillis() -> UInt64 { physical() }
 
     /// What `tick()` would return's wall part now, without advancing the clock: for messages that
     /// are not data (heartbeats), so that they never push the clock ahead.

@@ -11,6 +11,7 @@ public enum ReplicaMetricName {
 
     // Recorded from status snapshots (`ReplicaMetricsReporter`).
     public static let updatesPublished = "replica_updates_published_total"
+    public static let updateMessagesPublished = "replica_update_messages_published_total"
     public static let updatesApplied = "replica_updates_applied_total"
     public static let updatesRelayed = "replica_updates_relayed_total"
     public static let syncEntriesReceived = "replica_sync_entries_received_total"

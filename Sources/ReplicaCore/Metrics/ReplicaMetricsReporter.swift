@@ -37,6 +37,7 @@ public struct ReplicaMetricsReporter: Sendable {
         typealias Name = ReplicaMetricName
         totals = [
             total(Name.updatesPublished) { $0.counters.updatesPublished },
+            total(Name.updateMessagesPublished) { $0.counters.updateMessagesPublished },
             total(Name.updatesApplied) { $0.counters.updatesApplied },
             total(Name.updatesRelayed) { $0.counters.updatesRelayed },
             total(Name.syncEntriesReceived) { $0.counters.syncEntriesReceived },

@@ -11,7 +11,7 @@ extension Replica {
         let local = writes.map { write in
             (entries: write.requests.map { request in
                 Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
-            }, continuation: write.continuation)
+            }, completion: write.completion)
         }
         let commitStarted = ContinuousClock.now
         let merged = Result { try store.merge(remote.map(\.entry) + local.flatMap(\.entries)) }
@@ -50,10 +50,12 @@ extension Replica {
             for write in local { for entry in write.entries { localStamps.insert(entry.version.timestamp) } }
         }
         if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
+        var published: [Entry] = []
+        published.reserveCapacity(localStamps.count)
         for entry in winners {
             let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
             if isLocal {
-                publish(entry)
+                published.append(entry)
             } else {
                 counters.updatesApplied += 1
             }
@@ -61,7 +63,8 @@ extension Replica {
                 notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
             }
         }
-        for write in local { write.continuation.resume(returning: write.entries) }
+        publish(published)
+        for write in local { write.completion.resume(returning: write.entries) }
     }
 
     /// Nothing of the batch was written. Writers get the error (nothing of theirs is published);
@@ -78,7 +81,7 @@ extension Replica {
         for write in local {
             for request in write.requests { problems.raise(.save, request.key, reason) }
             let key = write.requests.first?.key ?? ""
-            write.continuation.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
+            write.completion.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
         }
         problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
             + "entries are fetched again once commits work, retried with back-off")
@@ -103,23 +106,54 @@ extension Replica {
         throw error
     }
 
-    private func publish(_ entry: Entry) {
-        guard let publisher else { return }
-        sequence &+= 1
-        retransmit.record(entry.key, sequence: sequence)
-        let frames = [codec.publishFrame(.update(Update(origin: identity.node, sequence: sequence, entry: entry)))]
-        do {
-            try publisher.send(frames)
-            counters.updatesPublished += 1
-        } catch {
-            // PUB never blocks; a failure here is a closed context. Repairs fill the gap.
-            logger.error("publish failed", metadata: ["key": "\(entry.key)", "error": "\(error)"])
+    /// Publishes this commit's local winners: in batches of consecutive sequences, each cut at
+    /// `maxBatchBytes` (a lone update goes as a single update, which every version reads).
+    private func publish(_ entries: [Entry]) {
+        guard let publisher, !entries.isEmpty else { return }
+        let limits = codec.limits
+        var start = entries.startIndex
+        while start < entries.endIndex {
+            var end = start + 1
+            if configuration.batchesUpdates {
+                var bytes = WireCodec.batchedSize(of: entries[start])
+                while end < entries.endIndex, end - start < limits.maxEntriesPerChunk {
+                    bytes += WireCodec.batchedSize(of: entries[end])
+                    guard bytes <= limits.maxBatchBytes else { break }
+                    end += 1
+                }
+            }
+            let batch = entries[start..<end]
+            let first = sequence &+ 1
+            for entry in batch {
+                sequence &+= 1
+                retransmit.record(entry.key, sequence: sequence)
+            }
+            let frame: [UInt8]
+            if batch.count == 1 {
+                frame = codec.publishFrame(.update(Update(origin: identity.node, sequence: first, entry: batch[start])))
+            } else {
+                // Moved out of the property and back after the send: a uniquely held buffer is
+                // written in place, with no copy and no allocation.
+                var buffer: [UInt8] = []
+                swap(&buffer, &publishBuffer)
+                frame = codec.publishFrame(batchOf: identity.node, firstSequence: first, entries: batch, reusing: consume buffer)
+            }
+            do {
+                try publisher.send(frame: frame)
+                counters.updatesPublished += batch.count
+                counters.updateMessagesPublished += 1
+            } catch {
+                // PUB never blocks; a failure here is a closed context. Repairs fill the gap.
+                logger.error("publish failed", metadata: ["updates": "\(batch.count)", "error": "\(error)"])
+            }
+            if batch.count > 1 { publishBuffer = frame }
+            start = end
         }
     }
 
     private func notify(_ change: Change) {
         for observer in observers.values where change.entry.key.hasPrefix(observer.prefix) {
-            observer.continuation.yield(change)
+            observer.receiver.deliver(change)
         }
     }
 }

@@ -170,8 +170,8 @@ extension Replica {
 
     func redial(_ socket: ZMQSocket, _ address: String, of node: NodeID) {
         do {
-            if let rtt = sessions[node]?.clock.worstRoundTrip {
-                try socket.setConnectTimeout(LinkDialer.Timing.adapted(to: rtt, silentRedialEvery: timing.silentRedialEvery).connectAttempt)
+            if let session = sessions[node], session.dialRoundTrip != nil {
+                try socket.setConnectTimeout(session.dialTiming(timing).connectAttempt)
             }
             try socket.redial(address)
         } catch {

@@ -25,14 +25,24 @@ extension Replica {
                     dropForged(decoded.origin, on: node)
                     continue
                 }
-                sessions[node]?.countBytes(update: bytes)
                 let now = ContinuousClock.now
-                if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
                 switch decoded {
-                case .update(let update): receive(update, from: node)
-                case .heartbeat(let heartbeat): receive(heartbeat, from: node, now: now)
-                case .members(let members): mergeMembers(members.records, from: node)
-                case .relay(let relayed): receive(relayed, now: now)
+                case .update(let update):
+                    receive([update.entry], sequences: update.sequence...update.sequence, bytes: bytes, from: node, now: now)
+                case .updates(let batch):
+                    // A batch counts in the turn's intake by its updates, not as one message.
+                    budget.spend(batch.entries.count - 1)
+                    taken += batch.entries.count - 1
+                    receive(batch.entries, sequences: batch.sequences, bytes: bytes, from: node, now: now)
+                case .heartbeat(let heartbeat):
+                    heard(node, bytes: bytes, now: now)
+                    receive(heartbeat, from: node, now: now)
+                case .members(let members):
+                    heard(node, bytes: bytes, now: now)
+                    mergeMembers(members.records, from: node)
+                case .relay(let relayed):
+                    heard(node, bytes: bytes, now: now)
+                    receive(relayed, now: now)
                 case .syncRequest, .syncChunk, .repairRequest: throw WireError.unknownKind(decoded.kind.rawValue)
                 }
             } catch {
@@ -72,12 +82,25 @@ extension Replica {
         logger.warning("\(message())\(suppressed > 0 ? " (and \(suppressed) more since the last such line)" : "")")
     }
 
-    private func receive(_ update: Update, from node: NodeID) {
-        if let actions = sessions[node]?.updateReceived(sequence: update.sequence) {
-            perform(actions, for: node, now: .now)
+    /// A message on the member's own connection: it is heard.
+    private func heard(_ node: NodeID, bytes: Int, now: ContinuousClock.Instant) {
+        guard let actions = sessions[node]?.heardDirectly(now: now) else { return }
+        sessions[node]?.countBytes(update: bytes)
+        if !actions.isEmpty { perform(actions, for: node, now: now) }
+    }
+
+    /// Updates of the member itself (one, or a batch), with their sequences: one step of its
+    /// session for all of them, then each entry to the commit.
+    private func receive(_ entries: [Entry], sequences: ClosedRange<UInt64>, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
+        if let actions = sessions[node]?.updatesReceived(sequences, bytes: bytes, now: now), !actions.isEmpty {
+            perform(actions, for: node, now: now)
         }
-        if !relaysServed.isEmpty, let epoch = sessions[node]?.stream.epoch { relay(update, epoch: epoch) }
-        accept(update.entry, from: node)
+        if !relaysServed.isEmpty, let epoch = sessions[node]?.stream.epoch {
+            for (offset, entry) in entries.enumerated() {
+                relay(Update(origin: node, sequence: sequences.lowerBound + UInt64(offset), entry: entry), epoch: epoch)
+            }
+        }
+        accept(entries, from: node)
     }
 
     private func receive(_ relayed: RelayedUpdate, now: ContinuousClock.Instant) {
@@ -125,24 +148,36 @@ extension Replica {
         }
     }
 
+    /// Queues remote entries for the next commit, those whose timestamps are acceptable, with
+    /// one reading of the clocks for all of them.
+    func accept(_ entries: [Entry], from node: NodeID) {
+        let wall = clock.wallMillis()
+        let now = ContinuousClock.now
+        for entry in entries { accept(entry, from: node, wallMillis: wall, now: now) }
+    }
+
     /// Queues a remote entry for the next commit if its timestamp is acceptable.
     func accept(_ entry: Entry, from node: NodeID) {
+        accept(entry, from: node, wallMillis: clock.wallMillis(), now: .now)
+    }
+
+    private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: ContinuousClock.Instant) {
         if entry.isTombstone && entry.version.timestamp < tombstoneCutoff {
             // Already collected here (or about to be): taking it back would undo the collection.
             counters.expiredTombstonesDropped += 1
             return
         }
         do {
-            try clock.receive(entry.version.timestamp)
+            try clock.receive(entry.version.timestamp, wallMillis: wallMillis)
         } catch {
             counters.futureTimestampsRejected += 1
             sessions[entry.version.node]?.countFutureRejection()
-            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(configuration.wallClock())) / 1000
+            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
             return
         }
-        if !commits.accept(entry, from: node, now: .now) {
+        if !commits.accept(entry, from: node, now: now) {
             // Dropped while the store fails: no sync mark may claim we hold what members held.
             for member in sessions.keys { sessions[member]?.forgetSyncMark() }
         }
@@ -161,6 +196,11 @@ struct IntakeBudget {
     init(messages: Int, deadline: ContinuousClock.Instant) {
         self.messages = messages
         self.deadline = deadline
+    }
+
+    /// A message just taken held `extra` more updates (a batch): they count too.
+    mutating func spend(_ extra: Int) {
+        messages = max(0, messages - max(0, extra))
     }
 
     /// Takes one message from the budget; false when it is spent.

@@ -21,12 +21,20 @@ extension Replica {
         // A catch-up waits (at most a second) while queued updates are still being read.
         let deferCatchUp = intakeBusySince.map { now - $0 < .seconds(1) } ?? false
         guard let (node, reason) = planner.next(candidates, deferCatchUp: deferCatchUp), let link = links[node], let session = sessions[node] else {
-            if let catchUp = planner.catchUp, planner.inFlight == nil, !candidates.isEmpty, !deferCatchUp {
+            // Said only once it has waited a while: right after start, or while a link comes
+            // back, nobody is reachable for a moment, and that is normal.
+            if planner.catchUp != nil, planner.inFlight == nil, !candidates.isEmpty, !deferCatchUp {
+                catchUpUnservedSince = catchUpUnservedSince ?? now
+            } else {
+                catchUpUnservedSince = nil
+            }
+            if let catchUp = planner.catchUp, let since = catchUpUnservedSince, now - since >= Self.catchUpPatience {
                 warn("catch-up waiting", "a catch-up sync (\(catchUp.reason.rawValue)) waits: no member can serve it now "
                     + "(\(candidates.map { "\($0.node): \($0.reachable ? "reachable" : "unreachable")" }.joined(separator: ", "))\(deferCatchUp ? ", intake busy" : ""))")
             }
             return
         }
+        catchUpUnservedSince = nil
         let requestID = nextRequestID
         nextRequestID += 1
         let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets, since: session.syncMark)

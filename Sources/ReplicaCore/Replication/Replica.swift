@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Logging
 
 /// A running node: its store, clock, sockets and members, owned by one actor.
@@ -76,6 +77,13 @@ public actor Replica: PollLoopOwner {
     var isolatedSince: ContinuousClock.Instant?
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
+    /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
+    nonisolated let submissions = Mutex<[CommitQueue.PendingWrite]>([])
+    /// The buffer batches of updates are encoded into, reused (its capacity kept) by every commit.
+    var publishBuffer: [UInt8] = []
+    /// Since when a wanted catch-up has found no member to serve it (warned after a while).
+    var catchUpUnservedSince: ContinuousClock.Instant?
+    static let catchUpPatience: Duration = .seconds(3)
     var leaving: LeaveProgress?
 
     // Observation and problems.
@@ -103,7 +111,25 @@ public actor Replica: PollLoopOwner {
 
     struct Observer {
         var prefix: String
-        var continuation: AsyncStream<Change>.Continuation
+        var receiver: ChangeReceiver
+    }
+
+    /// Where an observer's changes go: an `AsyncStream` (`changes(prefix:)`), or a handler run on
+    /// the loop thread right after the commit (`observeChanges(prefix:handler:)`).
+    enum ChangeReceiver {
+        case stream(AsyncStream<Change>.Continuation)
+        case handler(@Sendable (Change) -> Void)
+
+        func deliver(_ change: Change) {
+            switch self {
+            case .stream(let continuation): continuation.yield(change)
+            case .handler(let handler): handler(change)
+            }
+        }
+
+        func finish() {
+            if case .stream(let continuation) = self { continuation.finish() }
+        }
     }
 
     /// A `leave()` waiting for the members to acknowledge the departure.
@@ -191,7 +217,11 @@ public actor Replica: PollLoopOwner {
         loop.start(for: self)
     }
 
-    deinit { loop.ownerReleased() }
+    deinit {
+        // Writes submitted but never taken are answered, not dropped.
+        for write in submissions.withLock({ $0 }) { write.completion.resume(throwing: ReplicaError.shutDown) }
+        loop.ownerReleased()
+    }
 
     static let zapEndpoint = "inproc://zeromq.zap.01"
     static let zapDomain = "replica"
@@ -253,8 +283,17 @@ public actor Replica: PollLoopOwner {
     /// that knows only schema `n` must not overwrite data written by a newer one.
     @discardableResult
     public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
-        guard !isShutDown else { throw ReplicaError.shutDown }
         guard !batch.isEmpty else { return [] }
+        try validate(batch, refusingNewerSchemaThan: known)
+        return try await withCheckedThrowingContinuation { continuation in
+            commits.enqueue(CommitQueue.PendingWrite(requests: batch, completion: .continuation(continuation)))
+        }
+    }
+
+    /// Throws what `write` throws before anything is queued: shut down, a skewed clock, a bad
+    /// key, a value too large, a newer schema.
+    func validate(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16?) throws {
+        guard !isShutDown else { throw ReplicaError.shutDown }
         try refuseIfClockSkewed()
         for request in batch {
             do {
@@ -266,9 +305,6 @@ public actor Replica: PollLoopOwner {
                 throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)
             }
             if let known { try refuseNewerSchema(request.key, known: known) }
-        }
-        return try await withCheckedThrowingContinuation { continuation in
-            commits.enqueue(CommitQueue.PendingWrite(requests: batch, continuation: continuation))
         }
     }
 
@@ -293,14 +329,27 @@ public actor Replica: PollLoopOwner {
             return stream
         }
         let id = UUID()
-        observers[id] = Observer(prefix: prefix, continuation: continuation)
+        observers[id] = Observer(prefix: prefix, receiver: .stream(continuation))
         continuation.onTermination = { [weak self] _ in
-            Task { await self?.removeObserver(id) }
+            Task { await self?.stopObserving(id) }
         }
         return stream
     }
 
-    private func removeObserver(_ id: UUID) { observers[id] = nil }
+    /// Calls `handler` with every change applied after this call returns whose key starts with
+    /// `prefix`, local and remote, on the replica's loop thread right after each commit: no task,
+    /// no hop, no buffer (`changes(prefix:)` is the `AsyncStream` way). The handler runs inside
+    /// the commit path, so it must be quick and must not block; it is never called after
+    /// `stopObserving` or `shutdown` returns. Returns the id to stop with.
+    public func observeChanges(prefix: String = "", handler: @escaping @Sendable (Change) -> Void) -> UUID {
+        let id = UUID()
+        if !isShutDown { observers[id] = Observer(prefix: prefix, receiver: .handler(handler)) }
+        return id
+    }
+
+    /// Stops the observer `id` (from `observeChanges`; a `changes` stream stops when its reader
+    /// is done with it).
+    public func stopObserving(_ id: UUID) { observers[id] = nil }
 
     /// Keeps a copy of an entry that could not be decoded (see `ReplicaStore.quarantine`).
     public func quarantine(_ entry: Entry, reason: String) throws {
@@ -328,8 +377,11 @@ public actor Replica: PollLoopOwner {
     /// The store stays readable. Idempotent. (To leave the cluster for good, `leave()` first.)
     public func shutdown() {
         guard !isShutDown else { return }
+        takeSubmissions()
         flush()
         isShutDown = true
+        // Writes the flush could not take (held for the clock check) are refused, not left waiting.
+        for write in commits.takeWrites() { write.completion.resume(throwing: ReplicaError.shutDown) }
         finishLeaving()
         publisher?.close()
         syncServer?.close()
@@ -346,7 +398,7 @@ public actor Replica: PollLoopOwner {
         for seed in seeds { seed.close() }
         seeds.removeAll()
         pollItemsCache = nil
-        for observer in observers.values { observer.continuation.finish() }
+        for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
         store.closeForWriting()
         logger.info("replica stopped")

@@ -45,7 +45,9 @@ public struct ReplicaConfiguration: Sendable {
     /// How long local writes wait, after members are first heard, for the first comparison of
     /// this node's clock with theirs (see `ClockCheck`); then they go ahead unchecked.
     public var clockCheckGrace: Duration = .seconds(3)
-    public var heartbeatInterval: Duration = .seconds(1)
+    /// Twice a second: a member is suspect after three missed heartbeats rather than one and a
+    /// half, and a healed link is noticed (gaps, digests, clock) within half a second.
+    public var heartbeatInterval: Duration = .milliseconds(500)
     /// Silence after which a peer is suspect, then down.
     public var suspectAfter: Duration = .milliseconds(1500)
     public var downAfter: Duration = .seconds(5)
@@ -64,8 +66,12 @@ public struct ReplicaConfiguration: Sendable {
     /// How many of its latest published updates a node can resend to a peer that lost some (it
     /// keeps their keys; see `RetransmitBuffer`).
     public var retransmitWindow: Int = 262_144
-    /// Messages read from the network before a batch is committed (group commit size).
+    /// Updates read from the network before they are committed (group commit size).
     public var maxBatch: Int = 8192
+    /// Publish the local writes of one commit as batches of updates (one message for up to
+    /// `WireLimits.maxBatchBytes`). Off: one message per update, as nodes from before batches
+    /// expect (for a rolling upgrade; see docs/protocol.md, "Mixed versions").
+    public var batchesUpdates = true
 
     public init(node: NodeID, listen: Endpoint, peers: [Endpoint] = [], storage: Storage) {
         self.node = node

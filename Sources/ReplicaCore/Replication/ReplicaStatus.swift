@@ -66,6 +66,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// and clock measurement only.
         public var skewedHeartbeats = 0
         public var updatesPublished = 0
+        /// Messages that carried them: a single update or a batch (updates per message is how
+        /// well commits batch; see docs/protocol.md, kind 8).
+        public var updateMessagesPublished = 0
         public var updatesApplied = 0
         /// Updates of other members passed on to members that cannot hear them.
         public var updatesRelayed = 0

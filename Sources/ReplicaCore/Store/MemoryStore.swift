@@ -72,12 +72,12 @@ public final class MemoryStore: ReplicaStore {
     }
 
     public func merge(_ batch: [Entry]) -> [Entry] {
-        let winners = index.winners(of: batch) { table.entry(for: $0) }
+        let planned = index.winners(of: batch) { table.entry(for: $0) }
         table.entries.withLock { entries in
-            for entry in winners { entries[entry.key] = entry }
+            for entry in planned.entries { entries[entry.key] = entry }
         }
-        index.record(stored: winners)
-        return winners
+        index.record(stored: planned)
+        return planned.entries
     }
 
     public func makeReader() -> any StoreReader { table }

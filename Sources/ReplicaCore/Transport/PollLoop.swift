@@ -55,6 +55,8 @@ public protocol PollLoopOwner: Actor {
 public final class PollLoop: SerialExecutor, @unchecked Sendable {
     private struct Mailbox: ~Copyable {
         var jobs: [UnownedJob] = []
+        /// Work handed over with `execute`, run on the loop thread in order.
+        var work: [@Sendable () -> Void] = []
         var signalled = false
     }
 
@@ -129,6 +131,18 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
         thread.start()
     }
 
+    /// Runs `work` on the loop thread, before its next wait (as swift-nio's
+    /// `EventLoop.execute`): for callers on other threads that must not create a task, such as
+    /// a write submitted without awaiting. It runs even after the owner has shut down.
+    public func execute(_ work: @escaping @Sendable () -> Void) {
+        let mustSignal = mailbox.withLock { box in
+            box.work.append(work)
+            defer { box.signalled = true }
+            return !box.signalled
+        }
+        if mustSignal { signal() }
+    }
+
     /// Wakes the loop so it notices that its owner is gone; the owner calls this from `deinit`.
     public func ownerReleased() {
         signal()
@@ -138,11 +152,12 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
         weak let weakOwner = owner
         var items: [zmq_pollitem_t] = []
         while true {
-            let jobs = mailbox.withLock { box in
-                defer { box.jobs.removeAll(keepingCapacity: true); box.signalled = false }
-                return box.jobs
+            let (jobs, work) = mailbox.withLock { box in
+                defer { box.jobs.removeAll(keepingCapacity: true); box.work.removeAll(keepingCapacity: true); box.signalled = false }
+                return (box.jobs, box.work)
             }
             for job in jobs { job.runSynchronously(on: asUnownedSerialExecutor()) }
+            for item in work { item() }
             // The thread ends once its owner is gone; until then it serves the owner's jobs even
             // after the owner has closed its sockets, so no caller is left waiting.
             // Held strongly only while it runs, never across the wait, so the owner can be released.
@@ -161,7 +176,7 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
                 }
                 roles.append(item.role)
             }
-            let hasJobs = mailbox.withLock { !$0.jobs.isEmpty }
+            let hasJobs = mailbox.withLock { !$0.jobs.isEmpty || !$0.work.isEmpty }
             let milliseconds: Int = hasJobs ? 0 : timeout.map { max(0, Int(($0 / .milliseconds(1)).rounded(.up))) } ?? -1
             if zmq_poll(&items, Int32(items.count), milliseconds) < 0 {
                 let error = ZMQError.last("zmq_poll")

@@ -274,6 +274,21 @@ public final class ZMQSocket: @unchecked Sendable {
         return true
     }
 
+    /// Sends a one-frame message (no array of frames to build). Returns false if it would block
+    /// and `wait` is false.
+    @discardableResult
+    public func send(frame: [UInt8], wait: Bool = false) throws(ZMQError) -> Bool {
+        let handle = try open("send")
+        while true {
+            let sent = frame.withUnsafeBytes { zmq_send(handle, $0.baseAddress, $0.count, wait ? 0 : ZMQ_DONTWAIT) }
+            if sent >= 0 { return true }
+            let error = ZMQError.last("send")
+            if error.isInterrupted { continue }
+            if error.isWouldBlock { return false }
+            throw error
+        }
+    }
+
     /// Waits until a message can be read, or `timeout` passes (nil: forever). Returns readiness.
     public func waitUntilReadable(timeout: Duration?) throws(ZMQError) -> Bool {
         let handle = try open("poll")

@@ -1,23 +1,50 @@
 /// Appends big-endian fields to a byte array.
 struct ByteWriter {
-    private(set) var bytes: [UInt8] = []
+    private(set) var bytes: [UInt8]
 
-    init(capacity: Int = 64) { bytes.reserveCapacity(capacity) }
+    init(capacity: Int = 64) {
+        bytes = []
+        bytes.reserveCapacity(capacity)
+    }
+
+    /// Writes into `buffer`, emptied but keeping its capacity: a buffer reused for every
+    /// message costs no allocation once it has grown to the largest.
+    init(reusing buffer: consuming [UInt8]) {
+        bytes = buffer
+        bytes.removeAll(keepingCapacity: true)
+    }
+
+    var count: Int { bytes.count }
 
     mutating func write(_ value: UInt8) { bytes.append(value) }
     mutating func write(_ value: UInt16) { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
     mutating func write(_ value: UInt32) { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
     mutating func write(_ value: UInt64) { withUnsafeBytes(of: value.bigEndian) { bytes.append(contentsOf: $0) } }
     mutating func write<Bytes: Collection<UInt8>>(raw: Bytes) { bytes.append(contentsOf: raw) }
+    /// A string's UTF-8 bytes, without an intermediate array.
+    mutating func write(utf8 string: String) {
+        var string = string
+        string.withUTF8 { bytes.append(contentsOf: $0) }
+    }
+
+    /// Overwrites a big-endian UInt16 written earlier at `offset` (a count known only at the end).
+    mutating func patch(_ value: UInt16, at offset: Int) {
+        bytes[offset] = UInt8(value >> 8)
+        bytes[offset + 1] = UInt8(value & 0xff)
+    }
 }
 
 /// Reads big-endian fields from a byte array; every read is bounds-checked and throws
 /// `WireError.truncated` instead of reading past the end.
 struct ByteReader {
     private let bytes: [UInt8]
-    private(set) var offset = 0
+    private(set) var offset: Int
 
-    init(_ bytes: [UInt8]) { self.bytes = bytes }
+    /// Reads `bytes` from `offset` (a published frame's body starts after its topic).
+    init(_ bytes: [UInt8], from offset: Int = 0) {
+        self.bytes = bytes
+        self.offset = offset
+    }
 
     var remaining: Int { bytes.count - offset }
 
@@ -43,6 +70,13 @@ struct ByteReader {
         guard count >= 0, remaining >= count else { throw .truncated }
         defer { offset += count }
         return Array(bytes[offset..<offset + count])
+    }
+
+    /// `count` bytes of UTF-8, validated in place (no intermediate array); nil if not UTF-8.
+    mutating func readString(_ count: Int) throws(WireError) -> String? {
+        guard count >= 0, remaining >= count else { throw .truncated }
+        defer { offset += count }
+        return String(validating: bytes[offset..<offset + count], as: UTF8.self)
     }
 
     /// Fails unless every byte was consumed: trailing garbage is malformed, not ignored.

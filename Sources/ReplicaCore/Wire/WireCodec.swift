@@ -4,7 +4,9 @@ import Foundation
 /// Decoding never traps: any malformed input becomes a `WireError` (see docs/protocol.md).
 public struct WireCodec: Sendable {
     public static let magic: UInt8 = 0x52  // "R"
-    /// Version 2 added membership (kind 6), relays (kind 7), epochs, peer reports and store marks.
+    /// Version 2 added membership (kind 6), relays (kind 7), epochs, peer reports and store marks;
+    /// batches of updates (kind 8) came later within it, as a kind of their own (docs/protocol.md,
+    /// "Mixed versions").
     public static let protocolVersion: UInt8 = 2
     /// The topic that opens every message on PUB/SUB (SUB filters on it): "u" for updates, "h"
     /// for heartbeats, "m" for member announcements, "r" + source id + 0x00 for relayed updates.
@@ -35,9 +37,25 @@ public struct WireCodec: Sendable {
         Self.topic(of: message) + encode(message)
     }
 
+    /// The one frame that publishes `entries` (all written by `origin`, sequences from
+    /// `firstSequence`) as a batch of updates, encoded into `buffer` (emptied, its capacity kept):
+    /// the publishing path reuses one buffer and allocates nothing per update.
+    public func publishFrame(batchOf origin: NodeID, firstSequence: UInt64, entries: ArraySlice<Entry>, reusing buffer: consuming [UInt8]) -> [UInt8] {
+        var writer = ByteWriter(reusing: buffer)
+        writer.write(Self.updateTopic)
+        writeHeader(kind: .updates, origin: origin, to: &writer)
+        writeBatchBody(firstSequence: firstSequence, entries: entries, to: &writer)
+        return writer.bytes
+    }
+
+    /// The encoded size of `entry` in a batch (what `maxBatchBytes` counts), without encoding it.
+    public static func batchedSize(of entry: Entry) -> Int {
+        8 + 1 + 2 + 2 + entry.key.utf8.count + (entry.payload.map { 4 + $0.count } ?? 0)
+    }
+
     private static func topic(of message: WireMessage) -> [UInt8] {
         switch message {
-        case .update: [updateTopic]
+        case .update, .updates: [updateTopic]
         case .members: [membersTopic]
         case .relay(let relay): relayTopic(for: relay.source)
         default: [heartbeatTopic]
@@ -52,9 +70,9 @@ public struct WireCodec: Sendable {
             guard let end = frame.firstIndex(of: 0) else { throw .topicMismatch }
             topicLength = end + 1
         }
-        let message = try decode(Array(frame[topicLength...]))
+        let message = try decode(frame, from: topicLength)
         switch message {
-        case .update, .heartbeat, .members, .relay:
+        case .update, .updates, .heartbeat, .members, .relay:
             guard frame.prefix(topicLength).elementsEqual(Self.topic(of: message)) else { throw .topicMismatch }
         case .syncRequest, .syncChunk, .repairRequest:
             throw .unknownKind(message.kind.rawValue)  // sync messages never travel on PUB/SUB
@@ -66,14 +84,13 @@ public struct WireCodec: Sendable {
 
     public func encode(_ message: WireMessage) -> [UInt8] {
         var writer = ByteWriter(capacity: 128)
-        writer.write(Self.magic)
-        writer.write(Self.protocolVersion)
-        writer.write(message.kind.rawValue)
-        writeNode(message.origin, to: &writer)
+        writeHeader(kind: message.kind, origin: message.origin, to: &writer)
         switch message {
         case .update(let update):
             writer.write(update.sequence)
             writeEntry(update.entry, to: &writer)
+        case .updates(let batch):
+            writeBatchBody(firstSequence: batch.firstSequence, entries: batch.entries[...], to: &writer)
         case .heartbeat(let heartbeat):
             writeUUID(heartbeat.incarnation, to: &writer)
             writer.write(heartbeat.epoch)
@@ -124,10 +141,16 @@ public struct WireCodec: Sendable {
     }
 
     public func decode(_ bytes: [UInt8]) throws(WireError) -> WireMessage {
-        guard bytes.count <= limits.maxFrameBytes else {
-            throw .tooLarge(field: "message", size: bytes.count, limit: limits.maxFrameBytes)
+        try decode(bytes, from: 0)
+    }
+
+    /// Decodes the message that starts at `offset` of `bytes` (after a published frame's topic:
+    /// the body is read in place, not copied out).
+    func decode(_ bytes: [UInt8], from offset: Int) throws(WireError) -> WireMessage {
+        guard bytes.count - offset <= limits.maxFrameBytes else {
+            throw .tooLarge(field: "message", size: bytes.count - offset, limit: limits.maxFrameBytes)
         }
-        var reader = ByteReader(bytes)
+        var reader = ByteReader(bytes, from: offset)
         let magic = try reader.readByte()
         guard magic == Self.magic else { throw .badMagic(magic) }
         let version = try reader.readByte()
@@ -142,6 +165,18 @@ public struct WireCodec: Sendable {
             let entry = try readEntry(&reader)
             guard entry.version.node == origin else { throw .invalidField("update written by another node") }
             message = .update(Update(origin: origin, sequence: sequence, entry: entry))
+        case .updates:
+            let first = try reader.readUInt64()
+            let count = Int(try reader.readUInt16())
+            guard count >= 1 else { throw .invalidField("batch entry count 0") }
+            guard count <= limits.maxEntriesPerChunk else {
+                throw .tooLarge(field: "batch entry count", size: count, limit: limits.maxEntriesPerChunk)
+            }
+            guard first >= 1, first <= UInt64.max - UInt64(count) else { throw .invalidField("batch sequence") }
+            var entries: [Entry] = []
+            entries.reserveCapacity(count)
+            for _ in 0..<count { entries.append(try readEntry(&reader, writtenBy: origin)) }
+            message = .updates(UpdateBatch(origin: origin, firstSequence: first, entries: entries))
         case .heartbeat:
             let incarnation = try readUUID(&reader)
             let epoch = try reader.readUInt64()
@@ -265,15 +300,28 @@ public struct WireCodec: Sendable {
 
     // MARK: Fields
 
+    private func writeHeader(kind: WireMessage.Kind, origin: NodeID, to writer: inout ByteWriter) {
+        writer.write(Self.magic)
+        writer.write(Self.protocolVersion)
+        writer.write(kind.rawValue)
+        writeNode(origin, to: &writer)
+    }
+
+    /// First sequence, count, then each entry without its writer (the origin wrote them all).
+    private func writeBatchBody(firstSequence: UInt64, entries: ArraySlice<Entry>, to writer: inout ByteWriter) {
+        writer.write(firstSequence)
+        writer.write(UInt16(entries.count))
+        for entry in entries { writeEntry(entry, to: &writer, withWriter: false) }
+    }
+
     private func writeNode(_ node: NodeID, to writer: inout ByteWriter) {
         writer.write(UInt8(node.rawValue.utf8.count))
-        writer.write(raw: node.rawValue.utf8)
+        writer.write(utf8: node.rawValue)
     }
 
     private func readNode(_ reader: inout ByteReader) throws(WireError) -> NodeID {
         let length = Int(try reader.readByte())
-        let bytes = try reader.readBytes(length)
-        guard let name = String(validating: bytes, as: UTF8.self), let node = NodeID(rawValue: name) else {
+        guard let name = try reader.readString(length), let node = NodeID(rawValue: name) else {
             throw .invalidField("node id")
         }
         return node
@@ -329,22 +377,25 @@ public struct WireCodec: Sendable {
             address: Endpoint(host: host, port: port), publicKey: keyLength == 0 ? nil : key)
     }
 
-    private func writeEntry(_ entry: Entry, to writer: inout ByteWriter) {
+    /// An entry record; `withWriter` false in a batch, whose entries are all the origin's.
+    private func writeEntry(_ entry: Entry, to writer: inout ByteWriter, withWriter: Bool = true) {
         writer.write(entry.version.timestamp.rawValue)
-        writeNode(entry.version.node, to: &writer)
+        if withWriter { writeNode(entry.version.node, to: &writer) }
         writer.write(UInt8(entry.isTombstone ? 1 : 0))
         writer.write(entry.schema)
         writer.write(UInt16(entry.key.utf8.count))
-        writer.write(raw: entry.key.utf8)
+        writer.write(utf8: entry.key)
         if let payload = entry.payload {
             writer.write(UInt32(payload.count))
             writer.write(raw: payload)
         }
     }
 
-    private func readEntry(_ reader: inout ByteReader) throws(WireError) -> Entry {
+    /// An entry record; in a batch (`writtenBy` the origin) it has no writer field.
+    private func readEntry(_ reader: inout ByteReader, writtenBy writer: NodeID? = nil) throws(WireError) -> Entry {
         let timestamp = HybridTimestamp(rawValue: try reader.readUInt64())
-        let node = try readNode(&reader)
+        let node: NodeID
+        if let writer { node = writer } else { node = try readNode(&reader) }
         let flags = try reader.readByte()
         guard flags <= 1 else { throw .invalidField("entry flags") }
         let schema = try reader.readUInt16()
@@ -353,9 +404,7 @@ public struct WireCodec: Sendable {
         guard keyLength <= limits.maxKeyBytes else {
             throw .tooLarge(field: "key", size: keyLength, limit: limits.maxKeyBytes)
         }
-        guard let key = String(validating: try reader.readBytes(keyLength), as: UTF8.self) else {
-            throw .invalidField("key (not UTF-8)")
-        }
+        guard let key = try reader.readString(keyLength) else { throw .invalidField("key (not UTF-8)") }
         var payload: [UInt8]?
         if flags == 0 {
             let length = Int(try reader.readUInt32())

@@ -4,7 +4,7 @@ public struct WireLimits: Sendable, Equatable {
     public var maxKeyBytes: Int
     /// Largest value payload, in bytes.
     public var maxPayloadBytes: Int
-    /// Most entries in one sync chunk.
+    /// Most entries in one sync chunk, and in one batch of updates.
     public var maxEntriesPerChunk: Int
     /// Most member records in one members message, and peer reports in one heartbeat: the
     /// largest cluster a node accepts.
@@ -28,6 +28,10 @@ public struct WireLimits: Sendable, Equatable {
     public var deliveredFrameBytes: Int { maxFrameBytes * 4 }
     /// Sync chunks are cut when they reach this many bytes, so a chunk always fits a frame.
     public var maxChunkBytes: Int { max(256 * 1024, maxPayloadBytes + maxKeyBytes + 512) }
+    /// A batch of updates is cut when it reaches this many bytes (one entry larger than this
+    /// goes alone): large enough that a batch costs one send for hundreds of small updates,
+    /// small enough that a receiver's queue of them stays a few megabytes.
+    public var maxBatchBytes: Int { 64 * 1024 }
 
     /// Validates a key as the codec would, for callers that want the error before sending.
     public func validate(key: String) throws(WireError) {

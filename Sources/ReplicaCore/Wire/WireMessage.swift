@@ -4,6 +4,8 @@ import Foundation
 public enum WireMessage: Equatable, Sendable {
     /// A local write, published on PUB by the node that made it.
     case update(Update)
+    /// The local writes of one commit, published together (consecutive sequences).
+    case updates(UpdateBatch)
     /// A node's liveness, state summary and view of its peers, published on PUB about once a second.
     case heartbeat(Heartbeat)
     /// A DEALER asks a peer's ROUTER for the entries of the buckets where digests differ.
@@ -20,12 +22,13 @@ public enum WireMessage: Equatable, Sendable {
     case relay(RelayedUpdate)
 
     public enum Kind: UInt8, Sendable {
-        case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4, repairRequest = 5, members = 6, relay = 7
+        case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4, repairRequest = 5, members = 6, relay = 7, updates = 8
     }
 
     public var kind: Kind {
         switch self {
         case .update: .update
+        case .updates: .updates
         case .heartbeat: .heartbeat
         case .syncRequest: .syncRequest
         case .syncChunk: .syncChunk
@@ -38,6 +41,7 @@ public enum WireMessage: Equatable, Sendable {
     public var origin: NodeID {
         switch self {
         case .update(let m): m.origin
+        case .updates(let m): m.origin
         case .heartbeat(let m): m.origin
         case .syncRequest(let m): m.origin
         case .syncChunk(let m): m.origin
@@ -60,6 +64,26 @@ public struct Update: Equatable, Sendable {
         self.sequence = sequence
         self.entry = entry
     }
+}
+
+/// Several updates of one origin in one message: the local writes one commit produced, with the
+/// consecutive sequences `firstSequence`, `firstSequence + 1`, ... in order. Each keeps its own
+/// sequence, so gap detection and repair work exactly as for single updates; one message (one
+/// send, one receive, one CURVE box) carries them all.
+public struct UpdateBatch: Equatable, Sendable {
+    public var origin: NodeID
+    public var firstSequence: UInt64
+    /// At least one; every one written by `origin`.
+    public var entries: [Entry]
+
+    public init(origin: NodeID, firstSequence: UInt64, entries: [Entry]) {
+        self.origin = origin
+        self.firstSequence = firstSequence
+        self.entries = entries
+    }
+
+    /// The sequences of `entries`, in order.
+    public var sequences: ClosedRange<UInt64> { firstSequence...firstSequence + UInt64(max(entries.count, 1) - 1) }
 }
 
 /// What a heartbeat says about one of the sender's peers: how far the sender has received that

@@ -63,6 +63,9 @@ struct Serve: AsyncParsableCommand {
     @Option(help: ArgumentHelp("Serve Prometheus metrics at http://HOST:PORT/metrics (or $REPLICA_METRICS).", valueName: "host:port"))
     var metrics: String?
 
+    @Flag(help: "Publish every update as a message of its own, never as a batch: for a rolling upgrade from nodes that predate batches (docs/protocol.md, \"Mixed versions\").")
+    var singleUpdates = false
+
     @Option(help: "SQLite synchronous mode: normal survives a crash of the process, full also a power cut.")
     var sync: SyncMode = .normal
 
@@ -253,6 +256,7 @@ struct Serve: AsyncParsableCommand {
             configuration.advertise = settings.advertise
             configuration.discoveryPort = settings.discoveryPort
             configuration.synchronous = sync.rawValue.uppercased()
+            configuration.batchesUpdates = !singleUpdates
             configuration.security = try security(for: settings)
             replica = try Replica(configuration, logger: logger)
             control = try ControlServer(replica: replica, dataDirectory: settings.data, context: ZMQContext(), logger: logger) {

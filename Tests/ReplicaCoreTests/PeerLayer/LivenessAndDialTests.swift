@@ -67,7 +67,7 @@ import Testing
         #expect(slow.handshakeDeadline == .seconds(4))
         #expect(slow.silentRedialEvery == .milliseconds(1600))
         let loopback = LinkDialer.Timing.adapted(to: .milliseconds(1), silentRedialEvery: .seconds(1))
-        #expect(loopback.connectAttempt == .milliseconds(500))
+        #expect(loopback.connectAttempt == .milliseconds(250))
     }
 
     @Test func aConnectThatGetsNoAnswerIsRetried() {
@@ -117,6 +117,15 @@ import Testing
         #expect(check19)
     }
 
+    @Test func aConnectMeasuresTheRoundTripBeforeAnyEcho() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        #expect(dialer.connectRoundTrip == nil)
+        dialer.tcpConnected(now: at(3))
+        #expect(dialer.connectRoundTrip == .milliseconds(3))
+        let timing = LinkDialer.Timing.adapted(to: dialer.connectRoundTrip, silentRedialEvery: .seconds(1))
+        #expect(timing.connectAttempt == .milliseconds(250), "a partition right after start-up is re-dialled 4 times a second, not once")
+    }
+
     @Test func lostConnectionsBackOffDoubling() {
         var dialer = LinkDialer(dialedAt: at(0))
         _ = dialer.handshakeSucceeded(now: at(10))
@@ -131,9 +140,9 @@ import Testing
         dialer.dialed(now: at(1300))
         dialer.tcpConnected(now: at(1301))
         dialer.disconnected(now: at(1400), timing: lan)
-        let check22 = !dialer.shouldRedial(now: at(2199), peerSilent: true, timing: lan)
-        #expect(check22, "third failure: 800 ms")
-        let check23 = dialer.shouldRedial(now: at(2200), peerSilent: true, timing: lan)
+        let check22 = !dialer.shouldRedial(now: at(1899), peerSilent: true, timing: lan)
+        #expect(check22, "third failure: 800 ms, capped at 500 ms")
+        let check23 = dialer.shouldRedial(now: at(1900), peerSilent: true, timing: lan)
         #expect(check23)
     }
 

@@ -6,11 +6,14 @@ import Testing
     /// A message arriving at a stream: an update (with the epoch a relay names), or a heartbeat.
     enum Arrival: CustomStringConvertible {
         case update(UInt64, epoch: UInt64? = nil)
+        /// A batch of updates (kind 8): consecutive sequences in one message.
+        case batch(ClosedRange<UInt64>)
         case heartbeat(epoch: UInt64, sequence: UInt64)
 
         var description: String {
             switch self {
             case .update(let s, let e): "update \(s)" + (e.map { " of epoch \($0)" } ?? "")
+            case .batch(let r): "batch \(r)"
             case .heartbeat(let e, let s): "heartbeat \(e)/\(s)"
             }
         }
@@ -54,6 +57,16 @@ import Testing
         Row(name: "a relay names the epoch: a new one restarts the stream",
             arrivals: [.heartbeat(epoch: 7, sequence: 3), .update(1, epoch: 8)],
             verdicts: [.inOrder, .restarted], missing: [], through: 1),
+        Row(name: "a batch in order moves through to its last", arrivals: [.heartbeat(epoch: 7, sequence: 0), .batch(1...5), .update(6)],
+            verdicts: [.inOrder, .inOrder, .inOrder], missing: [], through: 6),
+        Row(name: "a batch after a lost one: the gap is between them", arrivals: [.heartbeat(epoch: 7, sequence: 0), .batch(1...5), .batch(9...12)],
+            verdicts: [.inOrder, .inOrder, .gap(6...8)], missing: [6...8], through: 12),
+        Row(name: "a repaired batch fills the middle of a gap", arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(10), .batch(3...5)],
+            verdicts: [.inOrder, .gap(1...9), .inOrder], missing: [1...2, 6...9], through: 10),
+        Row(name: "a batch overlapping through counts only what is new", arrivals: [.heartbeat(epoch: 7, sequence: 3), .batch(2...6)],
+            verdicts: [.inOrder, .inOrder], missing: [], through: 6),
+        Row(name: "a batch before the first heartbeat sets the baseline", arrivals: [.batch(20...29), .heartbeat(epoch: 7, sequence: 29)],
+            verdicts: [.inOrder, .inOrder], missing: [], through: 29),
     ]
 
     @Test(arguments: rows) func arrivals(_ row: Row) {
@@ -62,6 +75,7 @@ import Testing
         for arrival in row.arrivals {
             switch arrival {
             case .update(let sequence, let epoch): verdicts.append(stream.received(sequence: sequence, epoch: epoch))
+            case .batch(let sequences): verdicts.append(stream.received(sequences))
             case .heartbeat(let epoch, let sequence): verdicts.append(stream.announced(epoch: epoch, sequence: sequence))
             }
         }

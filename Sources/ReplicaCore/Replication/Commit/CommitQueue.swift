@@ -15,7 +15,7 @@ struct CommitQueue: Sendable {
     /// clock, and the stamps of one commit follow everything it received.
     struct PendingWrite: Sendable {
         var requests: [Replica.WriteRequest]
-        var continuation: CheckedContinuation<[Entry], any Error>
+        var completion: WriteCompletion
     }
 
     struct Inbound: Sendable {

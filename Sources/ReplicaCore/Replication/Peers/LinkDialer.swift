@@ -27,15 +27,18 @@ struct LinkDialer: Equatable, Sendable {
         /// its first heartbeat may be a heartbeat interval and a one-way trip away.
         var freshConnectionGrace: Duration = .seconds(2)
         var backoffBase: Duration = .milliseconds(100)
-        var backoffCap: Duration = .seconds(2)
+        /// Low, because a partition piles up failures and the cap is then how long a healed link
+        /// waits for its next dial; an attempt to a dead host costs one SYN.
+        var backoffCap: Duration = .milliseconds(500)
 
         /// Deadlines for a link whose worst recent round trip is `roundTrip` (nil: not measured).
-        /// A LAN gets 0.5 s connect attempts; a 400 ms round trip gets 1.6 s, and a handshake of
-        /// ten round trips.
+        /// A LAN gets 0.25 s connect attempts (a connect there takes one round trip, and a healed
+        /// partition is found by the next fresh SYN, not by the kernel's 1 s SYN retry); a 400 ms
+        /// round trip gets 1.6 s, and a handshake of ten round trips.
         static func adapted(to roundTrip: Duration?, silentRedialEvery: Duration) -> Timing {
             let trip = roundTrip ?? .milliseconds(250)
             return Timing(
-                connectAttempt: max(.milliseconds(500), trip * 4),
+                connectAttempt: max(.milliseconds(250), trip * 4),
                 handshakeDeadline: max(.seconds(3), trip * 10),
                 silentRedialEvery: max(silentRedialEvery, trip * 4),
                 freshConnectionGrace: max(.seconds(2), trip * 8))
@@ -50,6 +53,9 @@ struct LinkDialer: Equatable, Sendable {
     private(set) var handshakes = 0
     /// The connection was lost (or re-dialled) since the last completed handshake.
     private(set) var interrupted = false
+    /// How long the last TCP connect took: about one round trip, known before any heartbeat
+    /// echo has measured one (a partition right after start-up leaves only this).
+    private(set) var connectRoundTrip: Duration?
 
     init(dialedAt now: ContinuousClock.Instant) {
         phase = .connecting(since: now)
@@ -85,7 +91,10 @@ struct LinkDialer: Equatable, Sendable {
     }
 
     mutating func tcpConnected(now: ContinuousClock.Instant) {
-        if case .connecting = phase { phase = .handshaking(since: now) }
+        if case .connecting(let since) = phase {
+            phase = .handshaking(since: now)
+            connectRoundTrip = now - since
+        }
     }
 
     mutating func handshakeSucceeded(now: ContinuousClock.Instant) -> Outcome {

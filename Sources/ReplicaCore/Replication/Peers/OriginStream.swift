@@ -35,29 +35,36 @@ struct OriginStream: Equatable, Sendable {
     /// An update with `sequence` arrived, of `epoch` if the message says (relays do), else of
     /// the epoch the origin's heartbeats announced.
     mutating func received(sequence: UInt64, epoch messageEpoch: UInt64? = nil) -> Verdict {
+        received(sequence...sequence, epoch: messageEpoch)
+    }
+
+    /// Updates with consecutive `sequences` arrived (a batch, or one update).
+    mutating func received(_ sequences: ClosedRange<UInt64>, epoch messageEpoch: UInt64? = nil) -> Verdict {
         if let messageEpoch, messageEpoch != epoch {
             guard messageEpoch > epoch else { return .inOrder }  // a straggler of an earlier life
             let wasKnown = epoch != 0
-            restart(epoch: messageEpoch, through: sequence)
+            restart(epoch: messageEpoch, through: sequences.upperBound)
             return wasKnown ? .restarted : .inOrder
         }
         if epoch == 0 && through == 0 && missing.isEmpty {
-            // The first update seen, before any heartbeat: what came before was published before
+            // The first updates seen, before any heartbeat: what came before was published before
             // we listened, and the start-up sync brings it.
-            through = sequence
+            through = sequences.upperBound
             return .inOrder
         }
-        if sequence == through &+ 1 {
-            through = sequence
+        if sequences.lowerBound == through &+ 1 {
+            through = sequences.upperBound
             return .inOrder
         }
-        if sequence > through {
-            let lost = through + 1...sequence - 1
+        if sequences.lowerBound > through {
+            let lost = through + 1...sequences.lowerBound - 1
             note(lost)
-            through = sequence
+            through = sequences.upperBound
             return .gap(lost)
         }
-        remove(sequence...sequence)
+        // Late arrivals (repairs of a gap, a second path): they fill what they cover.
+        remove(sequences.lowerBound...min(sequences.upperBound, through))
+        through = max(through, sequences.upperBound)
         return .inOrder
     }
 

@@ -126,7 +126,13 @@ struct PeerSession: Sendable {
     func timing(_ base: PeerTiming) -> PeerTiming { base.adapted(to: clock.worstRoundTrip) }
 
     func dialTiming(_ base: PeerTiming) -> LinkDialer.Timing {
-        .adapted(to: clock.worstRoundTrip, silentRedialEvery: base.silentRedialEvery)
+        .adapted(to: dialRoundTrip, silentRedialEvery: base.silentRedialEvery)
+    }
+
+    /// The round trip dialling allows for: the worst recent one from heartbeat echoes, else the
+    /// slower of the two sockets' last TCP connects, else unknown.
+    var dialRoundTrip: Duration? {
+        clock.worstRoundTrip ?? [subscriber.connectRoundTrip, dealer.connectRoundTrip].compactMap { $0 }.max()
     }
 
     func hearsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
@@ -204,7 +210,16 @@ struct PeerSession: Sendable {
 
     /// One of this member's updates arrived: on its own connection (`epoch` nil) or relayed.
     mutating func updateReceived(sequence: UInt64, epoch: UInt64? = nil) -> [Action] {
-        stream.received(sequence: sequence, epoch: epoch) == .restarted ? [.wantSync(.peerRestarted)] : []
+        updatesReceived(sequence...sequence, epoch: epoch)
+    }
+
+    /// A batch of this member's updates arrived on its own connection (`bytes` long): it is
+    /// heard, and its stream advances, in one step for the whole batch.
+    mutating func updatesReceived(_ sequences: ClosedRange<UInt64>, epoch: UInt64? = nil, bytes: Int = 0, now: ContinuousClock.Instant? = nil) -> [Action] {
+        var actions = now.map { heardDirectly(now: $0) } ?? []
+        stats.updateBytes += bytes
+        if stream.received(sequences, epoch: epoch) == .restarted { actions.append(.wantSync(.peerRestarted)) }
+        return actions
     }
 
     /// Another member holds this member's stream through `sequence` (its heartbeat said so),

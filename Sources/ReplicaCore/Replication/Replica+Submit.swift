@@ -1,0 +1,39 @@
+import Foundation
+
+/// Writes from callers that do not await: a thread of their own, a C callback, a producer that
+/// must not create a task per write. The write goes into a locked inbox, the loop is woken, and
+/// the next turn queues it for the group commit like any other.
+extension Replica {
+    /// Writes `batch` (all or none) without awaiting: `completion` runs on the replica's loop
+    /// thread with the entries once they are durable, or with the error `write` would throw. It
+    /// is called exactly once, and must be quick (it runs in the commit path).
+    public nonisolated func submit(_ batch: [WriteRequest], completion: @escaping @Sendable (Result<[Entry], any Error>) -> Void) {
+        let wasEmpty = submissions.withLock { inbox in
+            defer { inbox.append(CommitQueue.PendingWrite(requests: batch, completion: .handler(completion))) }
+            return inbox.isEmpty
+        }
+        // One hand-over per burst: the loop takes the whole inbox when it runs this.
+        if wasEmpty { loop.execute { [weak self] in self?.assumeIsolated { $0.takeSubmissions() } } }
+    }
+
+    /// Moves submitted writes into the commit queue, refusing (through their completion) those
+    /// that `write` would refuse.
+    func takeSubmissions() {
+        let submitted = submissions.withLock { inbox in
+            defer { inbox.removeAll(keepingCapacity: true) }
+            return inbox
+        }
+        for write in submitted {
+            do {
+                try validate(write.requests, refusingNewerSchemaThan: nil)
+                if write.requests.isEmpty {
+                    write.completion.resume(returning: [])
+                } else {
+                    commits.enqueue(write)
+                }
+            } catch {
+                write.completion.resume(throwing: error)
+            }
+        }
+    }
+}

@@ -1,0 +1,104 @@
+import Foundation
+import Synchronization
+import Testing
+@testable import ReplicaCore
+
+/// The fast path end to end over real sockets: one commit's writes travel as batches (wire
+/// kind 8) and arrive whole; writes submitted without awaiting complete exactly once; change
+/// handlers run after each commit until stopped.
+@Suite struct BatchedReplicationTests {
+    static func requests(_ count: Int, prefix: String) -> [Replica.WriteRequest] {
+        (0..<count).map { Replica.WriteRequest(key: "\(prefix)\($0)", payload: Array("\($0)".utf8)) }
+    }
+
+    /// A value that handlers on the replica's thread update and the test reads.
+    final class Tally<Value: Sendable>: Sendable {
+        private let state: Mutex<Value>
+        init(_ value: Value) { state = Mutex(value) }
+        var value: Value { state.withLock { $0 } }
+        func update(_ body: (inout Value) -> Void) { state.withLock { body(&$0) } }
+    }
+
+    /// Counts the changes under `prefix` that reach `replica`.
+    static func countChanges(on replica: Replica, prefix: String) async -> Tally<Int> {
+        let seen = Tally(0)
+        _ = await replica.observeChanges(prefix: prefix) { _ in seen.update { $0 += 1 } }
+        return seen
+    }
+
+    @Test func oneCommitTravelsAsFewBatchesAndArrivesWhole() async throws {
+        let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
+        let (a, b) = (replicas[0], replicas[1])
+        let seen = await Self.countChanges(on: b, prefix: "burst/")
+        let before = await a.status().counters
+        try await a.write(Self.requests(3000, prefix: "burst/"))
+        let after = await a.status().counters
+        #expect(after.updatesPublished - before.updatesPublished == 3000)
+        #expect(after.updateMessagesPublished - before.updateMessagesPublished == 3, "1,024 + 1,024 + 952 updates")
+        #expect(await eventually { seen.value == 3000 })
+        #expect(try await b.entries(prefix: "burst/").count == 3000)
+        #expect(try await b.entry(for: "burst/2999")?.payload == Array("2999".utf8))
+        let view = await b.status().peers.first { $0.id == "r1" }
+        #expect(view?.sequenceGaps == 0 && view?.missingUpdates == 0, "every sequence of the batches was seen")
+    }
+
+    /// What a node that does not know kind 8 needs from its members during a rolling upgrade.
+    @Test func withBatchingOffEveryUpdateIsAMessageOfItsOwn() async throws {
+        let replicas = try makeReplicas(2, configure: { index, configuration in
+            if index == 0 { configuration.batchesUpdates = false }
+        })
+        #expect(await connected(replicas))
+        let seen = await Self.countChanges(on: replicas[1], prefix: "single/")
+        let before = await replicas[0].status().counters
+        try await replicas[0].write(Self.requests(50, prefix: "single/"))
+        let after = await replicas[0].status().counters
+        #expect(after.updateMessagesPublished - before.updateMessagesPublished == 50)
+        #expect(await eventually { seen.value == 50 })
+    }
+
+    @Test func submittedWritesCompleteExactlyOnce() async throws {
+        let replica = try makeReplicas(1)[0]
+        let outcomes = Tally<[Int: [Bool]]>([:])
+        // From a thread of its own, not a task: the caller `submit` is for.
+        let submitter = Thread {
+            for index in 0..<1000 {
+                replica.submit([Replica.WriteRequest(key: "sub/\(index)", payload: [1])]) { result in
+                    outcomes.update { $0[index, default: []].append((try? result.get()) != nil) }
+                }
+            }
+            replica.submit([Replica.WriteRequest(key: "", payload: [1])]) { result in
+                outcomes.update { $0[-1, default: []].append((try? result.get()) != nil) }
+            }
+        }
+        submitter.start()
+        #expect(await eventually { outcomes.value.count == 1001 })
+        let results = outcomes.value
+        #expect(results.values.allSatisfy { $0.count == 1 }, "each completion runs once")
+        #expect(results[-1] == [false], "an invalid key is refused through its completion")
+        #expect(results.filter { $0.key >= 0 }.allSatisfy { $0.value == [true] })
+        #expect(try await replica.entries(prefix: "sub/").count == 1000)
+
+        await replica.shutdown()
+        let refused = Tally<[Result<[Entry], any Error>]>([])
+        replica.submit([Replica.WriteRequest(key: "late", payload: [1])]) { result in refused.update { $0.append(result) } }
+        #expect(await eventually { refused.value.count == 1 })
+        guard case .failure(let error) = refused.value.first else {
+            Issue.record("a write after shutdown succeeded")
+            return
+        }
+        #expect(error as? ReplicaError == .shutDown)
+    }
+
+    @Test func aChangeHandlerRunsAfterEachCommitUntilStopped() async throws {
+        let replica = try makeReplicas(1)[0]
+        let keys = Tally<[String]>([])
+        let id = await replica.observeChanges(prefix: "watched/") { change in keys.update { $0.append(change.entry.key) } }
+        try await replica.write("watched/a", payload: [1])
+        try await replica.write("other/b", payload: [1])
+        #expect(keys.value == ["watched/a"], "it ran before the write returned, for its prefix only")
+        await replica.stopObserving(id)
+        try await replica.write("watched/c", payload: [1])
+        #expect(keys.value == ["watched/a"])
+    }
+}
