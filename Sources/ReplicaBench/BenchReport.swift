@@ -146,9 +146,9 @@ struct BenchReport: Codable {
             row("SIGSTOP -> suspect / down", String(format: "%.2f s / %.2f s", failureDetection.suspectSeconds, failureDetection.downSeconds), "configured 1.5 s / 5 s, heartbeat 0.5 s")
         }
         if let commandLine {
-            let linking = commandLine.staticallyLinked ? "static" : "dynamic Swift runtime"
+            let linking = commandLine.staticallyLinked ? "static" : "dynamic runtime"
             for (name, times) in [("--version", commandLine.version), ("get", commandLine.get), ("set", commandLine.set)] {
-                row("CLI round trip, \(name) (\(linking))", String(format: "median %.1f ms", times.medianMillis),
+                row("CLI \(name), \(linking)", String(format: "median %.1f ms", times.medianMillis),
                     String(format: "p90 %.1f ms; goal <= 5 ms median%@", times.p90Millis, name == "get" ? "" : " (for client commands)"))
             }
         }

@@ -210,16 +210,19 @@ public final class SQLiteStore: ReplicaStore {
         return identity
     }
 
+    /// An entry from a row whose first five columns are `key, hlc, node, schema, payload` (every
+    /// query here selects them in that order). By position: a lookup by name lower-cases the
+    /// name for every column of every row, which showed in the profile of a 100,000-key sync.
     private static func entry(from row: Row) throws -> Entry {
-        let nodeName: String = row["node"]
+        let nodeName: String = row[2]
         guard let node = NodeID(rawValue: nodeName) else {
             throw DatabaseError(resultCode: .SQLITE_CORRUPT, message: "invalid node id \(nodeName) in entries")
         }
-        let payload: Data? = row["payload"]
+        let payload: Data? = row[4]
         return Entry(
-            key: row["key"],
-            version: Version(timestamp: HybridTimestamp(rawValue: UInt64(bitPattern: row["hlc"])), node: node),
-            schema: UInt16(truncatingIfNeeded: row["schema"] as Int64),
+            key: row[0],
+            version: Version(timestamp: HybridTimestamp(rawValue: UInt64(bitPattern: row[1])), node: node),
+            schema: UInt16(truncatingIfNeeded: row[3] as Int64),
             payload: payload.map { [UInt8]($0) })
     }
 

@@ -6,7 +6,7 @@ public enum WireMessage: Equatable, Sendable {
     case update(Update)
     /// The local writes of one commit, published together (consecutive sequences).
     case updates(UpdateBatch)
-    /// A node's liveness, state summary and view of its peers, published on PUB about once a second.
+    /// A node's liveness, state summary and view of its peers, published on PUB twice a second by default.
     case heartbeat(Heartbeat)
     /// A DEALER asks a peer's ROUTER for the entries of the buckets where digests differ.
     case syncRequest(SyncRequest)
