@@ -41,10 +41,20 @@ struct ClockCheck: Sendable {
 
     /// Re-judges from the offsets of the members heard directly that have a measurement, and
     /// how many more are heard but not measured yet. Returns the new verdict if it changed.
+    ///
+    /// "Skewed" waits for the members not measured yet, for at most `grace`: they may outvote
+    /// the ones measured first. (At start-up a node whose clock is right may have measured only
+    /// the one member whose clock is wrong; judged on that alone, it would refuse its writes.)
     mutating func evaluate(offsets: [Int64], unmeasured: Int, now: ContinuousClock.Instant) -> Verdict? {
         let new: Verdict
         if let median = Self.median(offsets) {
-            new = abs(median) > limitMillis ? .skewed(medianMillis: median) : .agrees(medianMillis: median)
+            let judged: Verdict = abs(median) > limitMillis ? .skewed(medianMillis: median) : .agrees(medianMillis: median)
+            let waiting = unverifiedSince.map { now - $0 < grace } ?? true
+            if case .skewed = judged, unmeasured > 0, waiting {
+                new = .unverified
+            } else {
+                new = judged
+            }
         } else {
             new = unmeasured > 0 ? .unverified : .alone
         }

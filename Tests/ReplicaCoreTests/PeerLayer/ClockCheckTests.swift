@@ -1,0 +1,77 @@
+import Testing
+@testable import ReplicaCore
+
+/// `ClockCheck`: whether this node's clock agrees with its members', from the offsets measured
+/// so far (theirs minus ours, ms) and how many heard members are not measured yet.
+@Suite struct ClockCheckTests {
+    struct Step: Sendable {
+        var at: Int  // ms since the first step
+        var offsets: [Int64]
+        var unmeasured: Int
+        var verdict: ClockCheck.Verdict
+        var holdsWrites: Bool
+    }
+
+    struct Row: CustomTestStringConvertible, Sendable {
+        var name: String
+        var steps: [Step]
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "alone: nothing to compare with", steps: [
+            Step(at: 0, offsets: [], unmeasured: 0, verdict: .alone, holdsWrites: false),
+        ]),
+        Row(name: "heard, not measured: writes wait, at most the grace", steps: [
+            Step(at: 0, offsets: [], unmeasured: 2, verdict: .unverified, holdsWrites: true),
+            Step(at: 2_999, offsets: [], unmeasured: 2, verdict: .unverified, holdsWrites: true),
+            Step(at: 3_000, offsets: [], unmeasured: 2, verdict: .unverified, holdsWrites: false),
+        ]),
+        Row(name: "the median of three: the one member off is outvoted", steps: [
+            Step(at: 0, offsets: [120_000, 5, -3], unmeasured: 0, verdict: .agrees(medianMillis: 5), holdsWrites: false),
+        ]),
+        Row(name: "this node off from both members: skewed", steps: [
+            Step(at: 0, offsets: [-120_000, -119_990], unmeasured: 0, verdict: .skewed(medianMillis: -119_990), holdsWrites: false),
+        ]),
+        Row(name: "two members, one off: the other is believed", steps: [
+            Step(at: 0, offsets: [0, 120_000], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
+        ]),
+        Row(name: "only the wrong member measured yet: wait for the other, then agree", steps: [
+            Step(at: 0, offsets: [120_000], unmeasured: 1, verdict: .unverified, holdsWrites: true),
+            Step(at: 900, offsets: [120_000, 2], unmeasured: 0, verdict: .agrees(medianMillis: 2), holdsWrites: false),
+        ]),
+        Row(name: "off from the first member measured, then from the second too: skewed once both are in", steps: [
+            Step(at: 0, offsets: [-120_000], unmeasured: 1, verdict: .unverified, holdsWrites: true),
+            Step(at: 900, offsets: [-120_000, -120_001], unmeasured: 0, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
+        ]),
+        Row(name: "a member that is never measured does not defer the verdict beyond the grace", steps: [
+            Step(at: 0, offsets: [-120_000], unmeasured: 1, verdict: .unverified, holdsWrites: true),
+            Step(at: 3_000, offsets: [-120_000], unmeasured: 1, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
+        ]),
+        Row(name: "agreeing is never deferred", steps: [
+            Step(at: 0, offsets: [10], unmeasured: 3, verdict: .agrees(medianMillis: 10), holdsWrites: false),
+        ]),
+        Row(name: "the clock fixed: agrees again", steps: [
+            Step(at: 0, offsets: [-120_000, -120_000], unmeasured: 0, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
+            Step(at: 5_000, offsets: [-1, 3], unmeasured: 0, verdict: .agrees(medianMillis: -1), holdsWrites: false),
+        ]),
+    ]
+
+    @Test(arguments: rows) func verdicts(_ row: Row) {
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        let start = ContinuousClock.now
+        for step in row.steps {
+            let now = start + .milliseconds(step.at)
+            _ = check.evaluate(offsets: step.offsets, unmeasured: step.unmeasured, now: now)
+            #expect(check.verdict == step.verdict, "at \(step.at) ms")
+            #expect(check.holdsWrites(now: now) == step.holdsWrites, "at \(step.at) ms")
+        }
+    }
+
+    @Test func aSlowClockAllowsItsMembersTimestampsAheadOfIt() {
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        _ = check.evaluate(offsets: [30_000, 30_010], unmeasured: 0, now: .now)
+        #expect(check.allowanceMillis == 30_000)
+        #expect(check.refusal == nil)
+    }
+}
