@@ -90,6 +90,25 @@ import Testing
         #expect(error as? ReplicaError == .shutDown)
     }
 
+    /// A submitted write held for the clock check (its seed never answers), whose caller keeps
+    /// no reference to the replica: it is committed when the grace ends, and answered once.
+    @Test func aHeldSubmissionIsAnsweredWithoutTheCallersReference() async throws {
+        let outcomes = Tally<[Bool]>([])
+        do {
+            var configuration = ReplicaConfiguration(
+                node: "lonely", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()),
+                peers: [Endpoint(host: "127.0.0.1", port: testPorts.pair())], storage: .memory)
+            configuration.clockCheckGrace = .milliseconds(500)
+            let replica = try Replica(configuration)
+            replica.submit([Replica.WriteRequest(key: "held", payload: [1])]) { result in
+                outcomes.update { $0.append((try? result.get()) != nil) }
+            }
+            _ = await replica.status()  // its loop runs (a replica released before that is freed at once)
+        }
+        #expect(await eventually { outcomes.value == [true] })
+        #expect(outcomes.value == [true], "answered once")
+    }
+
     @Test func aChangeHandlerRunsAfterEachCommitUntilStopped() async throws {
         let replica = try makeReplicas(1)[0]
         let keys = Tally<[String]>([])

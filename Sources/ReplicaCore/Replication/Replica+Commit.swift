@@ -50,20 +50,25 @@ extension Replica {
             for write in local { for entry in write.entries { localStamps.insert(entry.version.timestamp) } }
         }
         if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
+        func isLocal(_ entry: Entry) -> Bool {
+            entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
+        }
         var published: [Entry] = []
         published.reserveCapacity(localStamps.count)
         for entry in winners {
-            let isLocal = entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
-            if isLocal {
+            if isLocal(entry) {
                 published.append(entry)
             } else {
                 counters.updatesApplied += 1
             }
-            if !observers.isEmpty {
-                notify(Change(entry: entry, origin: isLocal ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
+        }
+        // Members first (the latency that matters is theirs), then observers, then writers.
+        publish(published)
+        if !observers.isEmpty {
+            for entry in winners {
+                notify(Change(entry: entry, origin: isLocal(entry) ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
             }
         }
-        publish(published)
         for write in local { write.completion.resume(returning: write.entries) }
     }
 
@@ -116,7 +121,7 @@ extension Replica {
             var end = start + 1
             if configuration.batchesUpdates {
                 var bytes = WireCodec.batchedSize(of: entries[start])
-                while end < entries.endIndex, end - start < limits.maxEntriesPerChunk {
+                while end < entries.endIndex, end - start < limits.maxEntriesPerBatch {
                     bytes += WireCodec.batchedSize(of: entries[end])
                     guard bytes <= limits.maxBatchBytes else { break }
                     end += 1

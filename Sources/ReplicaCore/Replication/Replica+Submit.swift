@@ -6,7 +6,9 @@ import Foundation
 extension Replica {
     /// Writes `batch` (all or none) without awaiting: `completion` runs on the replica's loop
     /// thread with the entries once they are durable, or with the error `write` would throw. It
-    /// is called exactly once, and must be quick (it runs in the commit path).
+    /// is called exactly once, and must be quick (it runs in the commit path). The replica stays
+    /// alive while its loop runs (see `PollLoop.start`), so a caller need not keep a reference
+    /// for the completion to come.
     public nonisolated func submit(_ batch: [WriteRequest], completion: @escaping @Sendable (Result<[Entry], any Error>) -> Void) {
         let wasEmpty = submissions.withLock { inbox in
             defer { inbox.append(CommitQueue.PendingWrite(requests: batch, completion: .handler(completion))) }

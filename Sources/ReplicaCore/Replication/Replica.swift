@@ -283,8 +283,8 @@ public actor Replica: PollLoopOwner {
     /// that knows only schema `n` must not overwrite data written by a newer one.
     @discardableResult
     public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
-        guard !batch.isEmpty else { return [] }
         try validate(batch, refusingNewerSchemaThan: known)
+        guard !batch.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
             commits.enqueue(CommitQueue.PendingWrite(requests: batch, completion: .continuation(continuation)))
         }

@@ -120,7 +120,11 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
 
     // MARK: Running
 
-    /// Starts the loop thread for `owner`. The loop holds the owner only weakly between waits.
+    /// Starts the loop thread for `owner`. The thread keeps its owner alive for the life of the
+    /// process (`owner` is the argument of `run`, held for the call): the owner's sockets are
+    /// closed by its shutdown on this thread, never by a `deinit` on another thread while this
+    /// one polls them, and jobs sent to the owner after its shutdown are still served. (An owner
+    /// released before the thread starts is freed at once: `run` finds it gone and returns.)
     public func start<Owner: PollLoopOwner>(for owner: Owner) {
         let thread = Thread { [self, weak owner] in
             self.threadID.withLock { $0 = pthread_self() }
@@ -158,9 +162,8 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
             }
             for job in jobs { job.runSynchronously(on: asUnownedSerialExecutor()) }
             for item in work { item() }
-            // The thread ends once its owner is gone; until then it serves the owner's jobs even
-            // after the owner has closed its sockets, so no caller is left waiting.
-            // Held strongly only while it runs, never across the wait, so the owner can be released.
+            // It serves the owner's jobs even after the owner has closed its sockets, so no caller
+            // is left waiting. (The owner is not released while this runs; see `start`.)
             guard let (pollItems, timeout) = weakOwner?.assumeIsolated({ ($0.pollItems, $0.pollTimeout) }) else { break }
             items.removeAll(keepingCapacity: true)
             items.append(zmq_pollitem_t(socket: nil, fd: wakeRead, events: Int16(ZMQ_POLLIN), revents: 0))

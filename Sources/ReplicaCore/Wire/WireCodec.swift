@@ -44,7 +44,7 @@ public struct WireCodec: Sendable {
         var writer = ByteWriter(reusing: buffer)
         writer.write(Self.updateTopic)
         writeHeader(kind: .updates, origin: origin, to: &writer)
-        writeBatchBody(firstSequence: firstSequence, entries: entries, to: &writer)
+        writeBatchBody(origin: origin, firstSequence: firstSequence, entries: entries, to: &writer)
         return writer.bytes
     }
 
@@ -90,7 +90,7 @@ public struct WireCodec: Sendable {
             writer.write(update.sequence)
             writeEntry(update.entry, to: &writer)
         case .updates(let batch):
-            writeBatchBody(firstSequence: batch.firstSequence, entries: batch.entries[...], to: &writer)
+            writeBatchBody(origin: batch.origin, firstSequence: batch.firstSequence, entries: batch.entries[...], to: &writer)
         case .heartbeat(let heartbeat):
             writeUUID(heartbeat.incarnation, to: &writer)
             writer.write(heartbeat.epoch)
@@ -307,8 +307,11 @@ public struct WireCodec: Sendable {
         writeNode(origin, to: &writer)
     }
 
-    /// First sequence, count, then each entry without its writer (the origin wrote them all).
-    private func writeBatchBody(firstSequence: UInt64, entries: ArraySlice<Entry>, to writer: inout ByteWriter) {
+    /// First sequence, count, then each entry without its writer (the origin wrote them all:
+    /// an entry by another writer would be read back as the origin's, with another version).
+    private func writeBatchBody(origin: NodeID, firstSequence: UInt64, entries: ArraySlice<Entry>, to writer: inout ByteWriter) {
+        precondition((1...limits.maxEntriesPerBatch).contains(entries.count), "a batch holds 1...\(limits.maxEntriesPerBatch) entries, not \(entries.count)")
+        precondition(entries.allSatisfy { $0.version.node == origin }, "a batch holds only entries written by its origin \(origin)")
         writer.write(firstSequence)
         writer.write(UInt16(entries.count))
         for entry in entries { writeEntry(entry, to: &writer, withWriter: false) }

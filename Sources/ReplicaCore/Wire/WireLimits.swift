@@ -26,12 +26,17 @@ public struct WireLimits: Sendable, Equatable {
     /// that a frame over the limit is read and counted as oversized; a larger one makes libzmq
     /// drop the connection without saying why.
     public var deliveredFrameBytes: Int { maxFrameBytes * 4 }
-    /// Sync chunks are cut when they reach this many bytes, so a chunk always fits a frame.
-    public var maxChunkBytes: Int { max(256 * 1024, maxPayloadBytes + maxKeyBytes + 512) }
+    /// Sync chunks are cut when they reach this many bytes, so a chunk always fits a frame
+    /// (with small configured limits too: a chunk over the frame limit would make the
+    /// receiver's libzmq drop the connection).
+    public var maxChunkBytes: Int { min(maxFrameBytes - 512, max(256 * 1024, maxPayloadBytes + maxKeyBytes + 512)) }
     /// A batch of updates is cut when it reaches this many bytes (one entry larger than this
     /// goes alone): large enough that a batch costs one send for hundreds of small updates,
-    /// small enough that a receiver's queue of them stays a few megabytes.
-    public var maxBatchBytes: Int { 64 * 1024 }
+    /// small enough that a receiver's queue of them stays a few megabytes, and always within
+    /// the frame limit (the batch's header is under 100 bytes).
+    public var maxBatchBytes: Int { min(64 * 1024, maxFrameBytes - 512) }
+    /// Most entries in one batch: the count is a 16-bit field.
+    public var maxEntriesPerBatch: Int { min(maxEntriesPerChunk, Int(UInt16.max)) }
 
     /// Validates a key as the codec would, for callers that want the error before sending.
     public func validate(key: String) throws(WireError) {

@@ -47,6 +47,8 @@ import Testing
         Row(name: "a member that is never measured does not defer the verdict beyond the grace", steps: [
             Step(at: 0, offsets: [-120_000], unmeasured: 1, verdict: .unverified, holdsWrites: true),
             Step(at: 3_000, offsets: [-120_000], unmeasured: 1, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
+            Step(at: 3_100, offsets: [-120_000], unmeasured: 1, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
+            Step(at: 9_000, offsets: [-120_000], unmeasured: 1, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
         ]),
         Row(name: "agreeing is never deferred", steps: [
             Step(at: 0, offsets: [10], unmeasured: 3, verdict: .agrees(medianMillis: 10), holdsWrites: false),

@@ -124,6 +124,9 @@ import Testing
         #expect(dialer.connectRoundTrip == .milliseconds(3))
         let timing = LinkDialer.Timing.adapted(to: dialer.connectRoundTrip, silentRedialEvery: .seconds(1))
         #expect(timing.connectAttempt == .milliseconds(250), "a partition right after start-up is re-dialled 4 times a second, not once")
+        var late = LinkDialer(dialedAt: at(0))
+        late.tcpConnected(now: at(1_003))
+        #expect(late.connectRoundTrip == nil, "a connect that took a SYN resend is no round trip")
     }
 
     @Test func lostConnectionsBackOffDoubling() {

@@ -22,6 +22,8 @@ struct ClockCheck: Sendable {
     let grace: Duration
     private(set) var verdict: Verdict = .alone
     private var unverifiedSince: ContinuousClock.Instant?
+    /// Since when a "skewed" judgement has waited for members not measured yet.
+    private var skewDeferredSince: ContinuousClock.Instant?
 
     init(limit: Duration, grace: Duration) {
         limitMillis = Int64(limit / .milliseconds(1))
@@ -49,13 +51,18 @@ struct ClockCheck: Sendable {
         let new: Verdict
         if let median = Self.median(offsets) {
             let judged: Verdict = abs(median) > limitMillis ? .skewed(medianMillis: median) : .agrees(medianMillis: median)
-            let waiting = unverifiedSince.map { now - $0 < grace } ?? true
-            if case .skewed = judged, unmeasured > 0, waiting {
-                new = .unverified
+            if case .skewed = judged, unmeasured > 0 {
+                // Once per run of such judgements: a member never measured (a one-way link)
+                // must not defer the verdict again and again.
+                let since = skewDeferredSince ?? now
+                skewDeferredSince = since
+                new = now - since < grace ? .unverified : judged
             } else {
+                skewDeferredSince = nil
                 new = judged
             }
         } else {
+            skewDeferredSince = nil
             new = unmeasured > 0 ? .unverified : .alone
         }
         if new == .unverified {

@@ -36,7 +36,7 @@ struct LinkDialer: Equatable, Sendable {
         /// partition is found by the next fresh SYN, not by the kernel's 1 s SYN retry); a 400 ms
         /// round trip gets 1.6 s, and a handshake of ten round trips.
         static func adapted(to roundTrip: Duration?, silentRedialEvery: Duration) -> Timing {
-            let trip = roundTrip ?? .milliseconds(250)
+            let trip = roundTrip ?? LinkDialer.unmeasuredRoundTrip
             return Timing(
                 connectAttempt: max(.milliseconds(250), trip * 4),
                 handshakeDeadline: max(.seconds(3), trip * 10),
@@ -44,6 +44,9 @@ struct LinkDialer: Equatable, Sendable {
                 freshConnectionGrace: max(.seconds(2), trip * 8))
         }
     }
+
+    /// The round trip assumed before one is measured.
+    static let unmeasuredRoundTrip: Duration = .milliseconds(250)
 
     private(set) var phase: Phase
     private(set) var lastDial: ContinuousClock.Instant
@@ -93,7 +96,10 @@ struct LinkDialer: Equatable, Sendable {
     mutating func tcpConnected(now: ContinuousClock.Instant) {
         if case .connecting(let since) = phase {
             phase = .handshaking(since: now)
-            connectRoundTrip = now - since
+            // A connect slower than the default guess says more about a lost SYN (the kernel
+            // resends it after 1 s) or a busy loop than about the round trip: not kept.
+            let took = now - since
+            if took < Self.unmeasuredRoundTrip { connectRoundTrip = took }
         }
     }
 

@@ -130,9 +130,10 @@ struct PeerSession: Sendable {
     }
 
     /// The round trip dialling allows for: the worst recent one from heartbeat echoes, else the
-    /// slower of the two sockets' last TCP connects, else unknown.
+    /// quicker of the two sockets' last TCP connects (either is about one round trip; the slower
+    /// may include a busy turn), else unknown.
     var dialRoundTrip: Duration? {
-        clock.worstRoundTrip ?? [subscriber.connectRoundTrip, dealer.connectRoundTrip].compactMap { $0 }.max()
+        clock.worstRoundTrip ?? [subscriber.connectRoundTrip, dealer.connectRoundTrip].compactMap { $0 }.min()
     }
 
     func hearsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
