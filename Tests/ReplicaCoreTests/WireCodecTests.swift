@@ -236,6 +236,15 @@ import Testing
         #expect(codec.publishFrame(expected) == bytes)
     }
 
+    /// Batches and sync chunks are cut to fit a frame whatever the configured limits: a frame
+    /// over four times the limit makes the receiver's libzmq drop the connection.
+    @Test(arguments: [WireLimits.standard, WireLimits(maxPayloadBytes: 8192), WireLimits(maxKeyBytes: 16, maxPayloadBytes: 16)])
+    func batchesAndChunksFitAFrame(_ limits: WireLimits) {
+        #expect(limits.maxBatchBytes + 100 <= limits.maxFrameBytes)
+        #expect(limits.maxChunkBytes + 100 <= limits.maxFrameBytes)
+        #expect(limits.maxChunkBytes >= min(256 * 1024, limits.maxFrameBytes - 512))
+    }
+
     @Test func batchesTravelUnderTheUpdateTopicOnly() throws {
         let batch = Self.samples.first { $0.kind == .updates }!
         #expect(codec.publishFrame(batch).first == 0x75)
