@@ -14,11 +14,7 @@ import Testing
         let peer = try FakePeer()
         let replica = try peer.makeNode()
         #expect(try await peer.waitUntilHeard(by: replica))
-        #expect(try await eventually {
-            try peer.serveRequests()
-            let status = await replica.status().peers.first
-            return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
-        })
+        #expect(try await peer.waitUntilStartUpSyncsEnd(on: replica))
         let before = await replica.status()
         for _ in 0..<5 {
             try peer.heartbeat(sequence: 500, incarnation: UUID(), aheadMillis: 120_000)

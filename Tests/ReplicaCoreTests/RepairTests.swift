@@ -75,11 +75,7 @@ import Testing
         let replica = try peer.makeNode()
         #expect(try await peer.waitUntilHeard(by: replica))
         // Let the start-up syncs finish, then count only what the digests cause.
-        #expect(try await eventually {
-            try peer.serveRequests()
-            let status = await replica.status().peers.first
-            return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
-        })
+        #expect(try await peer.waitUntilStartUpSyncsEnd(on: replica))
         let before = peer.syncRequests
         let synced = try await eventually {
             try peer.heartbeat(sequence: 0, digestRoot: 42)  // unchanged, and unlike the node's
@@ -157,6 +153,16 @@ final class FakePeer {
             try heartbeat(sequence: 0)
             try serveRequests()
             return await replica.status().peers.first?.state == .alive
+        }
+    }
+
+    /// Serves the node's start-up syncs until one has completed and none is running, so that a
+    /// test counts only the syncs its own step causes.
+    func waitUntilStartUpSyncsEnd(on replica: Replica) async throws -> Bool {
+        try await eventually {
+            try serveRequests()
+            let status = await replica.status().peers.first
+            return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
         }
     }
 
