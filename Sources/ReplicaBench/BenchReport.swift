@@ -84,6 +84,8 @@ struct BenchReport: Codable {
     var raw: Throughput?
     var rawCurve: Throughput?
     var store: [String: Throughput] = [:]
+    /// The same merge with one entry per transaction.
+    var storeSingle: [String: Throughput] = [:]
     var replicated: [String: Throughput] = [:]
     /// At each offered rate, open loop: a save on A until applied on B, and one raw libzmq
     /// PUB/SUB hop at the same rate (the floor under it).
@@ -108,6 +110,10 @@ struct BenchReport: Codable {
         if let rawCurve { row("raw libzmq PUB/SUB, CURVE", rate(rawCurve.perSecond), raw.map { String(format: "%.0f%% of raw", 100 * rawCurve.perSecond / $0.perSecond) } ?? "") }
         for (name, result) in store.sorted(by: { $0.key > $1.key }) {
             row("store merge alone (\(name)), batches of 1000", rate(result.perSecond), "no network")
+        }
+        for (name, result) in storeSingle.sorted(by: { $0.key > $1.key }) {
+            row("store merge alone (\(name)), one per commit", String(format: "%.1f us/commit", 1e6 / result.perSecond),
+                "the fixed cost a save pays at low load")
         }
         for (name, goal) in [("sqlite", 25.0), ("memory", 40.0), ("sqlite+curve", 50.0)] {
             guard let result = replicated[name] else { continue }

@@ -20,9 +20,24 @@ struct ReplicaBench: AsyncParsableCommand {
     @Option(help: "Payload size in bytes.") var payload = 100
     @Option(help: "Only these sections (comma-separated): raw, store, replicated, latency, catchup, memory, failure, cli.")
     var only: String?
+    @Option(help: "Latency rows at these offered rates, saves per second (comma-separated; default 1000,10000,50000).")
+    var rates: String?
+    @Option(help: "Replicated-throughput rows for these stores only (comma-separated): sqlite, memory, sqlite+curve.")
+    var stores: String?
+
+    func validate() throws {
+        if let rates, rates.split(separator: ",").contains(where: { Int($0).map { $0 <= 0 } ?? true }) {
+            throw ValidationError("--rates takes positive whole numbers, such as --rates 1000,10000")
+        }
+        if let stores, let unknown = stores.split(separator: ",").first(where: { !["sqlite", "memory", "sqlite+curve"].contains(String($0)) }) {
+            throw ValidationError("unknown store '\(unknown)' in --stores: use sqlite, memory or sqlite+curve")
+        }
+    }
 
     func run() async throws {
-        let sizes = quick ? BenchSizes.quick : BenchSizes.full
+        var sizes = quick ? BenchSizes.quick : BenchSizes.full
+        if let rates { sizes.latencyRates = rates.split(separator: ",").compactMap { Int($0) } }
+        let storeRows = stores.map { Set($0.split(separator: ",").map(String.init)) }
         var report = BenchReport(payloadBytes: payload, quick: quick)
         let sections = only.map { Set($0.split(separator: ",").map(String.init)) }
         func wanted(_ name: String) -> Bool { sections?.contains(name) ?? true }
@@ -37,10 +52,13 @@ struct ReplicaBench: AsyncParsableCommand {
             for storage in ["sqlite", "memory"] {
                 progress.say("store merge (\(storage)) ...")
                 report.store[storage] = try StoreBench.run(entries: sizes.replicatedSaves, payload: payload, storage: storage)
+                // One entry per transaction: the fixed cost of a commit, which a save at low load pays.
+                report.storeSingle[storage] = try StoreBench.run(entries: sizes.replicatedSaves / 25, payload: payload, storage: storage, batchSize: 1)
             }
         }
         if wanted("replicated") {
-            for (name, storage, curve) in [("sqlite", "sqlite", false), ("memory", "memory", false), ("sqlite+curve", "sqlite", true)] {
+            for (name, storage, curve) in [("sqlite", "sqlite", false), ("memory", "memory", false), ("sqlite+curve", "sqlite", true)]
+                where storeRows?.contains(name) ?? true {
                 progress.say("replicated throughput (\(name)) ...")
                 report.replicated[name] = try await ReplicatedThroughputBench.run(
                     saves: sizes.replicatedSaves, payload: payload, storage: storage, curve: curve)

@@ -184,6 +184,8 @@ class Cluster:
             cmd += ["--advertise", self.advertise(k)]
         if self.extra_args:
             cmd += self.extra_args(k)
+        if os.environ.get("REPLICA_FAULTS_LOG_LEVEL"):
+            cmd += ["--log-level", os.environ["REPLICA_FAULTS_LOG_LEVEL"]]
         node.starts += 1
         logfile = open(os.path.join(self.root, f"{node.id}.log"), "a")
         logfile.write(f"---- start #{node.starts} at {time.time():.3f}\n")

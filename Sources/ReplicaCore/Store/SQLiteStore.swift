@@ -49,7 +49,12 @@ public final class SQLiteStore: ReplicaStore {
     /// FULL also survives power loss, at the cost of an fsync per commit.
     /// Throws `DataDirectoryLock.Held` if another store (in this process or another) has the
     /// directory open.
-    public init(directory: URL, node: NodeID, synchronous: String = "NORMAL") throws {
+    public convenience init(directory: URL, node: NodeID, synchronous: String = "NORMAL") throws {
+        try self.init(directory: directory, node: node, synchronous: synchronous, checkpointPolicy: WALCheckpointPolicy())
+    }
+
+    init(directory: URL, node: NodeID, synchronous: String = "NORMAL", checkpointPolicy: WALCheckpointPolicy) throws {
+        _ = Self.processSettings
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
@@ -66,7 +71,7 @@ public final class SQLiteStore: ReplicaStore {
             database = try Self.open(url, synchronous: synchronous)
         }
         self.database = database
-        checkpointer = try WALCheckpointer(path: url.path)
+        checkpointer = try WALCheckpointer(path: url.path, policy: checkpointPolicy)
         recoveredFromCorruption = moved
         identity = try database.write { db in try Self.identity(in: db, node: node) }
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
@@ -77,6 +82,15 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     deinit { checkpointer.stop() }
+
+    /// SQLite's process-wide settings, applied once before the first connection opens (see
+    /// `sqlite3_config_for_serialised_connections`). SQLITE_MISUSE means something in the
+    /// process opened SQLite first: the settings stay SQLite's defaults, which is slower only.
+    private static let processSettings: Int32 = sqlite3_config_for_serialised_connections()
+
+    /// Runs one checkpoint pass now (the background thread runs them when `WALCheckpointPolicy` says).
+    @discardableResult
+    func checkpointNow() throws -> WALCheckpointer.Pass { try checkpointer.checkpoint() }
 
     public func closeForWriting() {
         checkpointer.stop()
@@ -95,10 +109,13 @@ public final class SQLiteStore: ReplicaStore {
             _ = sqlite3_db_config_no_checkpoint_on_close(db.sqliteConnection)
             try db.execute(sql: "PRAGMA journal_mode = WAL")
             try db.execute(sql: "PRAGMA synchronous = \(synchronous)")
-            // A page cache and a memory map large enough for a few hundred thousand entries, so
-            // most writes touch pages already in memory.
+            // A page cache large enough for a few hundred thousand entries, so most writes touch
+            // pages already in memory. No memory map: a page fault on a mapped page under
+            // writeback holds the process's mmap lock while it waits for the disk, and every
+            // thread that then faults (any allocation) waits behind it: 0.5 s stalls of both
+            // loops were measured (docs/performance.md, "The tail").
             try db.execute(sql: "PRAGMA cache_size = -65536")
-            try db.execute(sql: "PRAGMA mmap_size = 268435456")
+            try db.execute(sql: "PRAGMA mmap_size = 0")
             // Checkpoints run on their own thread (WALCheckpointer), never inside a commit.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
@@ -417,19 +434,22 @@ public final class SQLiteStore: ReplicaStore {
     /// BEGIN IMMEDIATE ... COMMIT through SQLite's C API, rolled back if `body` or the commit
     /// fails. GRDB's `write` wraps the same two statements in about 45 us of bookkeeping per
     /// transaction (measured: 90 us against 46 us for the bare pair), which is most of a
-    /// one-entry commit on the low-load latency path.
+    /// one-entry commit on the low-load latency path. Both statements are prepared once (GRDB's
+    /// statement cache): compiling them on every commit was another ~10 us.
     static func inRawTransaction(_ db: Database, _ body: () throws -> Void) throws {
         let connection = db.sqliteConnection
-        func exec(_ sql: String) throws {
-            let code = sqlite3_exec(connection, sql, nil, nil, nil)
-            guard code == SQLITE_OK else {
+        func run(_ sql: String) throws {
+            let statement = try db.cachedStatement(sql: sql).sqliteStatement
+            let code = sqlite3_step(statement)
+            sqlite3_reset(statement)
+            guard code == SQLITE_DONE else {
                 throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(connection)), sql: sql)
             }
         }
-        try exec("BEGIN IMMEDIATE")
+        try run("BEGIN IMMEDIATE")
         do {
             try body()
-            try exec("COMMIT")
+            try run("COMMIT")
         } catch {
             if sqlite3_get_autocommit(connection) == 0 { _ = sqlite3_exec(connection, "ROLLBACK", nil, nil, nil) }
             throw error

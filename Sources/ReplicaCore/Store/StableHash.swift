@@ -12,12 +12,24 @@ struct StableHash {
         }
     }
 
+    /// The bytes of `string`'s UTF-8 form, the same as `combine(bytes: string.utf8)`, read from
+    /// its contiguous storage when it has one (a native string always does) instead of through
+    /// the view's iterator.
+    mutating func combine(utf8 string: String) {
+        if string.utf8.withContiguousStorageIfAvailable({ combine(bytes: $0) }) == nil {
+            combine(bytes: string.utf8)
+        }
+    }
+
     mutating func combine(_ value: UInt64) {
         withUnsafeBytes(of: value.bigEndian) { combine(bytes: $0) }
     }
 
-    var finalized: UInt64 {
-        var z = state &+ 0x9e37_79b9_7f4a_7c15
+    var finalized: UInt64 { Self.mix(state &+ 0x9e37_79b9_7f4a_7c15) }
+
+    /// splitmix64's finaliser: every input bit moves every output bit.
+    static func mix(_ value: UInt64) -> UInt64 {
+        var z = value
         z = (z ^ (z >> 30)) &* 0xbf58_476d_1ce4_e5b9
         z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
         return z ^ (z >> 31)
@@ -25,7 +37,7 @@ struct StableHash {
 
     static func of(_ string: String) -> UInt64 {
         var hash = StableHash()
-        hash.combine(bytes: string.utf8)
+        hash.combine(utf8: string)
         return hash.finalized
     }
 }

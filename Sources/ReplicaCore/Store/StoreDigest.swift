@@ -22,10 +22,10 @@ public struct StoreDigest: Hashable, Sendable {
 
     static func hash(of entry: Entry) -> UInt64 {
         var hash = StableHash()
-        hash.combine(bytes: entry.key.utf8)
+        hash.combine(utf8: entry.key)
         hash.combine(0)
         hash.combine(entry.version.timestamp.rawValue)
-        hash.combine(bytes: entry.version.node.rawValue.utf8)
+        hash.combine(utf8: entry.version.node.rawValue)
         hash.combine(UInt64(entry.schema))
         if let payload = entry.payload {
             hash.combine(1)

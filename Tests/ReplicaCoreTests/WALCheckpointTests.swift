@@ -1,0 +1,86 @@
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+/// The write-ahead log stays bounded: the policy by table, then a real SQLite file.
+@Suite struct WALCheckpointTests {
+    static let mebibyte = 1 << 20
+
+    @Test(arguments: [
+        // (frames in the log, page size, rewind at bytes, rewinds?)
+        (0, 4096, 0, false),  // nothing to copy, whatever the limit
+        (0, 4096, mebibyte, false),
+        (1, 4096, mebibyte, false),
+        (254, 4096, mebibyte, false),  // 254 x (4096 + 24) = 1,046,480 bytes
+        (255, 4096, mebibyte, true),  // 255 x 4120 = 1,050,600 bytes: over
+        (63, 16384, mebibyte, false),  // 63 x 16,408 = 1,033,704
+        (64, 16384, mebibyte, true),
+        (32_577, 4096, 128 * mebibyte, false),  // 134,217,240 bytes, 488 short of 128 MiB
+        (32_578, 4096, 128 * mebibyte, true),
+        (40_000, 4096, 128 * mebibyte, true),
+    ])
+    func rewindsOnceTheLogIsLong(logFrames: Int, pageSize: Int, limit: Int, rewinds: Bool) {
+        let policy = WALCheckpointPolicy(restartAboveBytes: limit)
+        #expect(policy.restarts(afterPassiveWithLogFrames: logFrames, pageSize: pageSize) == rewinds)
+    }
+
+    @Test func theDefaultRewindsAt128MiB() {
+        #expect(WALCheckpointPolicy().restartAboveBytes == 128 * Self.mebibyte)
+    }
+
+    @Test(arguments: [
+        // (log file bytes now, at the last pass, ms since it, written since?, pass due?)
+        (0, 0, 10_000, true, false),  // no log
+        (4096, 4096, 10_000, false, false),  // unchanged: nothing to copy
+        (4096, 0, 10, true, false),  // a little, recently: wait for more
+        (1_048_575, 0, 10, true, false),
+        (1_048_576, 0, 10, true, true),  // grown a megabyte: at once, so the fsync stays short
+        (3 * mebibyte, 2 * mebibyte, 0, true, true),
+        (4096, 0, 499, true, false),
+        (4096, 0, 500, true, true),  // a trickle: every half second
+        (128 * mebibyte, 128 * mebibyte, 500, true, true),  // a rewound log is written over without growing
+        (128 * mebibyte, 128 * mebibyte, 100, true, false),
+    ])
+    func passesAfterAMegabyteOrHalfASecond(bytes: Int, lastBytes: Int, millis: Int, written: Bool, due: Bool) {
+        #expect(WALCheckpointPolicy().passDue(
+            walFileBytes: bytes, atLastPass: lastBytes, sinceLastPass: .milliseconds(millis), writtenSince: written) == due)
+    }
+
+    static func entries(_ range: Range<Int>, round: UInt64) -> [Entry] {
+        range.map { index in
+            Entry(key: "k\(index)", version: Version(timestamp: HybridTimestamp(wallMillis: 1_000 + round, logical: UInt16(index % 1000)), node: "n1"),
+                  payload: Array(repeating: UInt8(truncatingIfNeeded: index), count: 2_000))
+        }
+    }
+
+    @Test func aLongLogIsRewoundAndWrittenFromItsStartWithNothingLost() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let limit = 256 * 1024
+        let store = try SQLiteStore(directory: directory.url, node: "n1", checkpointPolicy: WALCheckpointPolicy(restartAboveBytes: limit))
+        let wal = directory.url.appendingPathComponent(SQLiteStore.fileName + "-wal").path
+        func walFileBytes() throws -> Int { try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int ?? 0 }
+
+        // A short log is only copied.
+        _ = try store.merge(Self.entries(0..<1, round: 0))
+        #expect(try store.checkpointNow().restarted == false)
+
+        // A long one is copied and rewound: the next commits write over it from the start, so the
+        // file does not grow while the same amount is written again, and again.
+        _ = try store.merge(Self.entries(0..<200, round: 1))
+        let long = try store.checkpointNow()
+        #expect(long.logFrames * 4120 >= limit)
+        #expect(long.restarted)
+        let rewoundSize = try walFileBytes()
+        for round in 2...4 as ClosedRange<UInt64> {
+            _ = try store.merge(Self.entries(0..<200, round: round))
+            #expect(try walFileBytes() <= rewoundSize, "round \(round): the log grew instead of being written from its start")
+            #expect(try store.checkpointNow().restarted)
+        }
+        store.closeForWriting()
+
+        let reopened = try SQLiteStore(directory: directory.url, node: "n1")
+        #expect(reopened.count == 200)
+        #expect(try reopened.entry(for: "k199") == Self.entries(199..<200, round: 4)[0])
+    }
+}
