@@ -9,7 +9,7 @@ extension Replica {
         for session in sessions.values where session.record.status == .active {
             let echo = session.echo
             reports.append(PeerReport(
-                node: session.node, epoch: session.stream.epoch, through: session.stream.contiguousThrough,
+                node: session.node, epoch: session.stream.epoch, through: session.heldThrough,
                 echoWallMillis: echo?.wallMillis ?? 0,
                 heldMillis: echo.map { UInt32(clamping: Int64(max(0, $0.receivedAt.duration(to: now) / .milliseconds(1)))) } ?? 0,
                 hearsDirectly: session.hearsDirectly(now: now, base: timing)))

@@ -45,6 +45,7 @@ extension Replica {
             return
         }
         planner.started(with: node, requestID: requestID, reason: reason, now: now)
+        reportsAtSyncRequest = session.heartbeat?.reports ?? [:]
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
     }
@@ -62,14 +63,21 @@ extension Replica {
     }
 
     func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
-        guard let link = links[node] else { return }
+        guard let link = links[node] else {
+            sessions[node]?.repairNotSent(range)
+            return
+        }
         let requestID = nextRequestID
         nextRequestID += 1
         let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
         do {
-            guard try link.dealer.send([codec.encode(.repairRequest(request))]) else { return }
+            guard try link.dealer.send([codec.encode(.repairRequest(request))]) else {
+                sessions[node]?.repairNotSent(range)
+                return
+            }
         } catch {
             logger.warning("repair request to \(node) failed: \(error)")
+            sessions[node]?.repairNotSent(range)
             return
         }
         sessions[node]?.repairStarted(requestID: requestID, range: range, now: now)
@@ -149,11 +157,13 @@ extension Replica {
         counters.syncBytesReceived += bytes
     }
 
-    /// A sync brought everything `node` held when it took the request: the losses it covers are
-    /// no longer losses. After a catch-up, losses of members we cannot reach that it did not
-    /// cover are given up: nobody reachable holds them (they come back with those members).
+    /// A sync brought everything `node` held when it took the request: the losses it covers (by
+    /// its reports from before the request) are no longer losses. After a catch-up, losses of
+    /// members we cannot reach that it did not cover are given up: nobody reachable holds them
+    /// (they come back with those members).
     private func syncCompleted(with node: NodeID, mark: StoreMark, sequence: UInt64, reason: SyncReason, now: ContinuousClock.Instant) {
-        let reports = sessions[node]?.heartbeat?.reports ?? [:]
+        let reports = reportsAtSyncRequest
+        reportsAtSyncRequest = [:]
         sessions[node]?.syncCompleted(mark: mark, sequence: sequence)
         for origin in sessions.keys where origin != node {
             if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }

@@ -137,6 +137,29 @@ import Testing
         #expect(session.stats.syncsCompleted == 1)
     }
 
+    /// What our heartbeats say we hold of a member's stream: not a range still being repaired.
+    /// (A member that could not hear the origin synced the range from us while we waited for it,
+    /// got part, and took the rest as covered.)
+    @Test func aRangeUnderRepairIsNotReportedAsHeld() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 10, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(0), wallMillis: 0)
+        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 9_000, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(500), wallMillis: 0)
+        #expect(session.stream.missing == [11...9_000])
+        #expect(session.heldThrough == 10)
+
+        session.dealerTCPConnected(now: Self.at(500))
+        session.dealerHandshakeSucceeded(now: Self.at(500))
+        #expect(session.tick(now: Self.at(550), base: Self.timing, holdRepairs: false).contains(.requestRepair(11...4_106)))
+        session.repairNotSent(11...4_106)  // what the reactor does when the request cannot be sent
+        #expect(session.stream.missing == [11...9_000], "a repair that was not sent is asked for again")
+        #expect(session.tick(now: Self.at(600), base: Self.timing, holdRepairs: false).contains(.requestRepair(11...4_106)))
+        session.repairStarted(requestID: 1, range: 11...4_106, now: Self.at(600))
+        #expect(session.heldThrough == 10, "the range being repaired is not held yet")
+        #expect(session.repairChunk(requestID: 1, entries: 4_096, isLast: true, isUnavailable: false, now: Self.at(700)) == .completed)
+        #expect(session.heldThrough == session.stream.contiguousThrough)
+    }
+
     @Test func aSlowLinkStretchesFailureDetection() {
         let slow = Self.timing.adapted(to: .milliseconds(400))
         #expect(slow.suspectAfter == .milliseconds(1800))

@@ -301,6 +301,21 @@ struct PeerSession: Sendable {
         repair = RepairInFlight(requestID: requestID, range: range, lastProgress: now)
     }
 
+    /// A repair taken out of the stream could not be sent (the connection was not ready): its
+    /// range is missing again, to be asked for at the next tick. (Before, it was simply lost:
+    /// neither missing nor in flight, so only a later sync brought it.)
+    mutating func repairNotSent(_ range: ClosedRange<UInt64>) { stream.returnRepair(range) }
+
+    /// How far this member's stream is held here, for our heartbeats' reports. The stream's
+    /// `contiguousThrough` counts a range being repaired as good as received, which is right
+    /// for deciding what to ask for, but not for telling others: a member that cannot hear this
+    /// one would sync from us the range we are still waiting for, get part of it, and take the
+    /// rest as covered (seen: 10,000 updates fetched 1 s later by anti-entropy instead).
+    var heldThrough: UInt64 {
+        guard let range = repair?.range else { return stream.contiguousThrough }
+        return min(stream.contiguousThrough, range.lowerBound - 1)
+    }
+
     enum RepairVerdict: Equatable, Sendable {
         case unrelated
         case progress
