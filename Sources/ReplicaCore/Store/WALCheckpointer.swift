@@ -36,7 +36,10 @@ final class WALCheckpointer: Sendable {
         self.policy = policy
         let stopped = self.stopped
         let walPath = path + "-wal"
-        let thread = Thread { [self] in
+        let connection = self.connection
+        // The thread holds the connection and the flag, not the checkpointer: `stop()` (from
+        // the store's `deinit` or `closeForWriting`, or this `deinit`) ends it within a poll.
+        let thread = Thread {
             var last = (bytes: 0, modified: timespec(), at: ContinuousClock.now)
             while !stopped.value.withLock({ $0 }) {
                 Thread.sleep(forTimeInterval: policy.pollInterval / .seconds(1))
@@ -48,16 +51,19 @@ final class WALCheckpointer: Sendable {
                 else { continue }
                 last = (Int(info.st_size), info.st_mtim, now)
                 // Busy (the writer held the lock past the timeout) or read-only disk: try next time.
-                _ = try? checkpoint()
+                _ = try? Self.checkpoint(connection, policy: policy)
             }
         }
         thread.name = "wal-checkpoint"
         thread.start()
     }
 
-    /// One pass: a PASSIVE copy, then a RESTART if the log it found is long.
+    /// One pass now, on the checkpointer's connection.
     @discardableResult
-    func checkpoint() throws -> Pass {
+    func checkpoint() throws -> Pass { try Self.checkpoint(connection, policy: policy) }
+
+    /// One pass: a PASSIVE copy, then a RESTART if the log it found is long.
+    private static func checkpoint(_ connection: DatabaseQueue, policy: WALCheckpointPolicy) throws -> Pass {
         try connection.writeWithoutTransaction { db in
             let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             // Each row is (busy, frames in the log, frames copied); -1s when not in WAL mode.
