@@ -29,21 +29,22 @@ import Testing
     }
 
     @Test(arguments: [
-        // (log file bytes now, at the last pass, ms since it, written since?, pass due?)
-        (0, 0, 10_000, true, false),  // no log
-        (4096, 4096, 10_000, false, false),  // unchanged: nothing to copy
-        (4096, 0, 10, true, false),  // a little, recently: wait for more
-        (1_048_575, 0, 10, true, false),
-        (1_048_576, 0, 10, true, true),  // grown a megabyte: at once, so the fsync stays short
-        (3 * mebibyte, 2 * mebibyte, 0, true, true),
-        (4096, 0, 499, true, false),
-        (4096, 0, 500, true, true),  // a trickle: every half second
-        (128 * mebibyte, 128 * mebibyte, 500, true, true),  // a rewound log is written over without growing
-        (128 * mebibyte, 128 * mebibyte, 100, true, false),
+        // (frames in the log now, at the last pass, commits since, ms since it, pass due?)
+        (0, 0, 0, 10_000, false),  // nothing written
+        (100, 100, 0, 10_000, false),  // unchanged: nothing to copy
+        (1, 0, 1, 10, false),  // a little, recently: wait for more
+        (254, 0, 3, 10, false),  // 254 x 4,120 = 1,046,480 bytes
+        (255, 0, 3, 10, true),  // a megabyte written: at once, so the fsync stays short
+        (1_255, 1_000, 9, 0, true),
+        (1, 0, 1, 499, false),
+        (1, 0, 1, 500, true),  // a trickle: every half second
+        (300, 32_000, 40, 10, true),  // rewound since the last pass: all 300 frames are new
+        (100, 32_000, 5, 10, false),
+        (32_000, 32_000, 1, 500, true),  // a commit that rewrote no new frame count still counts
     ])
-    func passesAfterAMegabyteOrHalfASecond(bytes: Int, lastBytes: Int, millis: Int, written: Bool, due: Bool) {
+    func passesAfterAMegabyteOrHalfASecond(frames: Int, lastFrames: Int, commits: Int, millis: Int, due: Bool) {
         #expect(WALCheckpointPolicy().passDue(
-            walFileBytes: bytes, atLastPass: lastBytes, sinceLastPass: .milliseconds(millis), writtenSince: written) == due)
+            logFrames: frames, atLastPass: lastFrames, pageSize: 4096, commitsSince: commits, sinceLastPass: .milliseconds(millis)) == due)
     }
 
     static func entries(_ range: Range<Int>, round: UInt64) -> [Entry] {
@@ -57,12 +58,18 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let limit = 256 * 1024
-        let store = try SQLiteStore(directory: directory.url, node: "n1", checkpointPolicy: WALCheckpointPolicy(restartAboveBytes: limit))
+        // The background thread never passes here (no growth or period reaches it): every pass
+        // is this test's own, so what each one did is known.
+        let quiet = WALCheckpointPolicy(restartAboveBytes: limit, passAfterGrowthBytes: .max, period: .seconds(86_400))
+        let store = try SQLiteStore(directory: directory.url, node: "n1", checkpointPolicy: quiet)
         let wal = directory.url.appendingPathComponent(SQLiteStore.fileName + "-wal").path
         func walFileBytes() throws -> Int { try FileManager.default.attributesOfItem(atPath: wal)[.size] as? Int ?? 0 }
 
-        // A short log is only copied.
+        // A short log is only copied. The writer's commits are counted by SQLite's WAL hook.
+        let before = store.walProgress.snapshot
         _ = try store.merge(Self.entries(0..<1, round: 0))
+        #expect(store.walProgress.snapshot.commits == before.commits + 1)
+        #expect(store.walProgress.snapshot.logFrames > before.logFrames)
         #expect(try store.checkpointNow().restarted == false)
 
         // A long one is copied and rewound: the next commits write over it from the start, so the
@@ -75,6 +82,7 @@ import Testing
         for round in 2...4 as ClosedRange<UInt64> {
             _ = try store.merge(Self.entries(0..<200, round: round))
             #expect(try walFileBytes() <= rewoundSize, "round \(round): the log grew instead of being written from its start")
+            #expect(store.walProgress.snapshot.logFrames <= long.logFrames, "round \(round): the hook saw the log start again")
             #expect(try store.checkpointNow().restarted)
         }
         store.closeForWriting()

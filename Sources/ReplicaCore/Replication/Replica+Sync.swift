@@ -64,7 +64,7 @@ extension Replica {
 
     func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
         guard let link = links[node] else {
-            sessions[node]?.repairNotSent(range)
+            perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
             return
         }
         let requestID = nextRequestID
@@ -72,12 +72,12 @@ extension Replica {
         let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
         do {
             guard try link.dealer.send([codec.encode(.repairRequest(request))]) else {
-                sessions[node]?.repairNotSent(range)
+                perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
                 return
             }
         } catch {
             logger.warning("repair request to \(node) failed: \(error)")
-            sessions[node]?.repairNotSent(range)
+            perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
             return
         }
         sessions[node]?.repairStarted(requestID: requestID, range: range, now: now)
@@ -168,7 +168,7 @@ extension Replica {
         for origin in sessions.keys where origin != node {
             if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
             if reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
-                sessions[origin]?.clearMissing()
+                sessions[origin]?.giveUpLosses()
             }
         }
     }

@@ -20,6 +20,9 @@ public final class SQLiteStore: ReplicaStore {
     public let recoveredFromCorruption: CorruptFileMovedAside?
     private let database: DatabaseQueue
     private let checkpointer: WALCheckpointer
+    /// Fed by SQLite's WAL hook on the writer's connection (retained by the hook until `deinit`
+    /// removes it).
+    let walProgress = WALProgress()
     /// Held while the store is open for writing: one data directory, one replica.
     private var lock: DataDirectoryLock?
     private var index = StoreIndex()
@@ -71,7 +74,15 @@ public final class SQLiteStore: ReplicaStore {
             database = try Self.open(url, synchronous: synchronous)
         }
         self.database = database
-        checkpointer = try WALCheckpointer(path: url.path, policy: checkpointPolicy)
+        let progress = Unmanaged.passRetained(walProgress)
+        database.writeWithoutTransaction { db in
+            _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
+                guard let context else { return SQLITE_OK }
+                Unmanaged<WALProgress>.fromOpaque(context).takeUnretainedValue().committed(logFrames: Int(frames))
+                return SQLITE_OK
+            }, progress.toOpaque())
+        }
+        checkpointer = try WALCheckpointer(path: url.path, progress: walProgress, policy: checkpointPolicy)
         recoveredFromCorruption = moved
         identity = try database.write { db in try Self.identity(in: db, node: node) }
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
@@ -81,12 +92,18 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
-    deinit { checkpointer.stop() }
+    deinit {
+        checkpointer.stop()
+        // The hook holds the progress: released once the hook is gone.
+        database.writeWithoutTransaction { db in _ = sqlite3_wal_hook(db.sqliteConnection, nil, nil) }
+        Unmanaged.passUnretained(walProgress).release()
+    }
 
     /// SQLite's process-wide settings, applied once before the first connection opens (see
-    /// `sqlite3_config_for_serialised_connections`). SQLITE_MISUSE means something in the
-    /// process opened SQLite first: the settings stay SQLite's defaults, which is slower only.
-    private static let processSettings: Int32 = sqlite3_config_for_serialised_connections()
+    /// `sqlite3_config_memstatus_off`). SQLITE_MISUSE means something in the process opened
+    /// SQLite first: the settings stay SQLite's defaults, which is slower only. (Connections
+    /// need no mutex of their own: GRDB opens them SQLITE_OPEN_NOMUTEX and serialises each.)
+    private static let processSettings: Int32 = sqlite3_config_memstatus_off()
 
     /// Runs one checkpoint pass now (the background thread runs them when `WALCheckpointPolicy` says).
     @discardableResult

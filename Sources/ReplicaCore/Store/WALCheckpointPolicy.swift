@@ -4,8 +4,10 @@
 /// writer's next append waits while that fsync allocates the blocks of everything written
 /// since the last one (the inode's block map is locked): the longer the wait between passes,
 /// the longer the stall. Measured at 10,000 saves/s: one pass every 2 s gave a p99 of 150-170
-/// ms, every 500 ms 80-120 ms, every 50-100 ms 9-20 ms. So a pass runs as soon as the log file
-/// has grown by `passAfterGrowthBytes`, and at least every `period` while it changes.
+/// ms, every 500 ms 80-120 ms, every 50-100 ms 9-20 ms. So a pass runs as soon as the writer has
+/// added `passAfterGrowthBytes` to the log (counted in the frames its commits added, so a log
+/// rewound and written over from its start counts too), and at least every `period` while it
+/// changes.
 ///
 /// **A bounded log.** A PASSIVE checkpoint never waits for the writer, but under sustained
 /// writes it never catches up either: the writer appends while it copies, so the log is never
@@ -20,19 +22,21 @@ struct WALCheckpointPolicy: Equatable, Sendable {
     /// The log size (frames in use, not the file's size, which a rewind keeps) that asks for a
     /// rewind: large enough that the writer's wait is rare, small enough to bound the disk used.
     var restartAboveBytes: Int = 128 << 20
-    /// Growth of the log file since the last pass that calls for the next one at once.
+    /// Log written since the last pass that calls for the next one at once.
     var passAfterGrowthBytes: Int = 1 << 20
-    /// The longest time between passes while anything is written (a rewound log is written over
-    /// without growing, so only this brings its pass).
+    /// The longest time between passes while anything is written (a trickle of commits).
     var period: Duration = .milliseconds(500)
-    /// How often the checkpointer looks at the log's size (a `stat`, nothing more).
+    /// How often the checkpointer looks at the writer's progress (`WALProgress`).
     var pollInterval: Duration = .milliseconds(10)
 
-    /// Whether a pass is due, given the log file's size now and at the last pass, and the time
-    /// since it. A log that has not changed needs no pass.
-    func passDue(walFileBytes: Int, atLastPass lastBytes: Int, sinceLastPass elapsed: Duration, writtenSince: Bool) -> Bool {
-        guard walFileBytes > 0, writtenSince else { return false }
-        return walFileBytes - lastBytes >= passAfterGrowthBytes || elapsed >= period
+    /// Whether a pass is due, given the frames in the log now and at the last pass (as the
+    /// writer's commits reported them), the commits since, and the time since the last pass.
+    /// A log that has not been written needs no pass.
+    func passDue(logFrames: Int, atLastPass lastFrames: Int, pageSize: Int, commitsSince: Int, sinceLastPass elapsed: Duration) -> Bool {
+        guard commitsSince > 0 else { return false }
+        // Fewer frames than at the last pass: the log was rewound, and everything in it is new.
+        let written = logFrames >= lastFrames ? logFrames - lastFrames : logFrames
+        return written * (pageSize + 24) >= passAfterGrowthBytes || elapsed >= period
     }
 
     /// Whether to rewind the log after a PASSIVE pass that found `logFrames` frames of

@@ -1,3 +1,4 @@
+import CSQLiteConfig
 import Foundation
 import GRDB
 import Synchronization
@@ -7,9 +8,9 @@ import Synchronization
 /// SQLite's automatic checkpoint runs inside whichever commit crosses the WAL size limit, so
 /// one commit in a few thousand stalls the replica's loop for tens of milliseconds (copying
 /// pages and fsyncing): that was the p99 latency. Here a second connection checkpoints in small
-/// passes, whenever the log has grown by a megabyte or half a second has passed: PASSIVE, which
-/// never blocks the writer, and a RESTART when the log has grown long, which keeps it bounded
-/// under sustained writes (see `WALCheckpointPolicy`).
+/// passes, whenever the writer has added a megabyte to the log or half a second has passed:
+/// PASSIVE, which never blocks the writer, and a RESTART when the log has grown long, which
+/// keeps it bounded under sustained writes (see `WALCheckpointPolicy`).
 final class WALCheckpointer: Sendable {
     /// What one pass did.
     struct Pass: Equatable, Sendable {
@@ -26,33 +27,43 @@ final class WALCheckpointer: Sendable {
     }
 
     private let stopped = StopFlag()
+    /// Signalled when the thread has ended.
+    private let ended = DispatchSemaphore(value: 0)
     private let connection: DatabaseQueue
     private let policy: WALCheckpointPolicy
 
-    init(path: String, policy: WALCheckpointPolicy = WALCheckpointPolicy()) throws {
+    /// Checkpoints the database at `path` whenever `policy` says, from what the writer's
+    /// commits report in `progress`.
+    init(path: String, progress: WALProgress, policy: WALCheckpointPolicy = WALCheckpointPolicy()) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(1)
+        // Like the store's own connection, closing never checkpoints: if this one closed last, it
+        // would copy and delete the log while the next store to open the directory (in this
+        // process, at once) maps it. That was a "disk I/O error" on the next open.
+        configuration.prepareDatabase { db in _ = sqlite3_db_config_no_checkpoint_on_close(db.sqliteConnection) }
         connection = try DatabaseQueue(path: path, configuration: configuration)
         self.policy = policy
+        let pageSize = try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } ?? 4096
         let stopped = self.stopped
-        let walPath = path + "-wal"
+        let ended = self.ended
         let connection = self.connection
-        // The thread holds the connection and the flag, not the checkpointer: `stop()` (from
+        // The thread holds the connection and the flags, not the checkpointer: `stop()` (from
         // the store's `deinit` or `closeForWriting`, or this `deinit`) ends it within a poll.
         let thread = Thread {
-            var last = (bytes: 0, modified: timespec(), at: ContinuousClock.now)
+            var last = (progress: WALProgress.Snapshot(), at: ContinuousClock.now)
             while !stopped.value.withLock({ $0 }) {
                 Thread.sleep(forTimeInterval: policy.pollInterval / .seconds(1))
-                var info = stat()
-                guard stat(walPath, &info) == 0 else { continue }  // no log yet
                 let now = ContinuousClock.now
-                let written = info.st_mtim.tv_sec != last.modified.tv_sec || info.st_mtim.tv_nsec != last.modified.tv_nsec
-                guard policy.passDue(walFileBytes: Int(info.st_size), atLastPass: last.bytes, sinceLastPass: now - last.at, writtenSince: written)
+                let current = progress.snapshot
+                guard policy.passDue(
+                    logFrames: current.logFrames, atLastPass: last.progress.logFrames, pageSize: pageSize,
+                    commitsSince: current.commits &- last.progress.commits, sinceLastPass: now - last.at)
                 else { continue }
-                last = (Int(info.st_size), info.st_mtim, now)
+                last = (current, now)
                 // Busy (the writer held the lock past the timeout) or read-only disk: try next time.
                 _ = try? Self.checkpoint(connection, policy: policy)
             }
+            ended.signal()
         }
         thread.name = "wal-checkpoint"
         thread.start()
@@ -77,7 +88,15 @@ final class WALCheckpointer: Sendable {
         }
     }
 
-    func stop() { stopped.value.withLock { $0 = true } }
+    /// Ends the thread and waits for it (at most a pass: its busy timeout is a second), so that
+    /// no pass runs once the store has closed and another may open the directory.
+    func stop() {
+        let wasRunning = stopped.value.withLock { stopped in
+            defer { stopped = true }
+            return !stopped
+        }
+        if wasRunning { _ = ended.wait(timeout: .now() + .seconds(3)) }
+    }
 
     deinit { stop() }
 }

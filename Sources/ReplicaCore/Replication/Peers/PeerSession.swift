@@ -75,6 +75,9 @@ struct PeerSession: Sendable {
     /// Repairs in a row that timed out: a member that answers none is asked no more, and a
     /// sync brings the losses instead.
     private var repairTimeouts = 0
+    /// The first sequence of a loss handed to a sync (its repair was unavailable or kept
+    /// timing out): not held here until a sync covers it, whatever the stream says.
+    private var lostFrom: UInt64?
 
     struct Stats: Equatable, Sendable {
         var syncsCompleted = 0
@@ -170,6 +173,7 @@ struct PeerSession: Sendable {
         }
         incarnation = message.incarnation
         if stream.announced(epoch: message.epoch, sequence: message.sequence) == .restarted {
+            forgetLosses()
             actions.append(.wantSync(.peerRestarted))
         }
         var reports: [NodeID: PeerReport] = [:]
@@ -219,7 +223,10 @@ struct PeerSession: Sendable {
     mutating func updatesReceived(_ sequences: ClosedRange<UInt64>, epoch: UInt64? = nil, bytes: Int = 0, now: ContinuousClock.Instant? = nil) -> [Action] {
         var actions = now.map { heardDirectly(now: $0) } ?? []
         stats.updateBytes += bytes
-        if stream.received(sequences, epoch: epoch) == .restarted { actions.append(.wantSync(.peerRestarted)) }
+        if stream.received(sequences, epoch: epoch) == .restarted {
+            forgetLosses()
+            actions.append(.wantSync(.peerRestarted))
+        }
         return actions
     }
 
@@ -304,16 +311,41 @@ struct PeerSession: Sendable {
     /// A repair taken out of the stream could not be sent (the connection was not ready): its
     /// range is missing again, to be asked for at the next tick. (Before, it was simply lost:
     /// neither missing nor in flight, so only a later sync brought it.)
-    mutating func repairNotSent(_ range: ClosedRange<UInt64>) { stream.returnRepair(range) }
+    /// A send that keeps failing counts like a timeout: after `repairAttempts`, a sync.
+    mutating func repairNotSent(_ range: ClosedRange<UInt64>) -> [Action] {
+        stream.returnRepair(range)
+        return repairFailed()
+    }
+
+    /// A repair timed out or could not be sent. After `repairAttempts` in a row, a sync is
+    /// wanted instead, which brings everything: no more repairs of these losses, and until that
+    /// sync covers them they are not reported as held.
+    private mutating func repairFailed() -> [Action] {
+        repairTimeouts += 1
+        guard repairTimeouts >= Self.repairAttempts else { return [] }
+        repairTimeouts = 0
+        giveUpLosses()
+        return [.wantSync(.repairTimedOut)]
+    }
+
+    /// A new epoch of this member: its old losses and repair no longer apply.
+    private mutating func forgetLosses() {
+        repair = nil
+        repairTimeouts = 0
+        lostFrom = nil
+    }
 
     /// How far this member's stream is held here, for our heartbeats' reports. The stream's
     /// `contiguousThrough` counts a range being repaired as good as received, which is right
     /// for deciding what to ask for, but not for telling others: a member that cannot hear this
     /// one would sync from us the range we are still waiting for, get part of it, and take the
     /// rest as covered (seen: 10,000 updates fetched 1 s later by anti-entropy instead).
+    /// Losses handed to a sync (`lostFrom`) are not held either, until a sync covers them.
     var heldThrough: UInt64 {
-        guard let range = repair?.range else { return stream.contiguousThrough }
-        return min(stream.contiguousThrough, range.lowerBound - 1)
+        var held = stream.contiguousThrough
+        if let range = repair?.range { held = min(held, range.lowerBound - 1) }
+        if let lostFrom { held = min(held, lostFrom - 1) }
+        return held
     }
 
     enum RepairVerdict: Equatable, Sendable {
@@ -327,6 +359,7 @@ struct PeerSession: Sendable {
     mutating func repairChunk(requestID: UInt64, entries: Int, isLast: Bool, isUnavailable: Bool, now: ContinuousClock.Instant) -> RepairVerdict {
         guard let current = repair, current.requestID == requestID else { return .unrelated }
         if isUnavailable {
+            lostFrom = min(lostFrom ?? current.range.lowerBound, current.range.lowerBound)
             repair = nil
             return .unavailable
         }
@@ -346,7 +379,7 @@ struct PeerSession: Sendable {
     mutating func syncCompleted(mark: StoreMark, sequence: UInt64) {
         syncMark = mark
         stats.syncsCompleted += 1
-        stream.covered(through: sequence, epoch: mark.epoch)
+        covered(through: sequence, epoch: mark.epoch)
     }
 
     /// Received entries were dropped (a failed commit): the mark no longer says what we hold.
@@ -355,10 +388,15 @@ struct PeerSession: Sendable {
     /// A sync with another member that held this member's stream through `sequence` completed.
     mutating func covered(through sequence: UInt64, epoch: UInt64) {
         stream.covered(through: sequence, epoch: epoch)
+        if let lost = lostFrom, epoch == stream.epoch, sequence >= lost { lostFrom = nil }
     }
 
-    /// A start-up (or otherwise complete) sync brought everything: no loss is pending.
-    mutating func clearMissing() { stream.clearMissing() }
+    /// Known losses are given up (a catch-up found nobody reachable that holds them): no more
+    /// repairs of them, and they are not reported as held until a sync covers them.
+    mutating func giveUpLosses() {
+        if let first = stream.missing.first?.lowerBound { lostFrom = min(lostFrom ?? first, first) }
+        stream.clearMissing()
+    }
 
     // MARK: Membership
 
@@ -394,13 +432,7 @@ struct PeerSession: Sendable {
         if dealer.shouldRedial(now: now, peerSilent: silent, timing: dial) { actions.append(.redialDealer) }
         if let current = repair, now - current.lastProgress >= timing.requestTimeout {
             abandonRepair()
-            repairTimeouts += 1
-            if repairTimeouts >= Self.repairAttempts {
-                // The sync wanted instead brings everything: no more repairs of these losses.
-                repairTimeouts = 0
-                stream.clearMissing()
-                actions.append(.wantSync(.repairTimedOut))
-            }
+            actions += repairFailed()
         }
         if repair == nil, !holdRepairs, !stream.missing.isEmpty {
             if dealer.isConnected && !silent, let range = stream.takeRepair(limit: Self.maxRepair) {
