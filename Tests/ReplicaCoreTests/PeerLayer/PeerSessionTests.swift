@@ -102,8 +102,7 @@ import Testing
             case .update(let sequence, let t):
                 last = session.heardDirectly(now: Self.at(t)) + session.updateReceived(sequence: sequence)
             case .dealerConnected(let t):
-                session.dealerTCPConnected(now: Self.at(t))
-                session.dealerHandshakeSucceeded(now: Self.at(t))
+                session.connectDealer(now: Self.at(t))
                 last = []
             case .subscriberConnected(let t):
                 session.subscriberTCPConnected(now: Self.at(t))
@@ -125,11 +124,20 @@ import Testing
         #expect(last == row.last)
     }
 
-    @Test func aCompletedSyncCoversTheMembersOwnUpdatesItHadAnnounced() {
-        var session = PeerSession(record: Self.record, now: Self.at(0))
+    /// A session whose member's heartbeats announced sequence `first`, then `second` half a
+    /// second later, in epoch 7: `first + 1 ... second` is missing.
+    static func session(announcing first: UInt64, then second: UInt64) -> PeerSession {
+        var session = PeerSession(record: record, now: at(0))
         let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
-        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 0, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(0), wallMillis: 0)
-        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 50, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(1000), wallMillis: 0)
+        for (sequence, millis) in [(first, 0), (second, 500)] {
+            let heartbeat = Heartbeat(origin: "b", incarnation: record.incarnation, epoch: 7, sequence: sequence, timestamp: .zero, digestRoot: 1, entryCount: 0)
+            _ = session.heartbeatReceived(heartbeat, local: local, now: at(millis), wallMillis: 0)
+        }
+        return session
+    }
+
+    @Test func aCompletedSyncCoversTheMembersOwnUpdatesItHadAnnounced() {
+        var session = Self.session(announcing: 0, then: 50)
         #expect(session.stream.missing == [1...50])
         session.syncCompleted(mark: StoreMark(epoch: 7, serial: 3), sequence: 50)
         #expect(session.stream.missing.isEmpty)
@@ -141,15 +149,11 @@ import Testing
     /// (A member that could not hear the origin synced the range from us while we waited for it,
     /// got part, and took the rest as covered.)
     @Test func aRangeUnderRepairIsNotReportedAsHeld() {
-        var session = PeerSession(record: Self.record, now: Self.at(0))
-        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
-        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 10, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(0), wallMillis: 0)
-        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 9_000, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(500), wallMillis: 0)
+        var session = Self.session(announcing: 10, then: 9_000)
         #expect(session.stream.missing == [11...9_000])
         #expect(session.heldThrough == 10)
 
-        session.dealerTCPConnected(now: Self.at(500))
-        session.dealerHandshakeSucceeded(now: Self.at(500))
+        session.connectDealer(now: Self.at(500))
         #expect(session.tick(now: Self.at(550), base: Self.timing, holdRepairs: false).contains(.requestRepair(11...4_106)))
         #expect(session.repairNotSent(11...4_106).isEmpty, "one failed send asks for no sync yet")  // as the reactor does
         #expect(session.stream.missing == [11...9_000], "a repair that was not sent is asked for again")
@@ -161,12 +165,8 @@ import Testing
     }
 
     @Test func aLossHandedToASyncIsNotReportedAsHeldUntilASyncCoversIt() {
-        var session = PeerSession(record: Self.record, now: Self.at(0))
-        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
-        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 10, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(0), wallMillis: 0)
-        _ = session.heartbeatReceived(Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 9_000, timestamp: .zero, digestRoot: 1, entryCount: 0), local: local, now: Self.at(500), wallMillis: 0)
-        session.dealerTCPConnected(now: Self.at(500))
-        session.dealerHandshakeSucceeded(now: Self.at(500))
+        var session = Self.session(announcing: 10, then: 9_000)
+        session.connectDealer(now: Self.at(500))
         #expect(session.tick(now: Self.at(550), base: Self.timing, holdRepairs: false).contains(.requestRepair(11...4_106)))
         session.repairStarted(requestID: 1, range: 11...4_106, now: Self.at(550))
         #expect(session.repairChunk(requestID: 1, entries: 0, isLast: true, isUnavailable: true, now: Self.at(600)) == .unavailable)
@@ -198,5 +198,13 @@ import Testing
         back.epoch = 9
         let check3 = session.recordChanged(back, now: Self.at(70_000)) == [.stateChanged(.init(from: .left, to: .suspect))]
         #expect(check3)
+    }
+}
+
+extension PeerSession {
+    /// The dealer's TCP connection and handshake, both done.
+    mutating func connectDealer(now: ContinuousClock.Instant) {
+        dealerTCPConnected(now: now)
+        dealerHandshakeSucceeded(now: now)
     }
 }
