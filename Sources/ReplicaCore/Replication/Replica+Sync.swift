@@ -63,23 +63,21 @@ extension Replica {
     }
 
     func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
-        guard let link = links[node] else {
-            perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
-            return
-        }
         let requestID = nextRequestID
-        nextRequestID += 1
         let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
+        let sent: Bool
         do {
-            guard try link.dealer.send([codec.encode(.repairRequest(request))]) else {
-                perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
-                return
-            }
+            sent = try links[node]?.dealer.send([codec.encode(.repairRequest(request))]) ?? false
         } catch {
             logger.warning("repair request to \(node) failed: \(error)")
+            sent = false
+        }
+        guard sent else {
+            // The range goes back to the missing ones; failed sends count like timeouts.
             perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
             return
         }
+        nextRequestID += 1
         sessions[node]?.repairStarted(requestID: requestID, range: range, now: now)
         logger.debug("repair requested", metadata: ["peer": "\(node)", "range": "\(range)"])
     }

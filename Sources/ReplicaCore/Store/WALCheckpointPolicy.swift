@@ -36,13 +36,15 @@ struct WALCheckpointPolicy: Equatable, Sendable {
         guard commitsSince > 0 else { return false }
         // Fewer frames than at the last pass: the log was rewound, and everything in it is new.
         let written = logFrames >= lastFrames ? logFrames - lastFrames : logFrames
-        return written * (pageSize + 24) >= passAfterGrowthBytes || elapsed >= period
+        return written * Self.frameBytes(pageSize: pageSize) >= passAfterGrowthBytes || elapsed >= period
     }
 
     /// Whether to rewind the log after a PASSIVE pass that found `logFrames` frames of
     /// `pageSize`-byte pages in it.
     func restarts(afterPassiveWithLogFrames logFrames: Int, pageSize: Int) -> Bool {
-        // Each frame is a page plus a 24-byte header.
-        logFrames > 0 && logFrames * (pageSize + 24) >= restartAboveBytes
+        logFrames > 0 && logFrames * Self.frameBytes(pageSize: pageSize) >= restartAboveBytes
     }
+
+    /// A log frame: a page plus its 24-byte header.
+    static func frameBytes(pageSize: Int) -> Int { pageSize + 24 }
 }

@@ -14,9 +14,8 @@ import Synchronization
 final class WALCheckpointer: Sendable {
     /// What one pass did.
     struct Pass: Equatable, Sendable {
-        /// Frames in the log when the PASSIVE copy ran, and how many it had copied.
+        /// Frames in the log when the PASSIVE copy ran.
         var logFrames: Int
-        var copiedFrames: Int
         /// Whether the pass also rewound the log (false when it did not try, or the writer was
         /// busy past the timeout: the next pass tries again).
         var restarted: Bool
@@ -79,7 +78,7 @@ final class WALCheckpointer: Sendable {
             let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             // Each row is (busy, frames in the log, frames copied); -1s when not in WAL mode.
             let passive = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
-            var pass = Pass(logFrames: max(0, passive?[1] ?? 0), copiedFrames: max(0, passive?[2] ?? 0), restarted: false)
+            var pass = Pass(logFrames: max(0, passive?[1] ?? 0), restarted: false)
             if policy.restarts(afterPassiveWithLogFrames: pass.logFrames, pageSize: pageSize) {
                 let restart = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(RESTART)")
                 pass.restarted = (restart?[0] as Int?) == 0
