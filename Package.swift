@@ -78,6 +78,8 @@ let package = Package(
                 "ReplicaCore",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
+                // Tests inject faults into a store's database file (a trigger that refuses a row).
+                .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"]  // read from the source tree (bytes written by older versions)
         ),

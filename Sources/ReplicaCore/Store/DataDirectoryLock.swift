@@ -26,21 +26,27 @@ public final class DataDirectoryLock: @unchecked Sendable {
     }
 
     public init(directory: URL) throws {
+        // `self.fd` is set only once the lock is held. A class whose stored properties are all
+        // set runs its `deinit` even when `init` then throws: setting `fd` before the refusal
+        // below closed the descriptor twice, and the second close hit whatever file another
+        // thread had opened under the same number meanwhile (an SQLite database, seen as
+        // "disk I/O error", SQLITE_IOERR_FSTAT).
         let path = directory.appendingPathComponent("lock").path
-        fd = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
-        guard fd >= 0 else {
+        let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
+        guard descriptor >= 0 else {
             throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
         }
-        guard flock(fd, LOCK_EX | LOCK_NB) == 0 else {
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             var buffer = [UInt8](repeating: 0, count: 32)
-            let count = pread(fd, &buffer, buffer.count, 0)
-            close(fd)
+            let count = pread(descriptor, &buffer, buffer.count, 0)
+            close(descriptor)
             let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
             throw Held(directory: directory.path, pid: Int32(text))
         }
         let pid = Array("\(getpid())\n".utf8)
-        _ = ftruncate(fd, 0)
-        _ = pwrite(fd, pid, pid.count, 0)
+        _ = ftruncate(descriptor, 0)
+        _ = pwrite(descriptor, pid, pid.count, 0)
+        fd = descriptor
     }
 
     deinit { close(fd) }

@@ -72,12 +72,11 @@ public final class MemoryStore: ReplicaStore {
     }
 
     public func merge(_ batch: [Entry]) -> [Entry] {
-        let planned = index.winners(of: batch) { table.entry(for: $0) }
+        let winners = index.apply(batch) { table.entry(for: $0) }.entries
         table.entries.withLock { entries in
-            for entry in planned.entries { entries[entry.key] = entry }
+            for entry in winners { entries[entry.key] = entry }
         }
-        index.record(stored: planned)
-        return planned.entries
+        return winners
     }
 
     public func makeReader() -> any StoreReader { table }

@@ -268,11 +268,8 @@ public final class SQLiteStore: ReplicaStore {
     public var highestTimestamp: HybridTimestamp { index.highestTimestamp }
 
     public func entry(for key: String) throws -> Entry? {
-        guard index[key] != nil else { return nil }
-        return try database.read { db in
-            try Row.fetchOne(db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key = ?", arguments: [key])
-                .map(Self.entry(from:))
-        }
+        guard index.contains(key) else { return nil }
+        return try Reader(database: database).entry(for: key)
     }
 
     public func keys(prefix: String) throws -> [String] {
@@ -406,9 +403,22 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func merge(_ batch: [Entry]) throws -> [Entry] {
-        let planned = try index.winners(of: batch) { try entry(for: $0) }
-        let winners = planned.entries
+        // Ties read the database directly: the index is being updated while it asks.
+        let reader = Reader(database: database)
+        let applied = try index.apply(batch) { try reader.entry(for: $0) }
+        let winners = applied.entries
         guard !winners.isEmpty else { return [] }
+        do {
+            try write(winners)
+        } catch {
+            index.undo(applied)
+            throw error
+        }
+        return winners
+    }
+
+    /// Writes merge winners in one transaction.
+    private func write(_ winners: [Entry]) throws {
         try database.writeWithoutTransaction { db in
             try Self.inRawTransaction(db) {
                 let statement = try db.cachedStatement(sql: """
@@ -444,8 +454,6 @@ public final class SQLiteStore: ReplicaStore {
                 }
             }
         }
-        index.record(stored: planned)
-        return winners
     }
 
     /// BEGIN IMMEDIATE ... COMMIT through SQLite's C API, rolled back if `body` or the commit

@@ -30,20 +30,23 @@ struct IndexKey: Hashable {
 ///
 /// The LWW comparison runs against this index, so a merge costs one write per winning entry and
 /// no read; only when two entries carry the same version is the stored one read to break the tie.
-/// Each key of a batch is hashed once (`IndexKey`), for the comparison and the record both.
+/// A batch is compared and recorded in one pass (`apply`), each key hashed once and looked up
+/// once; a store whose commit then fails puts the index back (`undo`).
 struct StoreIndex {
     struct Slot {
-        var version: Version
+        var timestamp: HybridTimestamp
+        /// The entry's digest hash (`StoreDigest.hash(of:)`).
         var hash: UInt64
-        var isTombstone: Bool
-        /// The key's digest bucket, computed once.
-        var bucket: UInt16
         /// When this process stored the key's current entry (`serial` then); 0 for entries loaded
         /// at start-up. A sync request names a serial and gets only what was stored after it.
         var storedSerial: UInt64
+        /// The version's node, numbered by the index's `NodeNumbers`.
+        var node: UInt32
+        var isTombstone: Bool
     }
 
     private var slots: [IndexKey: Slot] = [:]
+    private var nodes = NodeNumbers()
     /// The keys of each digest bucket (unordered), so that a sync reply lists one bucket's keys
     /// without scanning every key. Grows only when a key is new; shrinks when one is removed.
     private var bucketKeys: [[String]] = Array(repeating: [], count: StoreDigest.bucketCount)
@@ -55,43 +58,117 @@ struct StoreIndex {
 
     var count: Int { slots.count }
 
-    subscript(key: String) -> Slot? { slots[IndexKey(key)] }
+    func contains(_ key: String) -> Bool { slots[IndexKey(key)] != nil }
 
-    /// The winners of a batch (see `winners(of:stored:)`) with their hashed keys, to record once
-    /// they are stored.
-    struct Winners {
+    /// The version recorded for `key`.
+    func version(of key: String) -> Version? {
+        slots[IndexKey(key)].map { Version(timestamp: $0.timestamp, node: nodes[$0.node]) }
+    }
+
+    /// The winners of a batch, already recorded in the index, and what `undo` needs to forget them.
+    struct AppliedBatch {
+        /// The entries that won, one per key, in first-seen order: what the store must now write.
         var entries: [Entry] = []
         fileprivate var keys: [IndexKey] = []
+        /// Each recorded key with the slot it replaced, in recording order.
+        fileprivate var replaced: [(key: IndexKey, old: Slot?)] = []
+        fileprivate var serialBefore: UInt64 = 0
+        fileprivate var highestBefore = HybridTimestamp.zero
+        fileprivate var liveCountBefore = 0
     }
 
-    /// Records a batch that was just stored (one serial for the whole batch).
-    mutating func record(stored batch: Winners) {
-        guard !batch.entries.isEmpty else { return }
-        serial += 1
-        for (entry, key) in zip(batch.entries, batch.keys) { record(entry, key: key, serial: serial) }
+    /// Reduces a batch to the entries that win against the index and against each other, one
+    /// per key in first-seen order, and records them as stored (one serial for the batch).
+    /// `stored` reads the current entry for a version tie; if it throws, nothing stays recorded.
+    /// The store must write `entries` and, if that fails, call `undo`.
+    mutating func apply(_ batch: [Entry], stored: (String) throws -> Entry?) rethrows -> AppliedBatch {
+        var applied = AppliedBatch(serialBefore: serial, highestBefore: highestTimestamp, liveCountBefore: liveCount)
+        applied.entries.reserveCapacity(batch.count)
+        applied.keys.reserveCapacity(batch.count)
+        applied.replaced.reserveCapacity(batch.count)
+        let batchSerial = serial + 1
+        // Where each key sits in `entries`: built only when a key repeats within the batch.
+        var positions: [IndexKey: Int]?
+        do {
+            for entry in batch {
+                let key = IndexKey(entry.key)
+                if let slot = slots[key] {
+                    if slot.storedSerial == batchSerial {
+                        // Recorded earlier in this batch: compare with that entry, not the store.
+                        if positions == nil {
+                            positions = Dictionary(uniqueKeysWithValues: zip(applied.keys, applied.keys.indices))
+                        }
+                        let position = positions![key]!
+                        guard entry.supersedes(applied.entries[position]) else { continue }
+                        applied.entries[position] = entry
+                        applied.replaced.append((key, record(entry, key: key, serial: batchSerial)))
+                        continue
+                    }
+                    if slot.timestamp != entry.version.timestamp {
+                        guard slot.timestamp < entry.version.timestamp else { continue }
+                    } else {
+                        let node = nodes[slot.node]
+                        if entry.version.node != node {
+                            guard node < entry.version.node else { continue }
+                        } else {
+                            guard let current = try stored(entry.key), entry.supersedes(current) else { continue }
+                        }
+                    }
+                }
+                positions?[key] = applied.entries.count
+                applied.entries.append(entry)
+                applied.keys.append(key)
+                applied.replaced.append((key, record(entry, key: key, serial: batchSerial)))
+            }
+        } catch {
+            undo(applied)
+            throw error
+        }
+        if !applied.entries.isEmpty { serial = batchSerial }
+        return applied
     }
 
-    /// Records an entry; `serial` 0 means "held since before this process started".
-    mutating func record(_ entry: Entry, serial: UInt64 = 0) {
-        record(entry, key: IndexKey(entry.key), serial: serial)
+    /// Forgets a batch recorded by `apply` whose entries could not be stored: the index is as it
+    /// was before, provided nothing else was recorded since.
+    mutating func undo(_ applied: AppliedBatch) {
+        for (key, old) in applied.replaced.reversed() {
+            let recorded = old.map { slots.updateValue($0, forKey: key) } ?? slots.removeValue(forKey: key)
+            // A key new to the index was appended to its bucket last, and is undone first.
+            if old == nil { bucketKeys[key.bucket].removeLast() }
+            digest.replace(oldHash: recorded?.hash, newHash: old?.hash ?? 0, bucket: key.bucket)
+        }
+        serial = applied.serialBefore
+        highestTimestamp = applied.highestBefore
+        liveCount = applied.liveCountBefore
     }
 
-    private mutating func record(_ entry: Entry, key: IndexKey, serial: UInt64) {
+    /// Records an entry held since before this process started (serial 0).
+    mutating func record(_ entry: Entry) {
+        record(entry, key: IndexKey(entry.key), serial: 0)
+    }
+
+    /// Records `entry` for `key` and returns the slot it replaced.
+    @discardableResult
+    private mutating func record(_ entry: Entry, key: IndexKey, serial: UInt64) -> Slot? {
         let hash = StoreDigest.hash(of: entry)
         let bucket = key.bucket
-        let old = slots.updateValue(
-            Slot(version: entry.version, hash: hash, isTombstone: entry.isTombstone, bucket: UInt16(bucket), storedSerial: serial),
-            forKey: key)
+        let slot = Slot(
+            timestamp: entry.version.timestamp, hash: hash, storedSerial: serial,
+            node: nodes.number(for: entry.version.node), isTombstone: entry.isTombstone)
+        let old = slots.updateValue(slot, forKey: key)
         digest.replace(oldHash: old?.hash, newHash: hash, bucket: bucket)
         if old == nil { bucketKeys[bucket].append(entry.key) }
         highestTimestamp = max(highestTimestamp, entry.version.timestamp)
         liveCount += (entry.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
+        return old
     }
 
     mutating func remove(_ key: String) {
-        guard let old = slots.removeValue(forKey: IndexKey(key)) else { return }
-        digest.replace(oldHash: old.hash, newHash: 0, bucket: Int(old.bucket))
-        if let position = bucketKeys[Int(old.bucket)].firstIndex(of: key) { bucketKeys[Int(old.bucket)].remove(at: position) }
+        let indexKey = IndexKey(key)
+        guard let old = slots.removeValue(forKey: indexKey) else { return }
+        let bucket = indexKey.bucket
+        digest.replace(oldHash: old.hash, newHash: 0, bucket: bucket)
+        if let position = bucketKeys[bucket].firstIndex(of: key) { bucketKeys[bucket].remove(at: position) }
         if !old.isTombstone { liveCount -= 1 }
     }
 
@@ -107,33 +184,6 @@ struct StoreIndex {
 
     /// Keys of tombstones stamped before `cutoff`.
     func tombstones(before cutoff: HybridTimestamp) -> [String] {
-        slots.compactMap { $0.value.isTombstone && $0.value.version.timestamp < cutoff ? $0.key.key : nil }
-    }
-
-    /// Reduces a batch to the entries that win against the index and against each other,
-    /// one per key, in first-seen order. `stored` reads the current entry for a version tie.
-    func winners(of batch: [Entry], stored: (String) throws -> Entry?) rethrows -> Winners {
-        var best: [IndexKey: Int] = [:]
-        best.reserveCapacity(batch.count)
-        var result = Winners()
-        result.entries.reserveCapacity(batch.count)
-        result.keys.reserveCapacity(batch.count)
-        for entry in batch {
-            let key = IndexKey(entry.key)
-            if let index = best[key] {
-                if entry.supersedes(result.entries[index]) { result.entries[index] = entry }
-                continue
-            }
-            if let slot = slots[key] {
-                if entry.version < slot.version { continue }
-                if entry.version == slot.version {
-                    guard let current = try stored(entry.key), entry.supersedes(current) else { continue }
-                }
-            }
-            best[key] = result.entries.count
-            result.entries.append(entry)
-            result.keys.append(key)
-        }
-        return result
+        slots.compactMap { $0.value.isTombstone && $0.value.timestamp < cutoff ? $0.key.key : nil }
     }
 }

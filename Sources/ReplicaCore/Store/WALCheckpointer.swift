@@ -36,16 +36,17 @@ final class WALCheckpointer: Sendable {
     init(path: String, progress: WALProgress, policy: WALCheckpointPolicy = WALCheckpointPolicy()) throws {
         var configuration = Configuration()
         configuration.busyMode = .timeout(1)
-        // Like the store's own connection, closing never checkpoints: if this one closed last, it
-        // would copy and delete the log while the next store to open the directory (in this
-        // process, at once) maps it. That was a "disk I/O error" on the next open.
+        // Like the store's own connection, closing never checkpoints: checkpoints happen in this
+        // thread's passes only, never as a side effect of whichever connection closes last.
         configuration.prepareDatabase { db in _ = sqlite3_db_config_no_checkpoint_on_close(db.sqliteConnection) }
-        connection = try DatabaseQueue(path: path, configuration: configuration)
-        self.policy = policy
+        // Everything that can throw runs before the last stored property is set: past that point
+        // a throw would run `deinit`, whose `stop()` would wait for a thread never started.
+        let connection = try DatabaseQueue(path: path, configuration: configuration)
         let pageSize = try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } ?? 4096
+        self.connection = connection
+        self.policy = policy
         let stopped = self.stopped
         let ended = self.ended
-        let connection = self.connection
         // The thread holds the connection and the flags, not the checkpointer: `stop()` (from
         // the store's `deinit` or `closeForWriting`, or this `deinit`) ends it within a poll.
         let thread = Thread {
