@@ -7,7 +7,9 @@ extension Replica {
     func receivePublished(from node: NodeID, budget: inout IntakeBudget) -> Bool {
         guard let link = links[node] else { return false }
         var taken = 0
-        while taken < budget.share, budget.take() {
+        // A message handled below may close this very link (the member said it left): stop
+        // there, instead of reading the closed socket and logging a failure that is not one.
+        while taken < budget.share, link.subscriber.handle != nil, budget.take() {
             taken += 1
             let message: ReceivedMessage?
             do {
@@ -49,6 +51,7 @@ extension Replica {
                 dropMalformed(error, from: node.rawValue)
             }
         }
+        guard link.subscriber.handle != nil else { return false }
         // Its messages wait to be read: it is not silent, this node is behind (a backlog after a
         // pause). Judging it silent would re-dial its connection and drop what is queued.
         if let actions = sessions[node]?.heardDirectly(now: .now) { perform(actions, for: node, now: .now) }
