@@ -158,6 +158,21 @@ import Testing
         withExtendedLifetime(held) {}
     }
 
+    /// A replica that fails to start (its port is taken) lets go of its data directory: the
+    /// caller can try again at once with another port, in the same process.
+    @Test func aReplicaThatCannotListenReleasesItsDataDirectory() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let holder = try makeReplicas(1)[0]
+        var configuration = ReplicaConfiguration(
+            node: "late", listen: holder.configuration.listen, peers: [], storage: .directory(directory.url))
+        #expect(throws: ZMQError.self) { _ = try Replica(configuration) }
+        configuration.listen = Endpoint(host: "127.0.0.1", port: testPorts.pair())
+        let replica = try Replica(configuration)
+        await replica.shutdown()
+        await holder.shutdown()
+    }
+
     @Test func entriesByBucketCoverEveryKeyOnce() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
