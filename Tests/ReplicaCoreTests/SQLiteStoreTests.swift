@@ -57,7 +57,10 @@ import Testing
         let store = try SQLiteStore(directory: directory.url, node: "n1")
         _ = try store.merge([Self.entry("a", 1), Self.entry("b", 1)])
         let (digest, count, serial) = (store.digest, store.count, store.serial)
-        let fault = try DatabaseQueue(path: directory.url.appendingPathComponent(SQLiteStore.fileName).path)
+        let (liveCount, highest) = (store.liveCount, store.highestTimestamp)
+        var waiting = Configuration()
+        waiting.busyMode = .timeout(5)  // the store's checkpointer may hold the lock for a moment
+        let fault = try DatabaseQueue(path: directory.url.appendingPathComponent(SQLiteStore.fileName).path, configuration: waiting)
         try fault.write { db in
             try db.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON entries WHEN NEW.key = 'poison' BEGIN SELECT RAISE(ABORT, 'refused'); END")
         }
@@ -66,6 +69,9 @@ import Testing
         #expect(store.digest == digest)
         #expect(store.count == count)
         #expect(store.serial == serial)
+        #expect(store.liveCount == liveCount)
+        #expect(store.highestTimestamp == highest)
+        #expect(store.keys(inBuckets: Array(0..<StoreDigest.bucketCount), storedAfter: 0) == ["a", "b"], "the index lists no key of the batch")
         #expect(try store.entry(for: "a") == Self.entry("a", 1))
         #expect(try store.entry(for: "c") == nil)
         #expect(try store.entries(inBuckets: Array(0..<StoreDigest.bucketCount)).map(\.key) == ["a", "b"])
@@ -140,6 +146,7 @@ import Testing
         let probe = directory.url.appendingPathComponent("probe").path
         let done = Mutex(false)
         let closedUnderUs = Mutex(0)
+        let proberEnded = DispatchSemaphore(value: 0)
         let prober = Thread {
             var status = stat()
             while !done.withLock({ $0 }) {
@@ -148,12 +155,14 @@ import Testing
                 for _ in 0..<20 where fstat(fd, &status) != 0 { closedUnderUs.withLock { $0 += 1 } }
                 close(fd)
             }
+            proberEnded.signal()
         }
         prober.start()
         for _ in 0..<20_000 {
             #expect(throws: DataDirectoryLock.Held.self) { _ = try DataDirectoryLock(directory: directory.url) }
         }
         done.withLock { $0 = true }
+        proberEnded.wait()
         #expect(closedUnderUs.withLock { $0 } == 0, "another thread's descriptor was closed by a refused lock")
         withExtendedLifetime(held) {}
     }

@@ -9,8 +9,9 @@ private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self
 /// The durable store: one SQLite file in WAL mode, written through GRDB.
 ///
 /// The LWW comparison runs against an in-memory index (see `StoreIndex`); the winners of a batch
-/// are written in one transaction (group commit) and the index is updated only after the commit,
-/// so a failed write (read-only or full disk) changes nothing and can be retried.
+/// are written in one transaction (group commit). The index records them as it picks them, and
+/// forgets them again if the commit fails, so a failed write (read-only or full disk) changes
+/// nothing and can be retried.
 public final class SQLiteStore: ReplicaStore {
     public static let fileName = "replica.sqlite"
 

@@ -121,7 +121,7 @@ struct StoreIndex {
                 applied.replaced.append((key, record(entry, key: key, serial: batchSerial)))
             }
         } catch {
-            undo(applied)
+            restore(applied)
             throw error
         }
         if !applied.entries.isEmpty { serial = batchSerial }
@@ -129,8 +129,16 @@ struct StoreIndex {
     }
 
     /// Forgets a batch recorded by `apply` whose entries could not be stored: the index is as it
-    /// was before, provided nothing else was recorded since.
+    /// was before. Only the batch applied last can be undone.
     mutating func undo(_ applied: AppliedBatch) {
+        // Only the last batch applied can be undone: an older one would restore a serial that
+        // newer slots already carry, and a later batch would take them for its own.
+        precondition(serial == applied.serialBefore + (applied.entries.isEmpty ? 0 : 1), "undo of a batch that is not the last applied")
+        restore(applied)
+    }
+
+    /// Puts back what `applied` replaced, newest first, and the counters as they were.
+    private mutating func restore(_ applied: AppliedBatch) {
         for (key, old) in applied.replaced.reversed() {
             let recorded = old.map { slots.updateValue($0, forKey: key) } ?? slots.removeValue(forKey: key)
             // A key new to the index was appended to its bucket last, and is undone first.
