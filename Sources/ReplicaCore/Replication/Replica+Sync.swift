@@ -44,8 +44,7 @@ extension Replica {
             logger.warning("sync request to \(node) failed: \(error)")
             return
         }
-        planner.started(with: node, requestID: requestID, reason: reason, now: now)
-        reportsAtSyncRequest = session.heartbeat?.reports ?? [:]
+        planner.started(with: node, requestID: requestID, reason: reason, reports: session.heartbeat?.reports ?? [:], now: now)
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
     }
@@ -143,7 +142,7 @@ extension Replica {
         case .completed(let sync):
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
-            syncCompleted(with: node, mark: chunk.mark, sequence: chunk.sequence, reason: sync.reason, now: now)
+            syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
             if sync.reason == .commitFailed && sync.entries == 0, commits.committed() != nil {
                 // Nothing was missing after all: what failed to commit is here.
                 problems.clear(.commit, Self.commitSubject)
@@ -159,13 +158,12 @@ extension Replica {
     /// its reports from before the request) are no longer losses. After a catch-up, losses of
     /// members we cannot reach that it did not cover are given up: nobody reachable holds them
     /// (they come back with those members).
-    private func syncCompleted(with node: NodeID, mark: StoreMark, sequence: UInt64, reason: SyncReason, now: ContinuousClock.Instant) {
-        let reports = reportsAtSyncRequest
-        reportsAtSyncRequest = [:]
+    private func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: ContinuousClock.Instant) {
+        let node = sync.peer
         sessions[node]?.syncCompleted(mark: mark, sequence: sequence)
         for origin in sessions.keys where origin != node {
-            if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
-            if reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
+            if let report = sync.reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
+            if sync.reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
                 sessions[origin]?.giveUpLosses()
             }
         }

@@ -52,10 +52,6 @@ public actor Replica: PollLoopOwner {
     var membership: Membership
     var sessions: [NodeID: PeerSession] = [:]
     var planner = SyncPlanner()
-    /// What the member of the sync in flight reported holding of the other members' streams
-    /// when we sent the request: the most its reply can bring (a later heartbeat may claim
-    /// updates it received after it read its store for us).
-    var reportsAtSyncRequest: [NodeID: PeerReport] = [:]
     var responder = SyncResponder(maxReplies: Replica.maxConcurrentReplies)
     var commits = CommitQueue()
 

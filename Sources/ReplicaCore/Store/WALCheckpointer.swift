@@ -30,6 +30,8 @@ final class WALCheckpointer: Sendable {
     private let ended = DispatchSemaphore(value: 0)
     private let connection: DatabaseQueue
     private let policy: WALCheckpointPolicy
+    /// The database's page size, read once: the size of a log frame for the policy.
+    private let pageSize: Int
 
     /// Checkpoints the database at `path` whenever `policy` says, from what the writer's
     /// commits report in `progress`.
@@ -45,6 +47,7 @@ final class WALCheckpointer: Sendable {
         let pageSize = try connection.read { db in try Int.fetchOne(db, sql: "PRAGMA page_size") } ?? 4096
         self.connection = connection
         self.policy = policy
+        self.pageSize = pageSize
         let stopped = self.stopped
         let ended = self.ended
         // The thread holds the connection and the flags, not the checkpointer: `stop()` (from
@@ -61,7 +64,7 @@ final class WALCheckpointer: Sendable {
                 else { continue }
                 last = (current, now)
                 // Busy (the writer held the lock past the timeout) or read-only disk: try next time.
-                _ = try? Self.checkpoint(connection, policy: policy)
+                _ = try? Self.checkpoint(connection, policy: policy, pageSize: pageSize)
             }
             ended.signal()
         }
@@ -71,12 +74,11 @@ final class WALCheckpointer: Sendable {
 
     /// One pass now, on the checkpointer's connection.
     @discardableResult
-    func checkpoint() throws -> Pass { try Self.checkpoint(connection, policy: policy) }
+    func checkpoint() throws -> Pass { try Self.checkpoint(connection, policy: policy, pageSize: pageSize) }
 
     /// One pass: a PASSIVE copy, then a RESTART if the log it found is long.
-    private static func checkpoint(_ connection: DatabaseQueue, policy: WALCheckpointPolicy) throws -> Pass {
+    private static func checkpoint(_ connection: DatabaseQueue, policy: WALCheckpointPolicy, pageSize: Int) throws -> Pass {
         try connection.writeWithoutTransaction { db in
-            let pageSize = try Int.fetchOne(db, sql: "PRAGMA page_size") ?? 4096
             // Each row is (busy, frames in the log, frames copied); -1s when not in WAL mode.
             let passive = try Row.fetchOne(db, sql: "PRAGMA wal_checkpoint(PASSIVE)")
             var pass = Pass(logFrames: max(0, passive?[1] ?? 0), restarted: false)

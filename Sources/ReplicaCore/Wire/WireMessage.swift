@@ -93,7 +93,8 @@ public struct PeerReport: Equatable, Sendable {
     public var node: NodeID
     /// The epoch of the peer's update stream these figures are about (0: none received).
     public var epoch: UInt64
-    /// Every update of that stream up to this sequence was received or is being repaired.
+    /// Every update of that stream up to this sequence is held by the sender (not a range it is
+    /// still repairing, nor losses waiting for a sync: see `PeerSession.heldThrough`).
     public var through: UInt64
     /// The peer's `wallMillis` from the last heartbeat received from it (0: none).
     public var echoWallMillis: UInt64

@@ -37,6 +37,22 @@ import Testing
         #expect(planner.next([Self.candidate("a"), Self.candidate("b")])?.peer == "b")
     }
 
+    /// A completed sync covers what its member reported holding when the request went out,
+    /// not what it claims later: the reports travel with the sync in flight, and an abandoned
+    /// sync's reports go with it.
+    @Test func aSyncCarriesTheReportsOfItsRequest() {
+        var planner = SyncPlanner()
+        let atRequest: [NodeID: PeerReport] = ["c": PeerReport(node: "c", epoch: 1, through: 40, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)]
+        planner.started(with: "a", requestID: 1, reason: .startUp, reports: atRequest, now: now)
+        guard case .completed(let sync) = planner.received(requestID: 1, from: "a", entries: 3, bytes: 30, isLast: true, now: now) else {
+            Issue.record("the last chunk completes the sync")
+            return
+        }
+        #expect(sync.reports == atRequest)
+        planner.started(with: "b", requestID: 2, reason: .periodic, now: now)
+        #expect(planner.inFlight?.reports == [:], "a new request starts from its own reports")
+    }
+
     /// The issue's "catch-up from everyone at once": after a pause every member has something
     /// to say; syncs still run one after another, and a catch-up is wanted once.
     @Test func oneSyncAtATime() {

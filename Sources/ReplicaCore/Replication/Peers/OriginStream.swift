@@ -27,7 +27,8 @@ struct OriginStream: Equatable, Sendable {
         case restarted
     }
 
-    /// Every update up to here was received or is being repaired: what heartbeats report.
+    /// Every update up to here was received or is being repaired: where the next repair starts.
+    /// (Heartbeats report less: `PeerSession.heldThrough`.)
     var contiguousThrough: UInt64 {
         missing.first.map { $0.lowerBound - 1 } ?? through
     }

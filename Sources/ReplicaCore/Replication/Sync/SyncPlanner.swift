@@ -16,6 +16,10 @@ struct SyncPlanner: Sendable {
         var chunks = 0
         var entries = 0
         var bytes = 0
+        /// What the member reported holding of the other members' streams when the request
+        /// went out: the most its reply can cover (a later heartbeat may claim updates it
+        /// received after it read its store for us).
+        var reports: [NodeID: PeerReport] = [:]
     }
 
     /// A member a sync could go to, as the node sees it now.
@@ -85,8 +89,10 @@ struct SyncPlanner: Sendable {
     }
 
     /// The reactor sent the request chosen by `next`.
-    mutating func started(with peer: NodeID, requestID: UInt64, reason: SyncReason, now: ContinuousClock.Instant) {
-        inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now)
+    mutating func started(
+        with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], now: ContinuousClock.Instant
+    ) {
+        inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports)
         wanted[peer] = nil
         if reason.isCatchUp || catchUp?.preferred == peer { catchUp = nil }
     }
