@@ -50,27 +50,32 @@ import Testing
         #expect(await eventually { (try? await replica.entry(for: "key1")) != nil }, "the member's own updates still count")
     }
 
+    /// A node of the three-node clock tests: quick heartbeats, one seed.
+    private func configuration(_ node: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
+        var configuration = ReplicaConfiguration(node: node, listen: Endpoint(host: "127.0.0.1", port: port),
+                                                 peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
+        configuration.heartbeatInterval = .milliseconds(200)
+        return configuration
+    }
+
     /// Node b's clock runs 120 s ahead of a's and c's. It must not acknowledge a write (not even
     /// one made before it first compared clocks), it says why, a shows b's clock as a problem;
     /// once b's clock is fixed, its writes flow again within seconds, without a restart.
     @Test func aNodeWithAWrongClockRefusesWritesUntilItIsFixed() async throws {
         let skew = Mutex<UInt64>(120_000)
         let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())
-        func configuration(_ node: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
-            var configuration = ReplicaConfiguration(node: node, listen: Endpoint(host: "127.0.0.1", port: port),
-                                                     peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
-            configuration.heartbeatInterval = .milliseconds(200)
-            return configuration
-        }
         let a = try Replica(configuration("a", ports.0, ports.1))
         let c = try Replica(configuration("c", ports.2, ports.0))
         var skewed = configuration("b", ports.1, ports.0)
         skewed.wallClock = { HybridLogicalClock.systemClock() + skew.withLock { $0 } }
         let b = try Replica(skewed)
 
-        // Before b has compared clocks, its write waits, and is then refused.
+        // Before b has compared clocks, its write waits, and is then refused; so is an increment.
+        let earlyIncrement = Task { try await b.addToCounter("visits", delta: 5) }
         await #expect(throws: ReplicaError.self) { try await b.write("early", payload: Array("1".utf8)) }
+        await #expect(throws: ReplicaError.self) { try await earlyIncrement.value }
         await #expect(throws: ReplicaError.self) { try await b.write("late", payload: Array("1".utf8)) }
+        await #expect(throws: ReplicaError.self) { try await b.addToCounter("visits", delta: 7) }
         let bStatus = await b.status()
         #expect(bStatus.clock.verdict == "skewed")
         #expect(bStatus.problems.contains { $0.kind == .clock })
@@ -85,6 +90,37 @@ import Testing
         #expect(ContinuousClock.now - fixed < .seconds(5))
         #expect(await eventually { (try? await a.entry(for: "after")) != nil })
         #expect(await b.health().healthy)
+        // The refused increments count for nothing: they were cached as the slot's total, and
+        // the next increment after the fix counted them again (5 + 7 + 1).
+        try await b.addToCounter("visits", delta: 1)
+        #expect(try await b.counter("visits").value == 1)
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+
+    /// Node b's clock runs 120 s behind a's and c's, so a's writes look written in the future:
+    /// b refuses them, even when a sync brings them. Once b's clock is fixed, a sync brings them
+    /// again. (Before, a sync that completed while they were refused left a mark past them, and
+    /// every later sync asked only for what came after: they never arrived.)
+    @Test func entriesRefusedByABehindClockArriveOnceItIsFixed() async throws {
+        let behind = Mutex<UInt64>(120_000)
+        let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())
+        let a = try Replica(configuration("a", ports.0, ports.1))
+        let c = try Replica(configuration("c", ports.2, ports.0))
+        var slow = configuration("b", ports.1, ports.0)
+        slow.wallClock = { HybridLogicalClock.systemClock() - behind.withLock { $0 } }
+        // a's heartbeats look future-dated to b, so only periodic syncs run while it is behind.
+        slow.periodicSyncInterval = .seconds(1)
+        let b = try Replica(slow)
+
+        #expect(await eventually { (try? await a.write("x", payload: Array("1".utf8))) != nil })
+        #expect(await eventually { await b.counterSnapshot().futureTimestampsRejected >= 1 })
+        // A sync with a completes after the refusal (a periodic one).
+        let syncs = await b.status().peers.first { $0.id == "a" }?.syncsCompleted ?? 0
+        #expect(await eventually { (await b.status().peers.first { $0.id == "a" }?.syncsCompleted ?? 0) > syncs })
+        #expect(try await b.entry(for: "x") == nil)
+
+        behind.withLock { $0 = 0 }  // the clock is fixed
+        #expect(await eventually(timeout: .seconds(15)) { (try? await b.entry(for: "x")) != nil })
         for replica in [a, b, c] { await replica.shutdown() }
     }
 }

@@ -138,6 +138,24 @@ import Testing
         #expect(throws: WireError.truncated) { try codec.decode(lying) }
     }
 
+    /// Wall clocks and member epochs are milliseconds since 1970: beyond 48 bits they are not,
+    /// and such a message is malformed (an epoch of `UInt64.max` crashed the node it named).
+    @Test func clocksAndEpochsBeyond48BitsAreMalformed() {
+        let huge = HybridTimestamp.maxWallMillis + 1
+        let heartbeat = Heartbeat(origin: "node2", incarnation: UUID(), sequence: 1, timestamp: .zero, wallMillis: huge, digestRoot: 0, entryCount: 0)
+        #expect(throws: WireError.invalidField("heartbeat wall clock")) { try codec.decode(codec.encode(.heartbeat(heartbeat))) }
+        let echo = Heartbeat(origin: "node2", incarnation: UUID(), sequence: 1, timestamp: .zero, wallMillis: 5, digestRoot: 0, entryCount: 0, reports: [
+            PeerReport(node: "node1", epoch: 1, through: 1, echoWallMillis: .max, heldMillis: 0, hearsDirectly: true),
+        ])
+        #expect(throws: WireError.invalidField("peer report echo")) { try codec.decode(codec.encode(.heartbeat(echo))) }
+        let record = MemberRecord(node: "node1", epoch: .max, incarnation: UUID(), status: .forgotten, address: Endpoint(host: "h", port: 7000), publicKey: nil)
+        let members = MembersMessage(origin: "node4", wantsReply: false, records: [record])
+        #expect(throws: WireError.invalidField("member epoch")) { try codec.decode(codec.encode(.members(members))) }
+        var edge = record
+        edge.epoch = HybridTimestamp.maxWallMillis
+        #expect((try? codec.decode(codec.encode(.members(MembersMessage(origin: "node4", wantsReply: false, records: [edge]))))) != nil)
+    }
+
     @Test func anUpdateMustBeWrittenByItsOrigin() {
         let forged = codec.encode(.update(Update(origin: "node1", sequence: 1, entry: Entry(key: "k", version: Version(timestamp: .zero, node: "node2"), payload: [1]))))
         #expect(throws: WireError.invalidField("update written by another node")) { try codec.decode(forged) }

@@ -91,9 +91,7 @@ extension Replica {
         problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
             + "entries are fetched again once commits work, retried with back-off")
         if !remote.isEmpty {
-            // What the members held at their marks is no longer all here: the next syncs ask for
-            // everything in the differing buckets.
-            for node in sessions.keys { sessions[node]?.forgetSyncMark() }
+            forgetSyncMarks()
             counters.inboundDroppedOnFailedCommit += remote.count
             planner.wantCatchUp(.commitFailed)
         }

@@ -153,16 +153,9 @@ extension Replica {
             }
         }
         let anyAlive = sessions.values.contains { $0.liveness.state == .alive }
-        if anyAlive || configuration.peers.isEmpty {
-            isolatedSince = nil
-        } else if let since = isolatedSince {
-            if seeds.isEmpty && now - since >= timing.downAfter {
-                logger.info("no member heard for \(now - since); contacting the seeds again")
-                contactSeeds()
-                isolatedSince = now
-            }
-        } else {
-            isolatedSince = now
+        if seedRecontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
+            logger.info("no member heard for \(timing.downAfter); contacting the seeds again")
+            contactSeeds()
         }
     }
 

@@ -31,6 +31,8 @@ extension Replica {
             _ = sessions[record.node]?.recordChanged(record, now: now)
         case .moved(let record):
             logger.info("member \(record.node) moved to \(record.address)")
+            // Its old connections close: a sync running over them will not be answered.
+            _ = planner.connectionLost(to: record.node)
             sessions[record.node] = PeerSession(record: record, now: now)
             openLink(to: record, now: now)
         case .left(let record):
@@ -39,11 +41,13 @@ extension Replica {
             if sessions[record.node] == nil { sessions[record.node] = PeerSession(record: record, now: now) }
             closeLink(to: record.node)
             planner.remove(record.node)
+            problems.clear(.peerClock, record.node.rawValue)
         case .forgotten(let record):
             logger.info("member \(record.node) was forgotten")
             sessions[record.node] = nil
             closeLink(to: record.node)
             planner.remove(record.node)
+            problems.clear(.peerClock, record.node.rawValue)
         }
     }
 
@@ -74,10 +78,7 @@ extension Replica {
     /// our leave announcement).
     func receiveMembersReply(_ message: MembersMessage, from node: NodeID) {
         mergeMembers(message.records, from: message.origin)
-        if leaving != nil {
-            leaving?.waitingFor.remove(node)
-            if leaving?.waitingFor.isEmpty == true { finishLeaving() }
-        }
+        if leaving?.acknowledged(by: node) == true { finishLeaving() }
     }
 
     // MARK: Leave and forget
@@ -85,16 +86,22 @@ extension Replica {
     /// Leaves the cluster: announces the departure to every member and waits (at most
     /// `leaveTimeout`) until each alive one has acknowledged it; then shuts down. Returns how many
     /// members acknowledged. Every member then lists this node as `left` and stops dialling it.
+    /// A second call while the first waits joins it and returns the same count.
     @discardableResult
     public func leave() async -> Int {
         guard !isShutDown else { return 0 }
+        if leaving != nil || membership.local.status != .active {
+            // Resumed with the first call's count, or by the shutdown that follows it.
+            return await withCheckedContinuation { leaveWaiters.append($0) }
+        }
         let departed = membership.leave()
         logger.info("leaving the cluster")
         announce([departed])
         let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
         for node in alive { sendMembers(to: node, wantsReply: true) }
         let acknowledged = await withCheckedContinuation { continuation in
-            leaving = LeaveProgress(waitingFor: alive, deadline: .now + configuration.leaveTimeout, continuation: continuation)
+            leaveWaiters.append(continuation)
+            leaving = LeaveProgress(asking: alive, deadline: .now + configuration.leaveTimeout)
             if alive.isEmpty { finishLeaving() }
         }
         shutdown()
@@ -102,16 +109,17 @@ extension Replica {
     }
 
     func checkLeaveDeadline(now: ContinuousClock.Instant) {
-        guard let leaving, now >= leaving.deadline else { return }
+        guard let leaving, leaving.isOverdue(now: now) else { return }
         logger.warning("leave: no acknowledgement from \(leaving.waitingFor.sorted().map(\.rawValue).joined(separator: ", ")) in time")
         finishLeaving()
     }
 
     func finishLeaving() {
-        guard let progress = leaving else { return }
+        let acknowledged = leaving?.acknowledgements ?? 0
         leaving = nil
-        let total = sessions.values.filter { $0.liveness.state == .alive }.count
-        progress.continuation?.resume(returning: max(0, total - progress.waitingFor.count))
+        let waiters = leaveWaiters
+        leaveWaiters = []
+        for waiter in waiters { waiter.resume(returning: acknowledged) }
     }
 
     /// Why `forget` refused.

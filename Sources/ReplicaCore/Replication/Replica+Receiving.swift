@@ -178,12 +178,19 @@ extension Replica {
             let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
+            // Once the clocks agree, a sync must be able to bring it again.
+            forgetSyncMarks()
             return
         }
-        if !commits.accept(entry, from: node, now: now) {
-            // Dropped while the store fails: no sync mark may claim we hold what members held.
-            for member in sessions.keys { sessions[member]?.forgetSyncMark() }
-        }
+        if !commits.accept(entry, from: node, now: now) { forgetSyncMarks() }
+    }
+
+    /// Received entries were dropped (a failed commit, a refused timestamp). No sync mark may
+    /// claim we hold what members held, not even that of the sync now running: the next syncs
+    /// ask for everything in the differing buckets, so what was dropped is fetched again.
+    func forgetSyncMarks() {
+        for member in sessions.keys { sessions[member]?.forgetSyncMark() }
+        planner.entriesDropped()
     }
 }
 

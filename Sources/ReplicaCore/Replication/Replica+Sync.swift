@@ -160,9 +160,13 @@ extension Replica {
     /// (they come back with those members).
     private func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: ContinuousClock.Instant) {
         let node = sync.peer
-        sessions[node]?.syncCompleted(mark: mark, sequence: sequence)
+        // Entries dropped meanwhile: the sync counts, but no mark or stream is covered by it (the
+        // next sync asks for everything in the differing buckets).
+        sessions[node]?.syncCompleted(mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence)
         for origin in sessions.keys where origin != node {
-            if let report = sync.reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
+            if !sync.droppedEntries, let report = sync.reports[origin] {
+                sessions[origin]?.covered(through: report.through, epoch: report.epoch)
+            }
             if sync.reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
                 sessions[origin]?.giveUpLosses()
             }

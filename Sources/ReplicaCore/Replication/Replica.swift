@@ -73,8 +73,8 @@ public actor Replica: PollLoopOwner {
     var lastTurn = ContinuousClock.now
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
-    /// Since when this node has heard no member at all (seeds are contacted again after a while).
-    var isolatedSince: ContinuousClock.Instant?
+    /// When a node that hears no member asks its seeds again.
+    var seedRecontact = SeedRecontact()
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
@@ -85,6 +85,8 @@ public actor Replica: PollLoopOwner {
     var catchUpUnservedSince: ContinuousClock.Instant?
     static let catchUpPatience: Duration = .seconds(3)
     var leaving: LeaveProgress?
+    /// Every `leave()` caller waiting for it (a second call joins the first), resumed once.
+    var leaveWaiters: [CheckedContinuation<Int, Never>] = []
 
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
@@ -130,13 +132,6 @@ public actor Replica: PollLoopOwner {
         func finish() {
             if case .stream(let continuation) = self { continuation.finish() }
         }
-    }
-
-    /// A `leave()` waiting for the members to acknowledge the departure.
-    struct LeaveProgress {
-        var waitingFor: Set<NodeID>
-        var deadline: ContinuousClock.Instant
-        var continuation: CheckedContinuation<Int, Never>?
     }
 
     /// Opens the store, binds the sockets, contacts the seeds and starts the loop.

@@ -183,6 +183,7 @@ public struct WireCodec: Sendable {
             let sequence = try reader.readUInt64()
             let timestamp = HybridTimestamp(rawValue: try reader.readUInt64())
             let wallMillis = try reader.readUInt64()
+            guard wallMillis <= HybridTimestamp.maxWallMillis else { throw .invalidField("heartbeat wall clock") }
             let digestRoot = try reader.readUInt64()
             let entryCount = try reader.readUInt64()
             let membersDigest = try reader.readUInt64()
@@ -196,6 +197,7 @@ public struct WireCodec: Sendable {
                 let reportEpoch = try reader.readUInt64()
                 let through = try reader.readUInt64()
                 let echo = try reader.readUInt64()
+                guard echo <= HybridTimestamp.maxWallMillis else { throw .invalidField("peer report echo") }
                 let held = try reader.readUInt32()
                 let flags = try reader.readByte()
                 guard flags <= 1 else { throw .invalidField("peer report flags") }
@@ -363,6 +365,8 @@ public struct WireCodec: Sendable {
     private func readRecord(_ reader: inout ByteReader) throws(WireError) -> MemberRecord {
         let node = try readNode(&reader)
         let epoch = try reader.readUInt64()
+        // Epochs are wall-clock milliseconds; one beyond 48 bits is not a record any node wrote.
+        guard epoch <= HybridTimestamp.maxWallMillis else { throw .invalidField("member epoch") }
         let incarnation = try readUUID(&reader)
         let statusByte = try reader.readByte()
         guard let status = MemberRecord.Status(rawValue: statusByte) else { throw .invalidField("member status") }

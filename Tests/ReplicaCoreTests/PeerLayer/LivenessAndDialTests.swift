@@ -164,6 +164,9 @@ import Testing
         EchoRow(name: "peer 5 s behind, 200 ms each way", t1: 10_000, held: 300, t3: 5_500, t4: 10_700, roundTrip: 400, offset: -5_000),
         EchoRow(name: "no echo yet", t1: 0, held: 0, t3: 5, t4: 10, roundTrip: nil, offset: nil),
         EchoRow(name: "our clock stepped back: impossible", t1: 10_000, held: 0, t3: 10_000, t4: 9_000, roundTrip: nil, offset: nil),
+        // A member's arbitrary 64-bit clock used to trap in the signed arithmetic.
+        EchoRow(name: "a wall clock beyond 48 bits is not a clock", t1: 1_000, held: 0, t3: .max, t4: 1_020, roundTrip: nil, offset: nil),
+        EchoRow(name: "nor one near 2^62", t1: 1_000, held: 0, t3: 1 << 62, t4: 1_020, roundTrip: nil, offset: nil),
     ]
 
     @Test(arguments: echoes) func echoesGiveRoundTripAndOffset(_ row: EchoRow) {

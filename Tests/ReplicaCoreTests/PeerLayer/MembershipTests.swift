@@ -12,6 +12,18 @@ import Testing
 
     func table(_ local: NodeID = "a") -> Membership { Membership(local: Self.record(local)) }
 
+    /// A record of this node at the largest epoch (refused by the codec, but not only the codec
+    /// feeds the table) is answered without a trap: `epoch + 1` crashed the node at every start.
+    @Test func aRecordOfThisNodeAtTheLastEpochDoesNotTrap() {
+        for status in [MemberRecord.Status.active, .left, .forgotten] {
+            var membership = table()
+            let result = membership.merge([Self.record("a", epoch: .max, status: status)], wallMillis: 1_000)
+            #expect(membership.local.status == .active)
+            #expect(membership.local.epoch == .max)
+            #expect(result.reasserted, "\(status)")
+        }
+    }
+
     struct Row: Sendable, CustomTestStringConvertible {
         var name: String
         var before: [MemberRecord]

@@ -155,4 +155,20 @@ import Testing
         stream.returnRepair(15...40)
         #expect(stream.missing == [2...20], "never beyond the highest sequence seen")
     }
+
+    /// Sequences near the top of `UInt64` (a bugged or hostile member) never overflow the end
+    /// of a repair (it trapped: one member could crash every node that heard it).
+    @Test func aRepairNearTheTopOfTheSequenceSpaceDoesNotOverflow() {
+        let rows: [(first: UInt64, second: UInt64, repair: ClosedRange<UInt64>)] = [
+            (.max - 5, .max, .max - 4 ... .max),
+            (.max - 5_000, .max, .max - 4_999 ... .max - 904),
+            (1, 5_000, 2...4_097),
+        ]
+        for row in rows {
+            var stream = OriginStream()
+            _ = stream.announced(epoch: 3, sequence: row.first)
+            _ = stream.announced(epoch: 3, sequence: row.second)
+            #expect(stream.takeRepair(limit: 4_096) == row.repair, "\(row.first) then \(row.second)")
+        }
+    }
 }

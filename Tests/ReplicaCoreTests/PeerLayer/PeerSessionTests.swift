@@ -177,6 +177,50 @@ import Testing
         #expect(session.heldThrough == 9_000)
     }
 
+    /// Losses given up (repairs kept timing out) and then covered only in part by a sync from a
+    /// member that held less: the rest stays lost, not reported as held. (Any cover at or past
+    /// the first loss used to clear them all, and the rest was neither missing nor lost.)
+    @Test(arguments: [(UInt64(10), UInt64(10)), (5_000, 5_000), (9_000, 9_000), (12_000, 12_000)])
+    func aSyncThatCoversPartOfTheLossesLeavesTheRestLost(coveredThrough: UInt64, held: UInt64) {
+        var session = Self.session(announcing: 10, then: 9_000)
+        session.giveUpLosses()
+        #expect(session.stream.missing.isEmpty)
+        #expect(session.heldThrough == 10)
+        session.covered(through: coveredThrough, epoch: 7)
+        #expect(session.heldThrough == held)
+        #expect(session.lost == (held >= 9_000 ? nil : held + 1...9_000))
+    }
+
+    /// A restarted member's new epoch: what it published before we heard it may have been
+    /// dropped (our connection was down), so it is not held until the restart's sync covers it.
+    @Test func aRestartedMembersNewUpdatesAreNotHeldUntilItsSyncCoversThem() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        for (epoch, sequence, millis) in [(UInt64(7), UInt64(10), 0), (8, 500, 500)] {
+            let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: epoch, sequence: sequence, timestamp: .zero, digestRoot: 1, entryCount: 0)
+            _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(millis), wallMillis: 0)
+        }
+        #expect(session.stream.epoch == 8 && session.stream.through == 500)
+        #expect(session.heldThrough == 0)
+        session.syncCompleted(mark: StoreMark(epoch: 8, serial: 2), sequence: 500)
+        #expect(session.heldThrough == 500)
+    }
+
+    /// A member first learnt of as departed (a join reply lists it as left) is listed as left,
+    /// not suspect; its return is a rejoin, with silence counted from then.
+    @Test func aMemberFirstLearntAsLeftIsListedAsLeftAndItsReturnIsARejoin() {
+        var left = Self.record
+        left.status = .left
+        var session = PeerSession(record: left, now: Self.at(0))
+        #expect(session.liveness.state == .left)
+        #expect(session.tick(now: Self.at(60_000), base: Self.timing, holdRepairs: false) == [])
+        var back = Self.record
+        back.epoch = 9
+        let rejoined = session.recordChanged(back, now: Self.at(70_000)) == [.stateChanged(.init(from: .left, to: .suspect))]
+        #expect(rejoined)
+        #expect(!session.silentDirectly(now: Self.at(70_001), base: Self.timing), "silence counts from the return")
+    }
+
     @Test func aSlowLinkStretchesFailureDetection() {
         let slow = Self.timing.adapted(to: .milliseconds(400))
         #expect(slow.suspectAfter == .milliseconds(1800))

@@ -217,4 +217,45 @@ import Testing
         for _ in 0..<20 { _ = queue.failed("disk full", now: now) }
         #expect(queue.failure?.backoff == CommitQueue.maxBackoff)
     }
+
+}
+
+extension SyncPlannerTests {
+    /// A sync with the member a catch-up preferred stands in for the catch-up; if it is
+    /// abandoned, the catch-up is wanted again (it was lost: the losses had been given up, so
+    /// nothing asked for them until the periodic sync), and repairs wait meanwhile.
+    @Test func anAbandonedSyncThatStoodInForACatchUpWantsTheCatchUpAgain() {
+        for abandon in ["connection lost", "timed out", "member left"] {
+            var planner = SyncPlanner()
+            planner.wantCatchUp(.repairTimedOut, preferring: "a")
+            planner.want(.digestsDiffer, with: "a")
+            let choice = planner.next([Self.candidate("a")], deferCatchUp: true)
+            #expect(choice?.peer == "a" && choice?.reason == .digestsDiffer)
+            planner.started(with: "a", requestID: 1, reason: .digestsDiffer, now: now)
+            #expect(planner.catchUp == nil)
+            #expect(planner.holdsRepairs, "\(abandon): repairs wait while the stand-in runs")
+            switch abandon {
+            case "connection lost": _ = planner.connectionLost(to: "a")
+            case "timed out": _ = planner.expire(now: now + .seconds(11), timeout: .seconds(10))
+            default: planner.remove("a")
+            }
+            #expect(planner.catchUp?.reason == .repairTimedOut, "\(abandon)")
+        }
+    }
+
+    /// Entries dropped while a sync ran (a refused timestamp, a failed commit): its completion
+    /// says so, and proves less.
+    @Test func aSyncDuringWhichEntriesWereDroppedSaysSo() {
+        var planner = SyncPlanner()
+        planner.want(.digestsDiffer, with: "a")
+        planner.started(with: "a", requestID: 1, reason: .digestsDiffer, now: now)
+        planner.entriesDropped()
+        guard case .completed(let sync) = planner.received(requestID: 1, from: "a", entries: 3, bytes: 30, isLast: true, now: now) else {
+            Issue.record("the sync did not complete")
+            return
+        }
+        #expect(sync.droppedEntries)
+        planner.entriesDropped()  // with no sync in flight: nothing to mark
+        #expect(planner.inFlight == nil)
+    }
 }

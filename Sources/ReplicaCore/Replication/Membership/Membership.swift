@@ -64,7 +64,9 @@ struct Membership: Sendable {
                 // operator's forget or a stale leave reaching a live node, or an older copy of
                 // this id at a later epoch) is answered with a later epoch of our own.
                 if record.supersedes(local) && local.status == .active {
-                    local.epoch = max(record.epoch + 1, wallMillis)
+                    // Saturating, although the codec bounds epochs to 48 bits: a trap here
+                    // would crash this node at every start for as long as members hold it.
+                    local.epoch = max(record.epoch == .max ? .max : record.epoch + 1, wallMillis)
                     result.reasserted = true
                     result.announce.append(local)
                 }

@@ -21,7 +21,10 @@ struct ClockEstimate: Equatable, Sendable {
     /// wall clock stepped between the two heartbeats.
     @discardableResult
     mutating func record(echoedWallMillis t1: UInt64, heldMillis: UInt32, peerWallMillis t3: UInt64, receivedWallMillis t4: UInt64) -> Bool {
-        guard t1 > 0, t3 > 0, t4 >= t1 else { return false }
+        // Wall clocks beyond 48 bits (year 10889) are not clocks: refusing them also keeps the
+        // signed arithmetic below from overflowing on a member's arbitrary 64-bit values.
+        let limit = HybridTimestamp.maxWallMillis
+        guard t1 > 0, t3 > 0, t4 >= t1, t3 <= limit, t4 <= limit else { return false }
         let roundTrip = Int64(t4 - t1) - Int64(heldMillis)
         guard roundTrip >= 0, roundTrip < 60_000 else { return false }
         let t2 = Int64(t3) - Int64(heldMillis)

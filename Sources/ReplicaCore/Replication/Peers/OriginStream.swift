@@ -107,7 +107,10 @@ struct OriginStream: Equatable, Sendable {
     /// The oldest missing range, at most `limit` sequences long, taken out to be repaired.
     mutating func takeRepair(limit: UInt64) -> ClosedRange<UInt64>? {
         guard let first = missing.first else { return nil }
-        let range = first.lowerBound...min(first.upperBound, first.lowerBound + limit - 1)
+        // Saturating: a member's sequences may come near UInt64.max (bugged or hostile), and
+        // the end of the repair must not overflow.
+        let (end, overflow) = first.lowerBound.addingReportingOverflow(max(limit, 1) - 1)
+        let range = first.lowerBound...(overflow ? first.upperBound : min(first.upperBound, end))
         if range.upperBound == first.upperBound {
             missing.removeFirst()
         } else {

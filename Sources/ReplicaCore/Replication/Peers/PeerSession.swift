@@ -75,9 +75,11 @@ struct PeerSession: Sendable {
     /// Repairs in a row that timed out: a member that answers none is asked no more, and a
     /// sync brings the losses instead.
     private var repairTimeouts = 0
-    /// The first sequence of a loss handed to a sync (its repair was unavailable or kept
-    /// timing out): not held here until a sync covers it, whatever the stream says.
-    private var lostFrom: UInt64?
+    /// Losses handed to a sync (their repair was unavailable or kept timing out), and the
+    /// updates of a new epoch published before we heard it: not held here until a sync covers
+    /// them, whatever the stream says. One span from the first such sequence to the last (what
+    /// lies between counts as lost too: held less, never more, than is here).
+    private(set) var lost: ClosedRange<UInt64>?
 
     struct Stats: Equatable, Sendable {
         var syncsCompleted = 0
@@ -121,6 +123,9 @@ struct PeerSession: Sendable {
         node = record.node
         self.record = record
         liveness = Liveness(now: now)
+        // A member first learnt of as departed is listed as left (not suspect), and its return
+        // is a rejoin: silence is counted from then, not from when its departure was learnt.
+        if record.status != .active { _ = liveness.left(now: now) }
         subscriber = LinkDialer(dialedAt: now)
         dealer = LinkDialer(dialedAt: now)
     }
@@ -173,7 +178,7 @@ struct PeerSession: Sendable {
         }
         incarnation = message.incarnation
         if stream.announced(epoch: message.epoch, sequence: message.sequence) == .restarted {
-            forgetLosses()
+            forgetLosses(restartedThrough: stream.through)
             actions.append(.wantSync(.peerRestarted))
         }
         var reports: [NodeID: PeerReport] = [:]
@@ -224,7 +229,7 @@ struct PeerSession: Sendable {
         var actions = now.map { heardDirectly(now: $0) } ?? []
         stats.updateBytes += bytes
         if stream.received(sequences, epoch: epoch) == .restarted {
-            forgetLosses()
+            forgetLosses(restartedThrough: stream.through)
             actions.append(.wantSync(.peerRestarted))
         }
         return actions
@@ -328,11 +333,17 @@ struct PeerSession: Sendable {
         return [.wantSync(.repairTimedOut)]
     }
 
-    /// A new epoch of this member: its old losses and repair no longer apply.
-    private mutating func forgetLosses() {
+    /// A new epoch of this member: its old losses and repair no longer apply. What it
+    /// published in the new epoch before we heard it may have been dropped (our connection was
+    /// down meanwhile): not held until the restart's sync covers it.
+    private mutating func forgetLosses(restartedThrough through: UInt64) {
         repair = nil
         repairTimeouts = 0
-        lostFrom = nil
+        lost = through >= 1 ? 1...through : nil
+    }
+
+    private mutating func markLost(_ range: ClosedRange<UInt64>) {
+        lost = lost.map { min($0.lowerBound, range.lowerBound)...max($0.upperBound, range.upperBound) } ?? range
     }
 
     /// How far this member's stream is held here, for our heartbeats' reports. The stream's
@@ -340,11 +351,11 @@ struct PeerSession: Sendable {
     /// for deciding what to ask for, but not for telling others: a member that cannot hear this
     /// one would sync from us the range we are still waiting for, get part of it, and take the
     /// rest as covered (seen: 10,000 updates fetched 1 s later by anti-entropy instead).
-    /// Losses handed to a sync (`lostFrom`) are not held either, until a sync covers them.
+    /// Losses handed to a sync (`lost`) are not held either, until a sync covers them.
     var heldThrough: UInt64 {
         var held = stream.contiguousThrough
         if let range = repair?.range { held = min(held, range.lowerBound - 1) }
-        if let lostFrom { held = min(held, lostFrom - 1) }
+        if let lost { held = min(held, lost.lowerBound - 1) }
         return held
     }
 
@@ -359,7 +370,7 @@ struct PeerSession: Sendable {
     mutating func repairChunk(requestID: UInt64, entries: Int, isLast: Bool, isUnavailable: Bool, now: ContinuousClock.Instant) -> RepairVerdict {
         guard let current = repair, current.requestID == requestID else { return .unrelated }
         if isUnavailable {
-            lostFrom = min(lostFrom ?? current.range.lowerBound, current.range.lowerBound)
+            markLost(current.range)
             repair = nil
             return .unavailable
         }
@@ -388,13 +399,16 @@ struct PeerSession: Sendable {
     /// A sync with another member that held this member's stream through `sequence` completed.
     mutating func covered(through sequence: UInt64, epoch: UInt64) {
         stream.covered(through: sequence, epoch: epoch)
-        if let lost = lostFrom, epoch == stream.epoch, sequence >= lost { lostFrom = nil }
+        // A cover up to part of the loss leaves the rest lost.
+        if let lost, epoch == stream.epoch, sequence >= lost.lowerBound {
+            self.lost = sequence >= lost.upperBound ? nil : sequence + 1...lost.upperBound
+        }
     }
 
     /// Known losses are given up (a catch-up found nobody reachable that holds them): no more
     /// repairs of them, and they are not reported as held until a sync covers them.
     mutating func giveUpLosses() {
-        if let first = stream.missing.first?.lowerBound { lostFrom = min(lostFrom ?? first, first) }
+        if let first = stream.missing.first?.lowerBound, let last = stream.missing.last?.upperBound { markLost(first...last) }
         stream.clearMissing()
     }
 

@@ -20,6 +20,12 @@ struct SyncPlanner: Sendable {
         /// went out: the most its reply can cover (a later heartbeat may claim updates it
         /// received after it read its store for us).
         var reports: [NodeID: PeerReport] = [:]
+        /// The catch-up this sync stands in for (a sync with the member the catch-up preferred
+        /// brings what the catch-up would): wanted again if this one is abandoned.
+        var standsInFor: SyncReason?
+        /// Received entries were dropped while it ran (a failed commit, a refused timestamp): its
+        /// completion does not prove we hold what the member held.
+        var droppedEntries = false
     }
 
     /// A member a sync could go to, as the node sees it now.
@@ -43,7 +49,7 @@ struct SyncPlanner: Sendable {
     /// Lost updates are not repaired one origin at a time while a sync that brings everything
     /// is pending or running.
     var holdsRepairs: Bool {
-        catchUp != nil || (inFlight?.reason.isCatchUp ?? false)
+        catchUp != nil || (inFlight.map { $0.reason.isCatchUp || $0.standsInFor != nil } ?? false)
     }
 
     mutating func want(_ reason: SyncReason, with peer: NodeID) {
@@ -94,7 +100,13 @@ struct SyncPlanner: Sendable {
     ) {
         inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports)
         wanted[peer] = nil
+        if !reason.isCatchUp, let catchUp, catchUp.preferred == peer { inFlight?.standsInFor = catchUp.reason }
         if reason.isCatchUp || catchUp?.preferred == peer { catchUp = nil }
+    }
+
+    /// Received entries were dropped: the sync in flight, if any, proves less when it completes.
+    mutating func entriesDropped() {
+        inFlight?.droppedEntries = true
     }
 
     enum ChunkVerdict: Equatable, Sendable {
@@ -137,8 +149,9 @@ struct SyncPlanner: Sendable {
     mutating func remove(_ peer: NodeID) {
         wanted[peer] = nil
         if catchUp?.preferred == peer { catchUp?.preferred = nil }
-        if inFlight?.peer == peer {
-            if let sync = inFlight, sync.reason.isCatchUp { wantCatchUp(sync.reason) }
+        if let sync = inFlight, sync.peer == peer {
+            if sync.reason.isCatchUp { wantCatchUp(sync.reason) }
+            if let stoodInFor = sync.standsInFor { wantCatchUp(stoodInFor) }
             inFlight = nil
         }
     }
@@ -150,5 +163,6 @@ struct SyncPlanner: Sendable {
         } else {
             want(sync.reason, with: sync.peer)
         }
+        if let stoodInFor = sync.standsInFor { wantCatchUp(stoodInFor, preferring: sync.peer) }
     }
 }

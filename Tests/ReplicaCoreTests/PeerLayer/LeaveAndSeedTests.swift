@@ -1,0 +1,64 @@
+import Testing
+@testable import ReplicaCore
+
+/// `LeaveProgress` and `SeedRecontact`: what a departing node counts, and when an isolated node
+/// asks its seeds again.
+@Suite struct LeaveAndSeedTests {
+    let start = ContinuousClock.now
+
+    /// The count is of the members asked that answered: one coming alive meanwhile is not
+    /// counted, one going silent does not take away another's answer.
+    @Test func aLeaveCountsTheMembersAskedThatAnswered() {
+        var progress = LeaveProgress(asking: ["b", "c"], deadline: start + .seconds(2))
+        #expect(progress.acknowledgements == 0)
+        let byD = progress.acknowledged(by: "d")
+        #expect(!byD, "not asked: changes nothing")
+        #expect(progress.acknowledgements == 0)
+        let byC = progress.acknowledged(by: "c")
+        #expect(!byC)
+        #expect(progress.acknowledgements == 1)
+        #expect(!progress.isOverdue(now: start + .seconds(1)))
+        #expect(progress.isOverdue(now: start + .seconds(2)))
+        let byB = progress.acknowledged(by: "b")
+        #expect(byB)
+        #expect(progress.isComplete && progress.acknowledgements == 2)
+        #expect(LeaveProgress(asking: [], deadline: start).isComplete)
+    }
+
+    struct Tick: Sendable {
+        var at: Int
+        var anyAlive = false
+        var hasSeeds = true
+        var contact: Bool
+    }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var ticks: [Tick]
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "isolated for the down time: the seeds are asked, then again every down time", ticks: [
+            Tick(at: 0, contact: false), Tick(at: 4_999, contact: false), Tick(at: 5_000, contact: true),
+            Tick(at: 9_000, contact: false), Tick(at: 10_000, contact: true),
+        ]),
+        Row(name: "a member heard meanwhile starts the count again", ticks: [
+            Tick(at: 0, contact: false), Tick(at: 3_000, anyAlive: true, contact: false),
+            Tick(at: 5_000, contact: false), Tick(at: 9_999, contact: false), Tick(at: 10_000, contact: true),
+        ]),
+        Row(name: "no seeds configured: nothing to ask", ticks: [
+            Tick(at: 0, hasSeeds: false, contact: false), Tick(at: 60_000, hasSeeds: false, contact: false),
+        ]),
+    ]
+
+    /// A seed still pending (a retired host) does not hold the others back: the decision does
+    /// not even look at pending seeds (it used to wait until none was pending, that is, forever).
+    @Test(arguments: rows) func anIsolatedNodeAsksItsSeedsAgain(_ row: Row) {
+        var recontact = SeedRecontact()
+        for tick in row.ticks {
+            let contact = recontact.tick(anyMemberAlive: tick.anyAlive, hasSeeds: tick.hasSeeds, now: start + .milliseconds(tick.at), after: .seconds(5))
+            #expect(contact == tick.contact, "at \(tick.at) ms")
+        }
+    }
+}
