@@ -1,4 +1,6 @@
 import Foundation
+import ReplicaCore
+@testable import ReplicaNode
 import Testing
 
 /// The client commands' success and error paths against a real serving node.
@@ -30,6 +32,53 @@ import Testing
         #expect(missingData.status == 64)
         #expect(missingData.stderr.hasPrefix("replica-node: Missing --data DIR"))
         #expect(try replicaNode(["set", "\u{1F}counter/x", "1", "--data", "/nowhere"]).status == 64, "reserved keys are refused before connecting")
+    }
+
+    /// Keys starting with U+001F are counter slots and log elements: `delete` refuses them as
+    /// `set` does (usage error, before connecting), and so does the node, whatever the client.
+    @Test func deleteRefusesReservedKeysLikeSet() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "delete-reserved")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        #expect(try cluster.client(0, ["incr", "visits", "--by", "3"]).status == 0)
+        let shown = try #require(try cluster.client(0, ["keys", "--all"]).stdout.split(separator: "\n").first { $0.hasPrefix("␟counter/visits/") })
+        let slot = FamilyKey.marker + shown.dropFirst()
+        #expect(FamilyKey.isReserved(slot))
+
+        let set = try cluster.client(0, ["set", slot, "1"])
+        let delete = try cluster.client(0, ["delete", slot])
+        #expect(delete.status == 64)
+        #expect(delete.status == set.status)
+        #expect(delete.stderr == "replica-node: \(ReservedKey.message)\n")
+        #expect(delete.stderr == set.stderr, "the same message as set")
+        #expect(try replicaNode(["delete", slot, "--data", "/nowhere"]).status == 64, "refused before connecting")
+
+        // A client that skips the check (another program on the socket) is refused by the node.
+        let client = try ControlClient(dataDirectory: cluster.nodes[0].data)
+        do {
+            _ = try client.call(.delete(key: slot))
+            Issue.record("the node deleted a reserved key")
+        } catch let failure as ControlFailure {
+            #expect(failure.code == .invalidValue)
+            #expect(failure.message == ReservedKey.message)
+        }
+        #expect(try cluster.client(0, ["counter", "visits"]).stdout == "3\n", "the slot is still there")
+    }
+
+    /// `health --help` says what `Problem.failsHealth` does: save and load errors are warnings.
+    @Test func healthHelpMatchesWhatFailsHealth() throws {
+        let date = Date()
+        #expect(!Problem(kind: .save, subject: "k", message: "m", since: date).failsHealth)
+        #expect(!Problem(kind: .load, subject: "k", message: "m", since: date).failsHealth)
+        #expect(Problem(kind: .commit, subject: "store", message: "m", since: date).failsHealth)
+        let help = try replicaNode(["health", "--help"], environment: ["COLUMNS": "200"])
+        #expect(help.status == 0)
+        let text = help.stdout.split(whereSeparator: \.isWhitespace).joined(separator: " ")
+        let parts = text.components(separatedBy: "do not fail")
+        try #require(parts.count == 2, "\(text)")
+        let failing = try #require(parts[0].components(separatedBy: "Otherwise exit 1").last)
+        #expect(!failing.contains("save") && !failing.contains("load"), "save and load errors are not listed as failing: \(failing)")
+        #expect(parts[1].contains("save and load errors"), "they are listed as warnings: \(parts[1])")
     }
 
     @Test func setGetKeysAndStatusWork() async throws {

@@ -1,4 +1,6 @@
 import Foundation
+import ReplicaCore
+@testable import ReplicaNode
 import Testing
 
 /// `incr`, `counter` and `drinks` against real serving nodes.
@@ -82,6 +84,67 @@ import Testing
         let again = try cluster.client(0, ["drinks", "remove", latteID])
         #expect(again.status == 1)
         #expect(again.stderr == "replica-node: unknown drink: \(latteID)\n")
+    }
+
+    /// A drink or counter slot written by a newer schema (a newer program on another member)
+    /// is not hidden: `drinks list` and `counter` say so on stderr, `counter --json` in
+    /// "problems"; both still succeed with what they can read.
+    @Test func entriesOfANewerSchemaAreReported() async throws {
+        let libraryPort = TestPorts.pair()
+        let cluster = try ProcessCluster(size: 1, name: "newer-schema") { _ in
+            ["node1": ["--insecure", "--peer", "lib@127.0.0.1:\(libraryPort)"]]
+        }
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        #expect(try cluster.client(0, ["incr", "visits", "--by", "3"]).status == 0)
+        let latte = try cluster.client(0, ["drinks", "add", "--name", "Latte", "--mg", "75", "--date", "2024-05-01T09:00:00Z"])
+            .stdout.trimmingCharacters(in: .whitespacesAndNewlines)
+
+        let library = try Replica(ReplicaConfiguration(
+            node: "lib", listen: Endpoint(host: "127.0.0.1", port: libraryPort),
+            peers: [Endpoint(host: "127.0.0.1", port: cluster.nodes[0].port)], storage: .memory))
+        let log = Drink.log()
+        let future = UUID().uuidString.lowercased()
+        try await library.write([
+            Replica.WriteRequest(key: log.key(forID: future), payload: Array(#"{"shape":"of tomorrow"}"#.utf8), schema: log.schema + 1),
+            Replica.WriteRequest(key: FamilyKey.counterSlot("visits", incarnation: UUID()), payload: Array("5".utf8), schema: CounterFamily.slotSchema + 1),
+        ])
+        #expect(try await eventually { try cluster.client(0, ["counter", "visits", "--json"]).stdout.contains("newer than") })
+        #expect(try await eventually { try cluster.client(0, ["drinks", "list"]).stderr.contains(future) })
+        await library.shutdown()
+
+        let list = try cluster.client(0, ["drinks", "list"])
+        #expect(list.status == 0)
+        #expect(list.stdout == "2024-05-01T09:00:00.000Z  75 mg  Latte  \(latte)\n", "the readable drinks, as before")
+        let drinkWarning = "warning: the value of element \(future) of log drinks has schema version \(log.schema + 1), newer than \(log.schema) known here"
+        #expect(list.stderr.hasPrefix(drinkWarning), "\(list.stderr)")
+        #expect(list.stderr.split(separator: "\n").count == 1)
+        let listJSON = try cluster.client(0, ["drinks", "list", "--json"])
+        #expect(listJSON.status == 0)
+        let array = try #require(try JSONSerialization.jsonObject(with: Data(listJSON.stdout.utf8)) as? [[String: Any]])
+        #expect(array.map { $0["id"] as? String } == [latte], "stdout stays the array tools parse")
+        #expect(listJSON.stderr.hasPrefix(drinkWarning))
+
+        let counter = try cluster.client(0, ["counter", "visits"])
+        #expect(counter.status == 0)
+        #expect(counter.stdout == "3\n", "the slot it cannot read is left out of the sum")
+        #expect(counter.stderr.hasPrefix("warning: the value of counter visits has schema version \(CounterFamily.slotSchema + 1)"), "\(counter.stderr)")
+        #expect(counter.stderr.split(separator: "\n").count == 1)
+        let counterJSON = try cluster.client(0, ["counter", "visits", "--json"])
+        #expect(counterJSON.status == 0 && counterJSON.stderr.isEmpty)
+        let object = try #require(try JSONSerialization.jsonObject(with: Data(counterJSON.stdout.utf8)) as? [String: Any])
+        #expect(object["value"] as? Int == 3)
+        #expect((object["problems"] as? [String])?.count == 1)
+    }
+
+    /// The drinks reply carries its problems only when there are some: a reply without them
+    /// (an older node's) still decodes, and one with none is encoded as before.
+    @Test func drinksReplyIsCompatibleBothWays() throws {
+        let older = try JSONDecoder().decode(ControlReply.self, from: Data(#"{"drinks":{"_0":[]}}"#.utf8))
+        #expect(older.drinkList == DrinkList(drinks: [], problems: []))
+        #expect(String(decoding: try JSONEncoder().encode(ControlReply.drinks([], problems: nil)), as: UTF8.self) == #"{"drinks":{"_0":[]}}"#)
+        let newer = try JSONDecoder().decode(ControlReply.self, from: try JSONEncoder().encode(ControlReply.drinks([], problems: ["p"])))
+        #expect(newer.drinkList?.problems == ["p"])
     }
 
     @Test func drinkCommandErrors() async throws {

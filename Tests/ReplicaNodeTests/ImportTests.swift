@@ -1,4 +1,6 @@
 import Foundation
+import ReplicaCore
+@testable import ReplicaNode
 import Testing
 
 /// `import`: every line checked before anything is written, batches in flight, last line wins.
@@ -18,7 +20,7 @@ import Testing
         for (text, message) in cases {
             try Data(text.utf8).write(to: file)
             let result = try cluster.client(0, ["import", file.path])
-            #expect(result.status == 1)
+            #expect(result.status == 64, "bad input is a usage error")
             #expect(result.stderr.hasPrefix("replica-node: \(message)"), "\(result.stderr)")
             #expect(result.stderr.hasSuffix("; nothing was written\n"))
             #expect(try cluster.client(0, ["keys"]).stdout.isEmpty, "nothing was written")
@@ -26,6 +28,97 @@ import Testing
         let missing = try cluster.client(0, ["import", cluster.root.appendingPathComponent("absent.jsonl").path])
         #expect(missing.status == 1 && missing.stderr.split(separator: "\n").count == 1)
         #expect(try cluster.client(0, ["import", file.path, "--batch", "0"]).status == 64)
+    }
+
+    /// A key or value the node would refuse fails the import before anything is sent: the
+    /// batches before it are not committed, and the line is named (exit 64).
+    @Test func aLineOverTheNodesLimitsWritesNothing() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "import-limits")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let limits = ControlEndpoint.replicaLimits
+        var valid = ""
+        for index in 0..<3000 { valid += "{\"key\":\"k\(index)\",\"value\":\(index)}\n" }
+        let longKey = String(repeating: "k", count: limits.maxKeyBytes + 1)
+        let bigValue = "\"" + String(repeating: "x", count: limits.maxPayloadBytes - 1) + "\""
+        let cases = [
+            (valid + "{\"key\":\"\(longKey)\",\"value\":1}\n",
+             "replica-node: line 3001: key of \(limits.maxKeyBytes + 1) bytes exceeds the limit of \(limits.maxKeyBytes); nothing was written\n"),
+            ("{\"key\":\"a\",\"value\":1}\n{\"key\":\"big\", \"value\": \(bigValue)}\n" + valid,
+             "replica-node: line 2: value of \(limits.maxPayloadBytes + 1) bytes exceeds the limit of \(limits.maxPayloadBytes) (without whitespace); nothing was written\n"),
+        ]
+        let file = cluster.root.appendingPathComponent("over.jsonl")
+        for (text, message) in cases {
+            try Data(text.utf8).write(to: file)
+            let result = try cluster.client(0, ["import", file.path, "--batch", "100"])
+            #expect(result.status == 64)
+            #expect(result.stderr == message)
+            #expect(result.stdout.isEmpty)
+            #expect(try cluster.client(0, ["keys"]).stdout.isEmpty, "nothing was written")
+        }
+    }
+
+    /// Lines far longer than their key and value (whitespace, members import ignores) are sent
+    /// rewritten, so no request exceeds the control socket's 4 MiB; and keys that Swift's
+    /// String calls equal (canonically equivalent) but whose bytes differ are two keys.
+    @Test func longLinesAndCanonicallyEquivalentKeys() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "import-long")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let limits = ControlEndpoint.replicaLimits
+        let biggest = "\"" + String(repeating: "x", count: limits.maxPayloadBytes - 2) + "\""
+        let padding = String(repeating: " ", count: 5 << 20)
+        let text = "{\"key\":\"caf\u{E9}\",\"value\":1}\n"
+            + "{\"key\":\"cafe\\u0301\",\"value\":2}\n"
+            + "{\"key\":\"biggest\",\"value\":\(biggest),\"note\":\"\(String(repeating: "n", count: 3 << 20))\"}\n"
+            + "{\"key\":\"spaced\",\"value\":[1,\(padding)2]}\n"
+        let file = cluster.root.appendingPathComponent("long.jsonl")
+        try Data(text.utf8).write(to: file)
+        let started = ContinuousClock.now
+        let result = try cluster.client(0, ["import", file.path])
+        #expect(result.status == 0, "\(result.stderr)")
+        #expect(result.stdout == "OK 4 keys\n")
+        #expect(ContinuousClock.now - started < .seconds(20), "answered, not timed out")
+
+        let keys = try cluster.client(0, ["keys"]).stdout.split(separator: "\n").map { Array($0.utf8) }
+        #expect(keys.count == 4)
+        #expect(keys.contains(Array("caf\u{E9}".utf8)) && keys.contains(Array("cafe\u{301}".utf8)), "both forms are stored")
+        #expect(try cluster.client(0, ["get", "caf\u{E9}"]).stdout == "1\n")
+        #expect(try cluster.client(0, ["get", "cafe\u{301}"]).stdout == "2\n")
+        #expect(try cluster.client(0, ["get", "spaced"]).stdout == "[1,2]\n")
+        #expect(try cluster.client(0, ["get", "biggest"]).stdout == biggest + "\n")
+    }
+
+    /// Whatever the input, every request `import` sends fits the control socket's limit, and
+    /// the batches hold exactly the last line of each key (compared by bytes).
+    @Test func everyBatchFitsTheControlSocket() throws {
+        let limits = ControlEndpoint.replicaLimits
+        // The longest key, escaped at 6 bytes a byte; the largest value; long ignored members.
+        let key = "a" + String(repeating: "\\u0001", count: limits.maxKeyBytes - 1)
+        let value = "\"" + String(repeating: "x", count: limits.maxPayloadBytes - 2) + "\""
+        var text = ""
+        for index in 0..<3 {
+            text += "{\"key\":\"\(key)\",\"value\":\(value),\"note\":\"\(String(repeating: "n", count: 2 << 20))\"}\n"
+            for small in 0..<2000 { text += "{\"key\":\"s\(index)-\(small)\",\"value\":\"\(String(repeating: "v", count: 600))\"}\n" }
+            text += "{\"key\":\"w\(index)\",\"value\":[\(String(repeating: " ", count: 3 << 20))true]}\n"
+        }
+        text += "{\"key\":\"caf\u{E9}\",\"value\":1}\n{\"key\":\"cafe\u{301}\",\"value\":2}\n{\"key\":\"caf\u{E9}\",\"value\":3}\n"
+        let batches = try Import.batches(of: Data(text.utf8), keysPerBatch: 1000, maxBytes: Import.maxBatchBytes)
+        var written: [[UInt8]: [UInt8]] = [:]
+        for batch in batches {
+            let request = try JSONEncoder().encode(ControlRequest.importLines(batch.lines))
+            #expect(request.count <= ControlEndpoint.maxRequestBytes, "\(request.count) bytes")
+            #expect(batch.lines.count <= max(Import.maxBatchBytes, Import.maxLineBytes(limits) + 1))
+            let writes = try ControlServer.writes(importing: batch.lines)
+            #expect(writes.count == batch.keys)
+            for write in writes { written[Array(write.key.utf8)] = write.payload }
+        }
+        #expect(written.count == 1 + 3 * 2000 + 3 + 2, "the long key once, each small key, w0...w2, two forms of café")
+        #expect(written[Array("caf\u{E9}".utf8)] == Array("3".utf8), "the last line of a key wins")
+        #expect(written[Array("cafe\u{301}".utf8)] == Array("2".utf8))
+        #expect(written[Array("w2".utf8)] == Array("[true]".utf8))
+        let longKey = "a" + String(repeating: "\u{1}", count: limits.maxKeyBytes - 1)
+        #expect(written[Array(longKey.utf8)] == Array(value.utf8))
     }
 
     @Test func importsInBatchesKeepingTheLastLineOfAKey() async throws {

@@ -31,8 +31,10 @@ struct CounterCommand: ClientCommand {
         abstract: "Print a counter's value.",
         discussion: """
             Prints the sum of every node's slot as this node has them (0 for a counter never \
-            incremented). With --json: {"name", "value", "slots": [{"incarnation", "node", \
-            "total"}], "problems"}.
+            incremented). A slot this version cannot read (a newer version's, or damaged) is \
+            left out of the sum, with a "warning:" line on stderr naming it; the exit code stays 0. \
+            With --json: {"name", "value", "slots": [{"incarnation", "node", "total"}], \
+            "problems"}, the slots left out in "problems".
 
             Example:
               replica-node counter visits --data cluster-data/node3
@@ -45,7 +47,14 @@ struct CounterCommand: ClientCommand {
         Self.print(try client.call(.counter(name: name), expecting: \.counter), json: options.json)
     }
 
+    /// The value on stdout (with --json, the snapshot, its `problems` included); in text, one
+    /// "warning:" line on stderr per slot left out of the sum.
     static func print(_ counter: CounterSnapshot, json: Bool) {
-        if json { try? Output.json(encoding: counter) } else { Output.line(String(counter.value)) }
+        if json {
+            try? Output.json(encoding: counter)
+        } else {
+            Output.line(String(counter.value))
+            for problem in counter.problems { Output.warning(problem) }
+        }
     }
 }

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReplicaCore
 
 struct Delete: ClientCommand {
     static let configuration = CommandConfiguration(
@@ -6,7 +7,9 @@ struct Delete: ClientCommand {
         abstract: "Remove a key everywhere (writes a tombstone).",
         discussion: """
             Prints the version of the removal; an unknown key exits with 1. With --json, the \
-            tombstone as `get --json` would print it ("removed": true, no value).
+            tombstone as `get --json` would print it ("removed": true, no value). Keys starting \
+            with U+001F hold counter slots and log elements and are refused (exit 64): use \
+            `drinks remove` for a drink.
 
             Example:
               replica-node delete greeting --data cluster-data/node1
@@ -14,6 +17,10 @@ struct Delete: ClientCommand {
 
     @Argument(help: "The key to remove.") var key: String
     @OptionGroup var options: ClientOptions
+
+    func validate() throws {
+        guard !FamilyKey.isReserved(key) else { throw ValidationError(ReservedKey.message) }
+    }
 
     func perform(with client: ControlClient) throws {
         let entry = try client.call(.delete(key: key), expecting: \.entry)

@@ -69,7 +69,9 @@ struct Drinks: ParsableCommand {
             abstract: "List the drinks, oldest first.",
             discussion: """
                 One line per drink: date, caffeine, name, id; ordered by date, then id. With \
-                --json, an array of {"id", "name", "mg", "date"}.
+                --json, an array of {"id", "name", "mg", "date"}. A drink this version cannot \
+                read (a newer version's, or damaged) is not listed: a "warning:" line on stderr \
+                names it, with --json too; the exit code stays 0.
 
                 Examples:
                   replica-node drinks list --data cluster-data/node2
@@ -79,12 +81,14 @@ struct Drinks: ParsableCommand {
         @OptionGroup var options: ClientOptions
 
         func perform(with client: ControlClient) throws {
-            let drinks = try client.call(.listDrinks, expecting: \.drinks)
+            let list = try client.call(.listDrinks, expecting: \.drinkList)
             if options.json {
-                Output.json(DrinkOutput.jsonArray(drinks))
+                Output.json(DrinkOutput.jsonArray(list.drinks))
             } else {
-                for drink in drinks { Output.line(DrinkOutput.line(drink)) }
+                for drink in list.drinks { Output.line(DrinkOutput.line(drink)) }
             }
+            // On stderr in both modes: stdout stays the list tools parse.
+            for problem in list.problems { Output.warning(problem) }
         }
     }
 

@@ -7,10 +7,11 @@ struct Health: ClientCommand {
         abstract: "Exit 0 only when the node serves, commits, and its clock agrees with its members'.",
         discussion: """
             Otherwise exit 1, with one line per problem on stdout: failing commits (a full disk), \
-            a clock too far from the members' (its writes are refused), save and load errors, \
-            another process with this node's id. Problems of others (a member's clock, a member \
-            whose key is not trusted) are listed as warnings and do not fail. A node that is not \
-            running fails too. Made for health checks (docker-compose, Kubernetes, monitors).
+            a clock too far from the members' (its writes are refused), another process with \
+            this node's id. Other problems are listed as "warning:" lines and do not fail (exit \
+            0): save and load errors (a write refused, a value that cannot be read; see status), \
+            a member's clock, a member whose key is not trusted. A node that is not running \
+            fails too. Made for health checks (docker-compose, Kubernetes, monitors).
 
             Example:
               replica-node health --data cluster-data/node1

@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReplicaCore
 
 #if canImport(Glibc)
 import Glibc
@@ -10,11 +11,14 @@ struct Import: ClientCommand {
         commandName: "import",
         abstract: "Write many keys from JSON Lines: one {\"key\": ..., \"value\": ...} per line.",
         discussion: """
-            The whole input is checked first; if any line is not an object with a string "key" \
-            and a "value", nothing is written and the line number is reported. A key given on \
-            several lines gets the last line's value. Writes go in batches (one database \
-            transaction each, a few in flight at once); on a terminal, progress is shown on \
-            stderr. Prints how many keys were written.
+            The whole input is checked first: if any line is not an object with a string "key" \
+            and a "value", or its key is reserved (starts with U+001F) or longer than \
+            \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, or its value is longer than \
+            \(ControlEndpoint.replicaLimits.maxPayloadBytes) bytes (without whitespace), nothing \
+            is written and import exits with 64, naming the line. Keys are distinct when their \
+            UTF-8 bytes are; a key given on several lines gets the last line's value. Writes go \
+            in batches (one database transaction each, a few in flight at once); on a terminal, \
+            progress is shown on stderr. Prints how many keys were written.
 
             Example:
               printf '{"key":"a","value":1}\\n{"key":"b","value":"two"}\\n' \\
@@ -28,8 +32,9 @@ struct Import: ClientCommand {
     /// Batches sent before the first reply is awaited: the node commits one while the next
     /// arrives.
     static let window = 4
-    /// Bytes of JSON Lines per request at most (the control socket takes 4 MiB messages; the
-    /// bytes travel as base64).
+    /// Bytes of JSON Lines per request at most, but for a batch of one long line (at most
+    /// `maxLineBytes`). The control socket takes `ControlEndpoint.maxRequestBytes` (4 MiB) and
+    /// the bytes travel as base64 (4/3 as many).
     static let maxBatchBytes = 1 << 20
 
     func validate() throws {
@@ -38,7 +43,13 @@ struct Import: ClientCommand {
 
     func perform(with client: ControlClient) throws {
         let input = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-        let batches = try Self.batches(of: input, keysPerBatch: batch, maxBytes: Self.maxBatchBytes)
+        let batches: [Batch]
+        do {
+            batches = try Self.batches(of: input, keysPerBatch: batch, maxBytes: Self.maxBatchBytes)
+        } catch let error as JSONLines.BadLine {
+            // Bad input, like a bad argument: a usage error (exit 64), and nothing was sent.
+            throw ValidationError(error.description)
+        }
         let total = batches.reduce(0) { $0 + $1.keys }
         var client = client
         client.timeout = .seconds(30)
@@ -80,33 +91,109 @@ struct Import: ClientCommand {
         var keys: Int
     }
 
-    /// Checks every line of `input` and cuts the lines that count (the last one of each key)
-    /// into batches. Throws `JSONLines.BadLine` before anything is sent.
-    static func batches(of input: Data, keysPerBatch: Int, maxBytes: Int) throws -> [Batch] {
+    /// One line to send: as it is in the input, or rewritten.
+    enum Line {
+        case input(Range<Int>)
+        case rewritten([UInt8])
+
+        var count: Int {
+            switch self {
+            case .input(let range): range.count
+            case .rewritten(let bytes): bytes.count
+            }
+        }
+    }
+
+    /// A key compared and hashed by its exact UTF-8 bytes, as the store compares keys: Swift's
+    /// `String` equality is canonical equivalence, under which "caf\u{E9}" and "cafe\u{301}"
+    /// (two keys in the store) are one.
+    struct ExactKey: Hashable {
+        var key: String
+
+        static func == (a: Self, b: Self) -> Bool { a.key.utf8.elementsEqual(b.key.utf8) }
+
+        func hash(into hasher: inout Hasher) {
+            var key = key
+            key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
+        }
+    }
+
+    /// Checks every line of `input` (its form, and its key and value against `limits`, as the
+    /// node will) and cuts the lines that count (the last one of each key) into batches of at
+    /// most `keysPerBatch` keys and `maxBytes` bytes (one longer line goes alone, rewritten to
+    /// at most `maxLineBytes(limits)`). Throws `JSONLines.BadLine` before anything is sent.
+    static func batches(
+        of input: Data, keysPerBatch: Int, maxBytes: Int, limits: WireLimits = ControlEndpoint.replicaLimits
+    ) throws -> [Batch] {
         try input.withUnsafeBytes { raw throws(JSONLines.BadLine) -> [Batch] in
             let bytes = raw.bindMemory(to: UInt8.self)
-            var lines: [(range: Range<Int>, key: String)] = []
-            var lastLine: [String: Int] = [:]
-            try JSONLines.forEachItem(in: bytes) { item, _ in
-                lastLine[item.key] = lines.count
-                lines.append((item.line, item.key))
+            var lines: [Line] = []
+            // Whether each line is the last of its key.
+            var isLast: [Bool] = []
+            var lastLine: [ExactKey: Int] = [:]
+            try JSONLines.forEachItem(in: bytes) { item, line throws(JSONLines.BadLine) in
+                let toSend = try Self.line(for: item, in: line, limits: limits, maxBytes: maxBytes)
+                if let previous = lastLine.updateValue(lines.count, forKey: ExactKey(key: item.key)) { isLast[previous] = false }
+                lines.append(toSend)
+                isLast.append(true)
             }
             var batches: [Batch] = []
             var current = Data()
             var keys = 0
-            for (index, (line, key)) in lines.enumerated() where lastLine[key] == index {
-                if keys == keysPerBatch || (keys > 0 && current.count + line.count >= maxBytes) {
+            for (index, line) in lines.enumerated() where isLast[index] {
+                if keys == keysPerBatch || (keys > 0 && current.count + line.count + 1 > maxBytes) {
                     batches.append(Batch(lines: current, keys: keys))
                     current = Data()
                     keys = 0
                 }
-                current.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[line]))
+                switch line {
+                case .input(let range): current.append(contentsOf: UnsafeRawBufferPointer(rebasing: raw[range]))
+                case .rewritten(let bytes): current.append(contentsOf: bytes)
+                }
                 current.append(0x0A)
                 keys += 1
             }
             if keys > 0 { batches.append(Batch(lines: current, keys: keys)) }
             return batches
         }
+    }
+
+    /// The longest line `batches` sends: a rewritten line with the longest key, all escaped
+    /// (`\u001f`: 6 bytes a byte), and the largest value.
+    static func maxLineBytes(_ limits: WireLimits) -> Int {
+        #"{"key":"","value":}"#.utf8.count + 6 * limits.maxKeyBytes + limits.maxPayloadBytes
+    }
+
+    /// What the node would refuse in an item, as a `BadLine` (a key or a value over `limits`),
+    /// and else the line to send: as it is, or, when longer than `maxBytes` (whitespace, or
+    /// members import ignores), rewritten as `{"key":...,"value":...}` with the value
+    /// minified, so that no request exceeds the control socket's limit.
+    static func line(
+        for item: JSONLines.Item, in line: UnsafeBufferPointer<UInt8>, limits: WireLimits, maxBytes: Int
+    ) throws(JSONLines.BadLine) -> Line {
+        do {
+            try limits.validate(key: item.key)
+        } catch {
+            throw JSONLines.BadLine(line: item.number, reason: error.description)
+        }
+        // What the node stores is the minified value, never longer than the value as written.
+        var minified: [UInt8]?
+        if item.value.range.count > limits.maxPayloadBytes {
+            let value = JSONScanner(line).minified(item.value)
+            do {
+                try limits.validate(payload: value)
+            } catch {
+                throw JSONLines.BadLine(line: item.number, reason: error.description + " (without whitespace)")
+            }
+            minified = value
+        }
+        guard line.count > maxBytes else { return .input(item.line) }
+        var bytes = Array(#"{"key":"#.utf8)
+        JSONObjectWriter.appendString(item.key, to: &bytes)
+        bytes += #","value":"#.utf8
+        bytes += minified ?? JSONScanner(line).minified(item.value)
+        bytes.append(UInt8(ascii: "}"))
+        return .rewritten(bytes)
     }
 }
 

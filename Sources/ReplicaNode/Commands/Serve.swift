@@ -254,6 +254,7 @@ struct Serve: AsyncParsableCommand {
             var configuration = ReplicaConfiguration(
                 node: settings.id, listen: settings.listen, peers: settings.peers, storage: .directory(settings.data))
             configuration.advertise = settings.advertise
+            configuration.limits = ControlEndpoint.replicaLimits
             configuration.discoveryPort = settings.discoveryPort
             configuration.synchronous = sync.rawValue.uppercased()
             configuration.batchesUpdates = !singleUpdates

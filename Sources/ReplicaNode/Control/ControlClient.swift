@@ -64,8 +64,19 @@ struct ControlClient {
         var description: String { "the node sent an unexpected reply: \(reply)" }
     }
 
+    /// A request larger than the node reads (`ControlEndpoint.maxRequestBytes`): sent, it
+    /// would get no reply, only a timeout.
+    struct RequestTooLarge: Error, CustomStringConvertible {
+        var size: Int
+        var description: String {
+            "the request is \(size) bytes, over the control socket's limit of \(ControlEndpoint.maxRequestBytes) bytes; it was not sent"
+        }
+    }
+
     func send(_ request: ControlRequest) throws {
-        try socket.send([Array(try JSONEncoder().encode(request))], wait: true)
+        let body = Array(try JSONEncoder().encode(request))
+        guard body.count <= ControlEndpoint.maxRequestBytes else { throw RequestTooLarge(size: body.count) }
+        try socket.send([body], wait: true)
     }
 
     /// Waits for the next reply; nil after `timeout` with none (nil timeout: wait forever).

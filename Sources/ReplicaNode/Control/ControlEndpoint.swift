@@ -1,9 +1,18 @@
 import Foundation
+import ReplicaCore
 
 /// Where a node's control socket lives: inside its data directory, so only users who can enter
 /// that directory (mode 0700) can talk to the node.
 enum ControlEndpoint {
     static let socketName = "control.sock"
+
+    /// The largest request a node reads (ZMQ_MAXMSGSIZE on its socket): libzmq drops a client
+    /// that sends more, and the client would wait for a reply that never comes.
+    static let maxRequestBytes = 4 << 20
+
+    /// The key and value limits of a node's replica (`serve` configures it with these), which
+    /// clients check before sending (`import`, so that no batch is refused half-way).
+    static let replicaLimits = WireLimits.standard
 
     static func socketPath(in dataDirectory: URL) -> String {
         dataDirectory.standardizedFileURL.appendingPathComponent(socketName).path

@@ -40,7 +40,9 @@ enum ControlReply: Codable, Sendable {
     case change(WatchedChange)
     case counter(CounterSnapshot)
     case drink(Drink)
-    case drinks([Drink])
+    /// The drinks this node can read, and why it cannot read others (a newer schema's; nil
+    /// when none, so the reply is as before for clients that do not know the field).
+    case drinks([Drink], problems: [String]?)
     /// How many members acknowledged the departure.
     case left(acknowledged: Int)
     case forgotten(node: String)
@@ -56,10 +58,16 @@ enum ControlReply: Codable, Sendable {
     var change: WatchedChange? { if case .change(let value) = self { value } else { nil } }
     var counter: CounterSnapshot? { if case .counter(let value) = self { value } else { nil } }
     var drink: Drink? { if case .drink(let value) = self { value } else { nil } }
-    var drinks: [Drink]? { if case .drinks(let value) = self { value } else { nil } }
+    var drinkList: DrinkList? { if case .drinks(let drinks, let problems) = self { DrinkList(drinks: drinks, problems: problems ?? []) } else { nil } }
     var left: Int? { if case .left(let value) = self { value } else { nil } }
     var forgotten: String? { if case .forgotten(let value) = self { value } else { nil } }
     var health: ReplicaHealth? { if case .health(let value) = self { value } else { nil } }
+}
+
+/// `drinks list`'s answer: the drinks, and the entries of the drink log that could not be read.
+struct DrinkList: Sendable, Equatable {
+    var drinks: [Drink]
+    var problems: [String]
 }
 
 /// Why a node refused or failed a request; clients print `message` as their one-line error.

@@ -20,8 +20,8 @@ extension ControlServer {
             try await replica.write([drinkLog.put(drink)], refusingNewerSchemaThan: drinkLog.schema)
             return .drink(drink)
         case .listDrinks:
-            let (drinks, _) = drinkLog.elements(in: try await replica.entries(prefix: drinkLog.prefix))
-            return .drinks(drinks)
+            let (drinks, problems) = drinkLog.elements(in: try await replica.entries(prefix: drinkLog.prefix))
+            return .drinks(drinks, problems: problems.isEmpty ? nil : problems.map(\.error.description))
         case .removeDrink(let id):
             let key = drinkLog.key(forID: id.uuidString.lowercased())
             guard let entry = try await replica.entry(for: key), let drink = try drinkLog.element(in: entry) else {

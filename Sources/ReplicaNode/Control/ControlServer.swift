@@ -29,7 +29,7 @@ actor ControlServer: PollLoopOwner {
         try? FileManager.default.removeItem(atPath: path)
         let socket = try context.socket(.router)
         try socket.setRouterMandatory()
-        try socket.setMaxMessageSize(4 << 20)
+        try socket.setMaxMessageSize(ControlEndpoint.maxRequestBytes)
         try socket.bind(ControlEndpoint.address(in: dataDirectory))
         chmod(path, 0o600)
         self.socket = socket
@@ -123,6 +123,7 @@ actor ControlServer: PollLoopOwner {
             }
             return .entry(StoredEntry(try await replica.write(key, payload: value)))
         case .delete(let key):
+            try refuseReserved(key)
             _ = try liveEntry(key, replica)
             return .entry(StoredEntry(try await replica.write(key, payload: nil)))
         case .importLines(let lines):

@@ -20,12 +20,14 @@ enum JSONLines {
         var value: JSONScanner.Value
         /// The line's bytes in the input, without the newline.
         var line: Range<Int>
+        /// The line's number (from `firstLine`), for `BadLine`s `body` throws.
+        var number: Int
     }
 
     /// Calls `body` with every item of `bytes` in order, and the line it is on; throws at the
-    /// first bad line (numbered from `firstLine`).
+    /// first bad line (numbered from `firstLine`), or what `body` throws.
     static func forEachItem(
-        in bytes: UnsafeBufferPointer<UInt8>, firstLine: Int = 1, _ body: (Item, UnsafeBufferPointer<UInt8>) -> Void
+        in bytes: UnsafeBufferPointer<UInt8>, firstLine: Int = 1, _ body: (Item, UnsafeBufferPointer<UInt8>) throws(BadLine) -> Void
     ) throws(BadLine) {
         var start = 0
         var number = firstLine
@@ -33,7 +35,7 @@ enum JSONLines {
             let end = lineEnd(in: bytes, from: start)
             let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
             if let item = try parse(line, number: number) {
-                body(Item(key: item.key, value: item.value, line: start..<end), line)
+                try body(Item(key: item.key, value: item.value, line: start..<end, number: number), line)
             }
             start = end + 1
             number += 1

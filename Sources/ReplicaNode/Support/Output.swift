@@ -148,6 +148,12 @@ enum Output {
         toStandardError("replica-node: \(message)\n")
     }
 
+    /// `warning: message` on stderr: something the command could not show (an entry it cannot
+    /// read), while it still succeeds.
+    static func warning(_ message: String) {
+        toStandardError("warning: \(message)\n")
+    }
+
     /// A line on stderr (progress, banners) that is not an error.
     static func note(_ message: String) {
         toStandardError(message + "\n")
