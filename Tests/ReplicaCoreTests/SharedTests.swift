@@ -16,6 +16,27 @@ import Testing
         #expect($countOnB.saveError == nil)
     }
 
+    /// A load right after a change, while its save is in flight, keeps the change: the stored
+    /// value is older. (It showed the stored value, the save's own change was never delivered,
+    /// and the next `withLock` built on the old value, losing the change.)
+    @Test func aLoadWhileASaveIsInFlightKeepsTheNewerLocalValue() async throws {
+        let replica = try makeReplicas(1)[0]
+        try await replica.write("x", payload: Array("3".utf8))
+        @Shared(.replicated("x", on: replica)) var x = 0
+        #expect(x == 3)
+        for value in 5...20 {
+            $x.withLock { $0 = value }
+            try await $x.load()
+            #expect(x == value, "the load after setting \(value)")
+        }
+        try await $x.save()
+        #expect(x == 20)
+        #expect(try await replica.entry(for: "x")?.payload == Array("20".utf8))
+        $x.withLock { $0 += 1 }
+        try await $x.save()
+        #expect(try await replica.entry(for: "x")?.payload == Array("21".utf8))
+    }
+
     @Test func theInitialValueIsUsedOnlyWhenStorageHasNone() async throws {
         let replica = try makeReplicas(1)[0]
         try await replica.write("stored", payload: Array("41".utf8))

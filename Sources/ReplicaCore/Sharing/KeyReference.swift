@@ -252,22 +252,25 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     /// `try await $shared.load()`.
     func load() async throws {
         updateStatus { $0.isLoading = true }
-        let changeCount = locked { self.changeCount }
+        // A local change not saved yet (or being saved) is newer than what storage holds now:
+        // a load must not put the stored value back over it.
+        let (changeCount, unsaved) = locked { (self.changeCount, self.changeCount > self.savedChangeCount || self.isSaving) }
         try await withCheckedThrowingContinuation { (waiter: CheckedContinuation<Void, any Error>) in
             key.load(context: .userInitiated, continuation: LoadContinuation("load of \(key.readable)") { [weak self] outcome in
-                self?.finishLoad(outcome, ifUnchangedSince: changeCount)
+                self?.finishLoad(outcome, ifUnchangedSince: changeCount, unsavedAtStart: unsaved)
                 waiter.resume(with: outcome.map { _ in () })
             })
         }
     }
 
-    fileprivate func finishLoad(_ outcome: LoadContinuation<Value>.Outcome, ifUnchangedSince changeCount: Int) {
+    fileprivate func finishLoad(_ outcome: LoadContinuation<Value>.Outcome, ifUnchangedSince changeCount: Int, unsavedAtStart: Bool) {
         switch outcome {
         case .failure(let error):
             updateStatus { $0.loadError = error; $0.isLoading = false }  // the last good value stays
         case .success(let loaded):
-            // A local change made while loading is newer than what was loaded.
-            if let loaded, locked({ self.changeCount == changeCount }) { setFromKey(loaded, clearingLoadError: false) }
+            // A local change made while loading, or one not yet saved when it began, is newer
+            // than what was loaded.
+            if let loaded, !unsavedAtStart, locked({ self.changeCount == changeCount }) { setFromKey(loaded, clearingLoadError: false) }
             updateStatus { $0.loadError = nil; $0.isLoading = false }
         }
     }
@@ -391,7 +394,7 @@ private final class FirstLoad<Key: SharedReaderKey>: Sendable {
                 return nil  // ResumeOnce lets one outcome through
             }
         }
-        reference?.finishLoad(outcome, ifUnchangedSince: 0)
+        reference?.finishLoad(outcome, ifUnchangedSince: 0, unsavedAtStart: false)
     }
 
     /// The outcome if the key already answered; otherwise the reference will get it.
@@ -413,7 +416,7 @@ private final class FirstLoad<Key: SharedReaderKey>: Sendable {
             state.stage = .done
             return outcome
         }
-        if let late { reference.finishLoad(late, ifUnchangedSince: 0) }
+        if let late { reference.finishLoad(late, ifUnchangedSince: 0, unsavedAtStart: false) }
     }
 }
 

@@ -59,9 +59,14 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         guard let replica = binding.replica else {
             return continuation.resume(throwing: SharingError.noDefaultReplica(key: description))
         }
-        let entry: Entry?
+        var entry: Entry?
         do {
             entry = try replica.reader.entry(for: name)
+            if let read = entry, isOlderThanShown(read, on: replica) {
+                // A newer version was committed and shown since this read: read it again, so
+                // that the load does not put the older value back over it.
+                entry = try replica.reader.entry(for: name)
+            }
         } catch {
             return continuation.resume(throwing: error)
         }
@@ -99,6 +104,13 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
             guard books.shown.map({ entry.version > $0 }) ?? true else { return false }
             books.shown = entry.version
             return true
+        }
+    }
+
+    /// Whether a newer version than `entry`'s was shown from `replica`.
+    private func isOlderThanShown(_ entry: Entry, on replica: Replica) -> Bool {
+        books.withLock { books in
+            books.replica == ObjectIdentifier(replica) && books.shown.map { entry.version < $0 } ?? false
         }
     }
 
