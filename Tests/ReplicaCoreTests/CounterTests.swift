@@ -3,6 +3,21 @@ import Testing
 @testable import ReplicaCore
 
 @Suite struct CounterTests {
+    /// Two names that Swift's `String` calls equal ("caf\u{E9}" and "cafe\u{301}") are two keys
+    /// in the store, so two counters: one's cached total must not count for the other, in the
+    /// counter cache or in the memory store.
+    @Test func canonicallyEquivalentNamesAreTwoCounters() async throws {
+        let replica = try makeReplicas(1)[0]
+        try await replica.addToCounter("caf\u{E9}", delta: 5)
+        try await replica.addToCounter("cafe\u{301}", delta: 1)
+        #expect(try await replica.counter("caf\u{E9}").value == 5)
+        #expect(try await replica.counter("cafe\u{301}").value == 1)
+        try await replica.addToCounter("cafe\u{301}", delta: 1)
+        #expect(try await replica.counter("cafe\u{301}").value == 2)
+        #expect(try await replica.entry(for: "caf\u{E9}") == nil)
+        await replica.shutdown()
+    }
+
     @Test func concurrentIncrementsOnTwoReplicasSumExactly() async throws {
         let replicas = try makeReplicas(2)
         #expect(await connected(replicas))

@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Synchronization
 import Testing
 @testable import ReplicaCore
@@ -29,6 +30,75 @@ import Testing
         #expect(after.peers.first?.incarnation == before.peers.first?.incarnation, "its incarnation was not taken")
         #expect(after.peers.first?.lastSequence == before.peers.first?.lastSequence, "nor its sequence")
         #expect(after.peers.first?.skewedHeartbeats ?? 0 >= 1)
+    }
+
+    /// A bad value's report and a later good value's clearing reach the replica in tasks of
+    /// their own: the later decision stands whatever order they arrive in (a stale load error
+    /// stayed in `status` for good).
+    @Test func aLoadErrorClearedLaterIsNotBroughtBackByAnEarlierReport() async throws {
+        let replica = try makeReplicas(1)[0]
+        let bad = replica.loadErrorTicket()
+        let good = replica.loadErrorTicket()
+        await replica.settleLoadError("k", message: nil, ticket: good)
+        await replica.settleLoadError("k", message: "bad", ticket: bad)
+        #expect(await replica.status().loadErrors.isEmpty)
+        await replica.settleLoadError("k", message: "bad again", ticket: replica.loadErrorTicket())
+        #expect(await replica.status().loadErrors.map(\.message) == ["bad again"])
+        await replica.shutdown()
+    }
+
+    /// A key with U+0000 is refused with a clear error: SQLite would store it whole but read it
+    /// back as the shorter key before the NUL, another key's value.
+    @Test func aKeyWithANulIsRefused() async throws {
+        let replica = try makeReplicas(1)[0]
+        let error = await #expect(throws: ReplicaError.self) { try await replica.write("a\u{0}b", payload: [0x31]) }
+        #expect(error?.description.contains("U+0000") == true)
+        #expect(try await replica.entry(for: "a") == nil)
+        await replica.shutdown()
+    }
+
+    /// Writes made while the node leaves are refused: members hang up on reading the departure,
+    /// so what came after it on the stream would be acknowledged and never reach anyone.
+    @Test func writesWhileLeavingAreRefused() async throws {
+        let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
+        await replicas[0].shutdown()  // it will not answer: the leave waits its whole timeout
+        let leaving = Task { await replicas[1].leave() }
+        #expect(await eventually { await replicas[1].status().membership == "left" })
+        await #expect(throws: ReplicaError.leaving) { try await replicas[1].write("late", payload: [0x31]) }
+        await #expect(throws: ReplicaError.leaving) { try await replicas[1].addToCounter("visits", delta: 1) }
+        #expect(await leaving.value == 0)
+        await replicas[1].shutdown()
+    }
+
+    /// A store that fails its commits (a full disk; here a trigger refuses every row): received
+    /// entries dropped during the back-off are counted, and a batch that writes nothing (every
+    /// entry already stored) does not report the store as working again. It did: `health`
+    /// flapped to healthy on a node that could not write.
+    @Test func aCommitThatWritesNothingDoesNotClearAFailingStore() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        var configuration = ReplicaConfiguration(node: "n1", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), storage: .directory(directory.url))
+        configuration.heartbeatInterval = .milliseconds(200)
+        let replica = try Replica(configuration)
+        let stored = try await replica.write("k", payload: Array("1".utf8))
+        let database = try DatabaseQueue(path: directory.url.appendingPathComponent(SQLiteStore.fileName).path)
+        try await database.write { try $0.execute(sql: "CREATE TRIGGER refuse BEFORE INSERT ON entries BEGIN SELECT RAISE(FAIL, 'refused'); END") }
+        await #expect(throws: ReplicaError.self) { try await replica.write("x", payload: Array("2".utf8)) }
+        #expect(await !replica.health().healthy)
+
+        await replica.accept([stored], from: "n2")  // during the back-off: dropped, and counted
+        #expect(await replica.counterSnapshot().inboundDroppedOnFailedCommit == 1)
+        #expect(await eventually { await replica.commits.acceptsInbound(now: .now) })
+        await replica.accept([stored], from: "n2")
+        await replica.flush()
+        #expect(await !replica.health().healthy, "an entry already stored wrote nothing: the store may still fail")
+
+        try await database.write { try $0.execute(sql: "DROP TRIGGER refuse") }
+        _ = try await replica.write("y", payload: Array("3".utf8))
+        #expect(await replica.health().healthy)
+        try database.close()
+        await replica.shutdown()
     }
 
     /// On the fake member's own connection, updates that claim to be written by another node

@@ -156,6 +156,12 @@ import Testing
         #expect((try? codec.decode(codec.encode(.members(MembersMessage(origin: "node4", wantsReply: false, records: [edge]))))) != nil)
     }
 
+    @Test func aKeyWithANulIsMalformed() {
+        let update = Update(origin: "node1", sequence: 1, entry: Entry(key: "a\u{0}b", version: Self.version, payload: [1]))
+        #expect(throws: WireError.invalidField("key (contains U+0000)")) { try codec.decode(codec.encode(.update(update))) }
+        #expect(throws: WireError.invalidField("key (contains U+0000)")) { try WireLimits.standard.validate(key: "\u{0}") }
+    }
+
     @Test func anUpdateMustBeWrittenByItsOrigin() {
         let forged = codec.encode(.update(Update(origin: "node1", sequence: 1, entry: Entry(key: "k", version: Version(timestamp: .zero, node: "node2"), payload: [1]))))
         #expect(throws: WireError.invalidField("update written by another node")) { try codec.decode(forged) }

@@ -45,7 +45,7 @@ public struct CounterFamily: EntryFamily {
     public static func snapshot(_ name: String, entries: [Entry]) -> CounterSnapshot {
         let prefix = FamilyKey.counterPrefix(name)
         var snapshot = CounterSnapshot(name: name, value: 0, slots: [], problems: [])
-        for entry in entries where entry.key.hasPrefix(prefix) {
+        for entry in entries where entry.key.hasKeyPrefix(prefix) {
             do {
                 let total = try total(of: entry)
                 snapshot.value &+= total

@@ -72,7 +72,7 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: EntryFamily {
     public func elements(in entries: [Entry]) -> (elements: [Element], problems: [(entry: Entry, error: SharingError)]) {
         var elements: [Element] = []
         var problems: [(entry: Entry, error: SharingError)] = []
-        for entry in entries where entry.key.hasPrefix(prefix) {
+        for entry in entries where entry.key.hasKeyPrefix(prefix) {
             do {
                 if let element = try element(in: entry) { elements.append(element) }
             } catch {

@@ -26,7 +26,9 @@ extension Replica {
             commitFailed(error, local: writes, remote: remote)
             return
         }
-        if let ended = commits.committed() {
+        // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
+        // it proves nothing about a store that has been failing.
+        if !winners.isEmpty, let ended = commits.committed() {
             logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
             problems.clear(.commit, Self.commitSubject)
             planner.wantCatchUp(.commitFailed)
@@ -81,8 +83,10 @@ extension Replica {
         } else if case let (true, suppressed) = warnings.admit("commit", now: .now) {
             logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
         }
-        // Queued counter increments were not committed: re-read slot totals from the store.
-        counterSlots.removeAll()
+        // Counter increments of this batch were not committed: re-read slot totals from the
+        // store. (Not for a batch of received entries only: increments held meanwhile, for the
+        // clock check, are still to be committed, and their totals stand.)
+        if !local.isEmpty { counterSlots.removeAll() }
         for write in local {
             for request in write.requests { problems.raise(.save, request.key, reason) }
             let key = write.requests.first?.key ?? ""
@@ -155,7 +159,7 @@ extension Replica {
     }
 
     private func notify(_ change: Change) {
-        for observer in observers.values where change.entry.key.hasPrefix(observer.prefix) {
+        for observer in observers.values where change.entry.key.hasKeyPrefix(observer.prefix) {
             observer.receiver.deliver(change)
         }
     }

@@ -14,7 +14,7 @@ extension Replica {
         let key = FamilyKey.counterSlot(name, incarnation: identity.incarnation)
         try refuseNewerSchema(key, known: CounterFamily.slotSchema)
         let current: Int
-        if let cached = counterSlots[key] {
+        if let cached = counterSlots[ExactKey(key)] {
             current = cached
         } else if let stored = try store.entry(for: key) {
             current = try CounterFamily.total(of: stored)
@@ -27,7 +27,7 @@ extension Replica {
         // What `write` would refuse (a skewed clock, a bad name) is refused before the total is
         // cached: a cached total nothing committed would be counted again by the next increment.
         try validate([request], refusingNewerSchemaThan: nil)
-        counterSlots[key] = total
+        counterSlots[ExactKey(key)] = total
         // `write` queues synchronously (no suspension before the entry is queued), so the next
         // increment, even in the same loop turn, starts from `total`.
         return try await write([request])[0]
@@ -41,9 +41,9 @@ extension Replica {
     /// A remote entry replaced one of our cached slot totals (a restored backup of this data
     /// directory, say): read it from the store next time.
     func forgetCounterSlots(overwrittenBy winners: [Entry], localStamps: Set<HybridTimestamp>) {
-        for entry in winners where counterSlots[entry.key] != nil {
+        for entry in winners where counterSlots[ExactKey(entry.key)] != nil {
             if entry.version.node == identity.node && localStamps.contains(entry.version.timestamp) { continue }
-            counterSlots[entry.key] = nil
+            counterSlots[ExactKey(entry.key)] = nil
         }
     }
 

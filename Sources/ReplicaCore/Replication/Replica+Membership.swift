@@ -94,6 +94,10 @@ extension Replica {
             // Resumed with the first call's count, or by the shutdown that follows it.
             return await withCheckedContinuation { leaveWaiters.append($0) }
         }
+        // Writes made before the departure are committed and published ahead of it, on the same
+        // stream; from here on writes are refused (`ReplicaError.leaving`).
+        takeSubmissions()
+        flush()
         let departed = membership.leave()
         logger.info("leaving the cluster")
         announce([departed])

@@ -182,7 +182,10 @@ extension Replica {
             forgetSyncMarks()
             return
         }
-        if !commits.accept(entry, from: node, now: now) { forgetSyncMarks() }
+        if !commits.accept(entry, from: node, now: now) {
+            counters.inboundDroppedOnFailedCommit += 1
+            forgetSyncMarks()
+        }
     }
 
     /// Received entries were dropped (a failed commit, a refused timestamp). No sync mark may

@@ -91,6 +91,9 @@ public actor Replica: PollLoopOwner {
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
     var problems = ProblemBoard()
+    /// The last ticket settled per subject (`settleLoadError`), and the last one handed out.
+    var loadErrorsSettled: [String: UInt64] = [:]
+    nonisolated let loadErrorTickets = Mutex<UInt64>(0)
     /// Saves of shared keys refused by this program, until the key saves again (they outlive
     /// the commit that clears disk errors: Sharing/Replica+Problems.swift).
     var refusedSaves: [String: Problem] = [:]
@@ -109,7 +112,7 @@ public actor Replica: PollLoopOwner {
     // Counters and tombstones (Replica+Families.swift).
     /// This incarnation's counter slot totals, committed or queued: increments queued before a
     /// commit add to each other. Cleared when a commit fails (the store is then the truth).
-    var counterSlots: [String: Int] = [:]
+    var counterSlots: [ExactKey: Int] = [:]
 
     struct Observer {
         var prefix: String
@@ -289,6 +292,7 @@ public actor Replica: PollLoopOwner {
     /// key, a value too large, a newer schema.
     func validate(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16?) throws {
         guard !isShutDown else { throw ReplicaError.shutDown }
+        guard leaving == nil && membership.local.status == .active else { throw ReplicaError.leaving }
         try refuseIfClockSkewed()
         for request in batch {
             do {
@@ -366,6 +370,25 @@ public actor Replica: PollLoopOwner {
         if problems.clear(.load, subject) != nil {
             logger.info("load error cleared", metadata: ["subject": "\(subject)"])
         }
+    }
+
+    /// A ticket that orders what shared keys decide about a subject's load error: taken when
+    /// they decide (a value could or could not be read), since the report and the clearing then
+    /// reach the actor in tasks of their own, in any order.
+    nonisolated func loadErrorTicket() -> UInt64 {
+        loadErrorTickets.withLock { last in
+            last += 1
+            return last
+        }
+    }
+
+    /// Reports (`message`) or clears (nil) `subject`'s load error, unless something decided
+    /// later (a higher ticket) about it already arrived: a good value read after a bad one is
+    /// not undone by the bad one's report arriving last.
+    func settleLoadError(_ subject: String, message: String?, ticket: UInt64) {
+        guard ticket > (loadErrorsSettled[subject] ?? 0) else { return }
+        loadErrorsSettled[subject] = ticket
+        if let message { reportLoadError(subject, message: message) } else { clearLoadError(subject) }
     }
 
     /// Stops replicating: commits what is queued, closes sockets, ends observer streams.

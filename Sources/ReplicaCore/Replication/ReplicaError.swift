@@ -1,6 +1,9 @@
 /// Errors from the replica's public API, each with a message fit for a one-line CLI error.
 public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case shutDown
+    /// The node is leaving the cluster (`leave`): a write now would reach no member, since
+    /// each hangs up on reading the departure, published before it.
+    case leaving
     case invalidKey(String)
     case valueTooLarge(size: Int, limit: Int)
     /// The write could not be made durable (read-only or full disk, ...). Nothing was published.
@@ -12,6 +15,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     public var description: String {
         switch self {
         case .shutDown: "the replica has shut down"
+        case .leaving: "this node is leaving the cluster: writes are refused (members would never receive them)"
         case .invalidKey(let reason): "invalid key: \(reason)"
         case .valueTooLarge(let size, let limit): "value of \(size) bytes exceeds the limit of \(limit) bytes"
         case .saveFailed(let key, let reason): "could not save \(key): \(reason)"

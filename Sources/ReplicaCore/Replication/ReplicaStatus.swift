@@ -87,7 +87,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var syncRequestsRefused = 0
         /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
         public var handshakesFailed = 0
-        /// Received entries dropped because the store could not commit them (fetched again later).
+        /// Received entries dropped because the store could not commit them: by a failed commit,
+        /// or unread during its back-off (fetched again later).
         public var inboundDroppedOnFailedCommit = 0
     }
 

@@ -8,6 +8,7 @@ extension Replica {
     /// that understand it.
     nonisolated func reportUnreadable(_ entry: Entry, of subject: String, error: SharingError) {
         let isNewer = if case .newerSchema = error { true } else { false }
+        let ticket = loadErrorTicket()
         Task {
             var message = error.description
             if !isNewer {
@@ -17,8 +18,15 @@ extension Replica {
                     message += " (and copying it aside failed: \(failure))"
                 }
             }
-            await reportLoadError(subject, message: message)
+            await settleLoadError(subject, message: message, ticket: ticket)
         }
+    }
+
+    /// The entry of `subject` now reads well: its load error, if any, is cleared (in order with
+    /// the reports: see `settleLoadError`).
+    nonisolated func reportReadable(_ subject: String) {
+        let ticket = loadErrorTicket()
+        Task { await settleLoadError(subject, message: nil, ticket: ticket) }
     }
 
     /// A save of a shared key that this program refused to make (it would overwrite newer-schema

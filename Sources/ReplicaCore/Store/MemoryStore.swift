@@ -11,15 +11,16 @@ public final class MemoryStore: ReplicaStore {
     private var quarantine: [QuarantinedEntry] = []
 
     final class MemoryTable: StoreReader {
-        let entries = Mutex<[String: Entry]>([:])
-        func entry(for key: String) -> Entry? { entries.withLock { $0[key] } }
+        /// By the key's bytes, as SQLite compares them (`ExactKey`).
+        let entries = Mutex<[ExactKey: Entry]>([:])
+        func entry(for key: String) -> Entry? { entries.withLock { $0[ExactKey(key)] } }
         func entries(prefix: String) -> [Entry] {
-            entries.withLock { $0.values.filter { $0.key.hasPrefix(prefix) } }
+            entries.withLock { $0.values.filter { $0.key.hasKeyPrefix(prefix) } }
                 .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         }
     }
 
-    private var entries: [String: Entry] { table.entries.withLock { $0 } }
+    private var entries: [ExactKey: Entry] { table.entries.withLock { $0 } }
 
     public init(node: NodeID, incarnation: UUID = UUID()) {
         identity = StoreIdentity(node: node, incarnation: incarnation)
@@ -33,7 +34,7 @@ public final class MemoryStore: ReplicaStore {
     public func entry(for key: String) -> Entry? { table.entry(for: key) }
 
     public func keys(prefix: String) -> [String] {
-        entries.values.filter { !$0.isTombstone && $0.key.hasPrefix(prefix) }.map(\.key)
+        entries.values.filter { !$0.isTombstone && $0.key.hasKeyPrefix(prefix) }.map(\.key)
             .sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }
 
@@ -57,7 +58,7 @@ public final class MemoryStore: ReplicaStore {
     }
 
     public func entries(forKeys keys: [String]) -> [Entry] {
-        table.entries.withLock { entries in keys.compactMap { entries[$0] } }
+        table.entries.withLock { entries in keys.compactMap { entries[ExactKey($0)] } }
     }
 
     public func entries(prefix: String) -> [Entry] { table.entries(prefix: prefix) }
@@ -65,7 +66,7 @@ public final class MemoryStore: ReplicaStore {
     public func removeTombstones(before cutoff: HybridTimestamp) -> [String] {
         let keys = index.tombstones(before: cutoff)
         table.entries.withLock { entries in
-            for key in keys { entries[key] = nil }
+            for key in keys { entries[ExactKey(key)] = nil }
         }
         for key in keys { index.remove(key) }
         return keys
@@ -74,7 +75,7 @@ public final class MemoryStore: ReplicaStore {
     public func merge(_ batch: [Entry]) -> [Entry] {
         let winners = index.apply(batch) { table.entry(for: $0) }.entries
         table.entries.withLock { entries in
-            for entry in winners { entries[entry.key] = entry }
+            for entry in winners { entries[ExactKey(entry.key)] = entry }
         }
         return winners
     }

@@ -63,18 +63,20 @@ public final class SQLiteStore: ReplicaStore {
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
         var moved: CorruptFileMovedAside?
-        let database: DatabaseQueue
+        let opened: (database: DatabaseQueue, index: StoreIndex)
         // The shared-memory index is rebuilt by whatever opens the database; a copy taken first
         // is what gets kept if the files turn out to be corrupt.
         let shmBefore = FileManager.default.contents(atPath: url.path + "-shm")
         do {
             try Self.checkHeader(url)
-            database = try Self.open(url, synchronous: synchronous)
+            opened = try Self.openLoadingIndex(url, synchronous: synchronous)
         } catch let error as DatabaseError where Self.isCorruption(error) {
             moved = try Self.moveAside(url, shm: shmBefore, reason: error.message ?? "\(error.resultCode)")
-            database = try Self.open(url, synchronous: synchronous)
+            opened = try Self.openLoadingIndex(url, synchronous: synchronous)
         }
+        let database = opened.database
         self.database = database
+        index = opened.index
         let progress = Unmanaged.passRetained(walProgress)
         database.writeWithoutTransaction { db in
             _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
@@ -87,9 +89,25 @@ public final class SQLiteStore: ReplicaStore {
         recoveredFromCorruption = moved
         identity = try database.write { db in try Self.identity(in: db, node: node) }
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
-        try database.read { db in
-            let rows = try Row.fetchCursor(db, sql: "SELECT key, hlc, node, schema, payload FROM entries")
-            while let row = try rows.next() { index.record(try Self.entry(from: row)) }
+    }
+
+    /// Opens the database and reads every entry into a new index. Reading every row (every cell
+    /// and overflow page, not only the tree's pages) is what finds a corrupt file at start, while
+    /// it can still be moved aside, rather than at a later read; the connection is closed again
+    /// if it fails, so that the file can be moved.
+    private static func openLoadingIndex(_ url: URL, synchronous: String) throws -> (DatabaseQueue, StoreIndex) {
+        let database = try open(url, synchronous: synchronous)
+        do {
+            let index = try database.read { db in
+                var index = StoreIndex()
+                let rows = try Row.fetchCursor(db, sql: "SELECT key, hlc, node, schema, payload FROM entries")
+                while let row = try rows.next() { index.record(try Self.entry(from: row)) }
+                return index
+            }
+            return (database, index)
+        } catch {
+            try? database.close()
+            throw error
         }
     }
 
@@ -139,8 +157,6 @@ public final class SQLiteStore: ReplicaStore {
         }
         let queue = try DatabaseQueue(path: url.path, configuration: configuration)
         try migrator.migrate(queue)
-        // Reading every page of the entries table finds corruption now, not on a later write.
-        _ = try queue.read { db in try Int.fetchOne(db, sql: "SELECT count(*) FROM entries") }
         return queue
     }
 

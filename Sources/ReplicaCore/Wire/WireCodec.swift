@@ -412,6 +412,7 @@ public struct WireCodec: Sendable {
             throw .tooLarge(field: "key", size: keyLength, limit: limits.maxKeyBytes)
         }
         guard let key = try reader.readString(keyLength) else { throw .invalidField("key (not UTF-8)") }
+        guard !key.utf8.contains(0) else { throw .invalidField(WireLimits.nulInKey) }
         var payload: [UInt8]?
         if flags == 0 {
             let length = Int(try reader.readUInt32())

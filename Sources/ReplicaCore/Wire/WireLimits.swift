@@ -43,7 +43,13 @@ public struct WireLimits: Sendable, Equatable {
         let size = key.utf8.count
         guard size > 0 else { throw .invalidField("key (empty)") }
         guard size <= maxKeyBytes else { throw .tooLarge(field: "key", size: size, limit: maxKeyBytes) }
+        guard !key.utf8.contains(0) else { throw .invalidField(Self.nulInKey) }
     }
+
+    /// Why a key with U+0000 is refused: SQLite's text functions (and GRDB's string binding)
+    /// end a string at its first NUL, so such a key would be stored whole but read back as
+    /// another, shorter key.
+    static let nulInKey = "key (contains U+0000)"
 
     public func validate(payload: [UInt8]?) throws(WireError) {
         guard let payload, payload.count > maxPayloadBytes else { return }

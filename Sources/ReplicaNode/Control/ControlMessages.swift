@@ -93,7 +93,7 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
         case let error as ReplicaError:
             let code: Code = switch error {
             case .saveFailed, .clockSkew: .saveFailed
-            case .shutDown: .shutDown
+            case .shutDown, .leaving: .shutDown
             case .invalidKey, .valueTooLarge: .invalidValue
             }
             self.init(code, error.description)

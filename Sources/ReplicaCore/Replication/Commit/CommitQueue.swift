@@ -43,8 +43,6 @@ struct CommitQueue: Sendable {
     private(set) var writes: [PendingWrite] = []
     private(set) var inbound: [Inbound] = []
     private(set) var failure: Failure?
-    /// Received entries dropped without a commit attempt while the store was failing.
-    private(set) var droppedWhileFailing = 0
 
     var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
 
@@ -53,10 +51,7 @@ struct CommitQueue: Sendable {
     /// Queues a received entry, unless the store is failing and its back-off has not passed;
     /// returns whether it was queued.
     mutating func accept(_ entry: Entry, from node: NodeID, now: ContinuousClock.Instant) -> Bool {
-        if let failure, now < failure.retryAt {
-            droppedWhileFailing += 1
-            return false
-        }
+        if let failure, now < failure.retryAt { return false }  // counted by the replica
         inbound.append(Inbound(entry: entry, from: node))
         return true
     }

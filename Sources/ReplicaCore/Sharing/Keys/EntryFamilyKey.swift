@@ -109,7 +109,7 @@ public final class EntryFamilyKey<Family: EntryFamily>: SharedKey, CustomStringC
                 subscriber?.yield(throwing: error)
                 replica.reportUnreadable(entry, of: family.subject(ofEntry: entry.key), error: error)
             case .readable(let subject):
-                Task { await replica.clearLoadError(subject) }
+                replica.reportReadable(subject)
             case .allReadable:
                 subscriber?.yieldErrorCleared()
             }
@@ -305,7 +305,7 @@ struct FamilyBooks<Family: EntryFamily> {
     /// An entry of the family from the store or a change.
     mutating func absorb(_ entry: Entry) -> [Effect] {
         let key = entry.key
-        guard key.hasPrefix(family.prefix) else { return [] }
+        guard key.hasKeyPrefix(family.prefix) else { return [] }
         if let seen = stored[key], entry.version <= seen.version { return [] }
         if inflight?[key] != nil {
             if held[key].map({ entry.version > $0.version }) ?? true { held[key] = entry }

@@ -145,7 +145,7 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
     private func clearLoadError(on replica: Replica) {
         guard books.withLock({ books in defer { books.reportedLoadError = false }; return books.reportedLoadError }) else { return }
         let name = name
-        Task { await replica.clearLoadError(name) }
+        replica.reportReadable(name)
     }
 
     // MARK: Save
