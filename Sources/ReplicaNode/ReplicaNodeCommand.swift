@@ -1,4 +1,5 @@
 import ArgumentParser
+import Dispatch
 
 #if canImport(Glibc)
 import Glibc
@@ -34,21 +35,55 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
     /// Parses, validates and runs the command. Unlike ArgumentParser's own `main`, a usage error
     /// is one line on stderr (`replica-node: ...`, exit 64) rather than the message and the
     /// whole usage text: scripts read one line, and `--help` is there for the rest.
-    static func main() async {
+    ///
+    /// Synchronous, so that `serve` and `cluster` install their signal handlers before anything
+    /// else: Swift's async `main` starts with `dispatch_main()`, whose main thread waits in
+    /// `sigsuspend` with every signal unblocked, and a SIGTERM sent at once to a process that
+    /// inherited a blocked mask (children of Dispatch threads) would be acted on there with
+    /// the default action, killing it (status 143) before any of its code ran.
+    static func main() {
+        let command: any ParsableCommand
         do {
-            var command = try parseAsRoot(Serve.expandingDiscoverValue(Array(CommandLine.arguments.dropFirst())))
-            if var asynchronous = command as? any AsyncParsableCommand {
-                try await asynchronous.run()
-            } else {
-                try command.run()
-            }
+            command = try parseAsRoot(Serve.expandingDiscoverValue(Array(CommandLine.arguments.dropFirst())))
         } catch {
-            let code = exitCode(for: error)
-            // --help, --version and the like print what they print, with exit 0.
-            if code == .success { exit(withError: error) }
-            let message = message(for: error).split(separator: "\n").first.map(String.init) ?? ""
-            if !message.isEmpty { Output.error(message) }
-            Glibc.exit(code.rawValue)
+            fail(error)
         }
+        switch command {
+        case is Serve: SignalWaiter.install(SignalWaiter.termination)
+        case is Cluster: SignalWaiter.install(Cluster.signals)
+        default: break
+        }
+        let parsed = ParsedCommand(command: command)
+        Task {
+            do {
+                var command = parsed.command
+                if var asynchronous = command as? any AsyncParsableCommand {
+                    try await asynchronous.run()
+                } else {
+                    try command.run()
+                }
+            } catch {
+                fail(error)
+            }
+            Output.flush()
+            Glibc.exit(0)
+        }
+        dispatchMain()
     }
+
+    /// Exits as ArgumentParser would for `error`, with its message on one line.
+    static func fail(_ error: any Error) -> Never {
+        let code = exitCode(for: error)
+        // --help, --version and the like print what they print, with exit 0.
+        if code == .success { exit(withError: error) }
+        let message = message(for: error).split(separator: "\n").first.map(String.init) ?? ""
+        if !message.isEmpty { Output.error(message) }
+        Output.flush()
+        Glibc.exit(code.rawValue)
+    }
+}
+
+/// A parsed command handed to the task that runs it (it is used by that task alone).
+private struct ParsedCommand: @unchecked Sendable {
+    var command: any ParsableCommand
 }

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplicaCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -15,7 +16,9 @@ struct Cluster: AsyncParsableCommand {
             its data in DIR/nodeK and logs to DIR/nodeK.log. Data survives a restart of the cluster. \
             Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
             --insecure runs them open instead. It prints commands to try from another terminal, \
-            with paths that work from anywhere.
+            with paths that work from anywhere. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops every \
+            node (SIGTERM, then SIGKILL after 10 s; a second signal kills them at once); a node \
+            that exits by itself stops the others too, and the cluster exits with 1.
 
             Example:
               replica-node cluster --nodes 3 --data cluster-data
@@ -34,7 +37,26 @@ struct Cluster: AsyncParsableCommand {
         guard Int(basePort) + 2 * nodes + 1 < 65_535 else { throw ValidationError("--base-port too high for \(nodes) nodes.") }
     }
 
+    /// The signals that stop the cluster (SIGHUP: its terminal closed).
+    static let signals = [SIGINT, SIGTERM, SIGHUP]
+
     func run() async throws {
+        // Signals first, before any node exists. Each node runs in a process group of its own
+        // (Foundation's `Process`), so a Ctrl-C, a `kill` or a closed terminal reaches only this
+        // process: it must stop the nodes, or they would live on holding their ports and data
+        // directories (and answer the next cluster's clients as if it were healthy).
+        let children = ClusterProcesses()
+        SignalWaiter.handle(Self.signals) { signal, count in
+            if count == 1 {
+                children.stop(because: .signal(signal))
+            } else {
+                // Again: an operator who does not want to wait. Nothing is left running.
+                children.killAll()
+                Glibc.exit(130)
+            }
+        }
+        // A closed terminal or pipe must not kill this process before it has stopped the nodes.
+        Glibc.signal(SIGPIPE, SIG_IGN)
         let root = URL(fileURLWithPath: data).standardizedFileURL
         try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
@@ -45,34 +67,63 @@ struct Cluster: AsyncParsableCommand {
                 _ = try KeyFiles.write(try CurveKeyPair.generate(), id: "node\(index)", to: keys, force: true)
             }
         }
-        var children: [(id: String, process: Process)] = []
-        for index in 0..<nodes {
-            let id = "node\(index + 1)"
-            let directory = root.appendingPathComponent(id)
-            var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
-            arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
-            for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
-            let logURL = root.appendingPathComponent("\(id).log")
-            _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)  // FileHandle below reports a failure
-            let log = try FileHandle(forWritingTo: logURL)
-            let process = Process()
-            process.executableURL = executable
-            process.arguments = arguments
-            process.standardOutput = log
-            process.standardError = log
-            try process.run()
-            children.append((id, process))
+        var ids: [String] = []
+        do {
+            for index in 0..<nodes where children.reason == nil {
+                let id = "node\(index + 1)"
+                let directory = root.appendingPathComponent(id)
+                var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
+                arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
+                for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
+                let logURL = root.appendingPathComponent("\(id).log")
+                _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)  // FileHandle below reports a failure
+                let log = try FileHandle(forWritingTo: logURL)
+                let process = Process()
+                process.executableURL = executable
+                process.arguments = arguments
+                process.standardOutput = log
+                process.standardError = log
+                try children.launch(process, id: id)
+                ids.append(id)
+            }
+        } catch {
+            Output.error("cannot start the nodes: \(error)")
+            _ = await children.stopAll(root: root)
+            throw ExitCode.failure
         }
-        print("Starting \(nodes) node(s) in \(root.path) "
-            + (insecure ? "WITHOUT encryption or authentication (--insecure) ..." : "with CURVE keys from \(keys.path) ..."))
-        let ready = await waitUntilServing(root: root, ids: children.map(\.id))
-        if !ready {
-            Output.error("not every node answered within 15 s; see the logs in \(root.path)")
+        if children.reason == nil {
+            print("Starting \(nodes) node(s) in \(root.path) "
+                + (insecure ? "WITHOUT encryption or authentication (--insecure) ..." : "with CURVE keys from \(keys.path) ..."))
+            Output.flush()
+            let ready = await waitUntilServing(root: root, ids: ids, until: children)
+            if children.reason == nil {
+                if !ready {
+                    Output.error("not every node answered within 15 s; see the logs in \(root.path)")
+                }
+                printHints(root: root, ids: ids, addresses: addresses, executable: executable)
+            }
         }
+        let reason = await children.waitForStopReason()
+        switch reason {
+        case .signal(let signal):
+            print("Stopping \(ids.count) node(s) (signal \(signal)) ...")
+        case .exited(let id, let status):
+            Output.error("\(id) \(status) while the cluster was running (see \(root.appendingPathComponent("\(id).log").path)); stopping the other node(s)")
+        }
+        Output.flush()
+        let problems = await children.stopAll(root: root)
+        for problem in problems { Output.error(problem) }
+        print("Stopped. Data kept in \(root.path).")
+        Output.flush()
+        if case .exited = reason { throw ExitCode.failure }
+        if !problems.isEmpty { throw ExitCode.failure }
+    }
+
+    private func printHints(root: URL, ids: [String], addresses: [String], executable: URL) {
         print("")
         print("NODE    LISTEN            DATA")
-        for (index, child) in children.enumerated() {
-            print("\(child.id.padding(toLength: 8, withPad: " ", startingAt: 0))\(addresses[index].padding(toLength: 18, withPad: " ", startingAt: 0))\(root.appendingPathComponent(child.id).path)")
+        for (index, id) in ids.enumerated() {
+            print("\(id.padding(toLength: 8, withPad: " ", startingAt: 0))\(addresses[index].padding(toLength: 18, withPad: " ", startingAt: 0))\(root.appendingPathComponent(id).path)")
         }
         let first = root.appendingPathComponent("node1").path
         let last = root.appendingPathComponent("node\(nodes)").path
@@ -87,11 +138,6 @@ struct Cluster: AsyncParsableCommand {
             Logs: \(root.path)/nodeK.log. Press Ctrl-C to stop all nodes.
             """)
         Output.flush()  // a reader of a pipe sees the hints now, not at exit
-        let signal = await SignalWaiter.waitForTermination()
-        print("Stopping \(nodes) node(s) (signal \(signal)) ...")
-        for child in children where child.process.isRunning { kill(child.process.processIdentifier, SIGTERM) }
-        for child in children { child.process.waitUntilExit() }
-        print("Stopped. Data kept in \(root.path).")
     }
 
     /// `replica-node` if that name finds this executable on $PATH, else its absolute path: a
@@ -107,11 +153,12 @@ struct Cluster: AsyncParsableCommand {
         return executable.path
     }
 
-    /// Waits until every node's control socket answers a status request.
-    private func waitUntilServing(root: URL, ids: [String]) async -> Bool {
+    /// Waits until every node's control socket answers a status request, or the cluster is
+    /// stopping (a signal, a node that exited).
+    private func waitUntilServing(root: URL, ids: [String], until children: ClusterProcesses) async -> Bool {
         let deadline = ContinuousClock.now + .seconds(15)
         var pending = Set(ids)
-        while !pending.isEmpty && ContinuousClock.now < deadline {
+        while !pending.isEmpty && ContinuousClock.now < deadline && children.reason == nil {
             for id in pending {
                 var client = try? ControlClient(dataDirectory: root.appendingPathComponent(id))
                 client?.timeout = .milliseconds(500)
@@ -120,5 +167,130 @@ struct Cluster: AsyncParsableCommand {
             if !pending.isEmpty { try? await Task.sleep(for: .milliseconds(100)) }
         }
         return pending.isEmpty
+    }
+}
+
+/// The nodes `cluster` started, and why it stops: a signal, or a node that exited on its own.
+/// Shared with the signal thread and with the threads `Process` reports exits on.
+final class ClusterProcesses: Sendable {
+    enum StopReason: Sendable {
+        case signal(Int32)
+        /// `status` says how: "exited with status 1", "was killed by signal 9".
+        case exited(id: String, status: String)
+    }
+
+    private struct Child {
+        var id: String
+        var process: Process
+        var exit: Process.TerminationReason?
+        var status: Int32 = 0
+    }
+
+    private struct State {
+        var children: [Child] = []
+        var reason: StopReason?
+        var stopping = false
+        var waiters: [CheckedContinuation<StopReason, Never>] = []
+        /// The exit of every child has been recorded.
+        var allExited: Bool { children.allSatisfy { $0.exit != nil } }
+    }
+
+    private let state = Mutex(State())
+
+    /// Why the cluster stops, once it does.
+    var reason: StopReason? { state.withLock { $0.reason } }
+
+    /// Starts `process` as node `id` and follows its exit. Under the lock, so that a signal
+    /// arriving meanwhile finds it in the list and stops it too.
+    func launch(_ process: Process, id: String) throws {
+        process.terminationHandler = { [weak self] process in self?.exited(process) }
+        try state.withLock { state in
+            try process.run()
+            state.children.append(Child(id: id, process: process))
+        }
+    }
+
+    /// Records why the cluster stops (the first reason wins) and wakes whoever waits for it.
+    func stop(because reason: StopReason) {
+        let waiters = state.withLock { state -> [CheckedContinuation<StopReason, Never>] in
+            guard state.reason == nil else { return [] }
+            state.reason = reason
+            defer { state.waiters.removeAll() }
+            return state.waiters
+        }
+        for waiter in waiters { waiter.resume(returning: reason) }
+    }
+
+    func waitForStopReason() async -> StopReason {
+        await withCheckedContinuation { continuation in
+            let reason = state.withLock { state -> StopReason? in
+                if state.reason == nil { state.waiters.append(continuation) }
+                return state.reason
+            }
+            if let reason { continuation.resume(returning: reason) }
+        }
+    }
+
+    private func exited(_ process: Process) {
+        let exit = state.withLock { state -> (id: String, stopping: Bool, status: String)? in
+            guard let index = state.children.firstIndex(where: { $0.process === process }) else { return nil }
+            state.children[index].exit = process.terminationReason
+            state.children[index].status = process.terminationStatus
+            return (state.children[index].id, state.stopping, Self.describe(process.terminationReason, process.terminationStatus))
+        }
+        // A node that exits while the cluster runs (a port taken, a data directory held by a
+        // node left over from an earlier cluster, a crash) stops the cluster.
+        if let exit, !exit.stopping { stop(because: .exited(id: exit.id, status: exit.status)) }
+    }
+
+    static func describe(_ reason: Process.TerminationReason, _ status: Int32) -> String {
+        reason == .uncaughtSignal ? "was killed by signal \(status)" : "exited with status \(status)"
+    }
+
+    /// SIGKILLs every node still running (a second Ctrl-C).
+    func killAll() {
+        state.withLock { state in
+            for child in state.children where child.exit == nil { kill(child.process.processIdentifier, SIGKILL) }
+        }
+    }
+
+    /// Stops every node gracefully: SIGTERM, then SIGKILL for those still running after
+    /// `grace`. Returns what went wrong: a node that had to be killed, or stopped with an error.
+    func stopAll(root: URL, grace: Duration = .seconds(10)) async -> [String] {
+        let running = state.withLock { state -> [Child] in
+            state.stopping = true
+            return state.children.filter { $0.exit == nil }
+        }
+        for child in running { kill(child.process.processIdentifier, SIGTERM) }
+        var problems: [String] = []
+        if !(await waitUntilAllExited(within: grace)) {
+            let stuck = state.withLock { $0.children.filter { $0.exit == nil } }
+            for child in stuck {
+                kill(child.process.processIdentifier, SIGKILL)
+                problems.append("\(child.id) did not stop within \(grace): killed (see \(root.appendingPathComponent("\(child.id).log").path))")
+            }
+            if !(await waitUntilAllExited(within: .seconds(5))) {
+                problems.append("a node did not exit even after SIGKILL")
+            }
+        }
+        let asked = Set(running.map(\.id))
+        let alreadyReported: String? = if case .exited(let id, _) = reason { id } else { nil }
+        for child in state.withLock({ $0.children }) where child.id != alreadyReported && !problems.contains(where: { $0.hasPrefix(child.id + " ") }) {
+            guard let exit = child.exit else { continue }
+            // A clean stop: exit 0, or SIGTERM itself for a node that had not installed its handler yet.
+            let clean = (exit == .exit && child.status == 0) || (exit == .uncaughtSignal && child.status == SIGTERM && asked.contains(child.id))
+            if !clean { problems.append("\(child.id) \(Self.describe(exit, child.status)) (see \(root.appendingPathComponent("\(child.id).log").path))") }
+        }
+        return problems
+    }
+
+    /// Whether every node has exited within `limit` (their exits are reported on other threads).
+    private func waitUntilAllExited(within limit: Duration) async -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while !state.withLock({ $0.allExited }) {
+            guard ContinuousClock.now < deadline else { return false }
+            try? await Task.sleep(for: .milliseconds(20))
+        }
+        return true
     }
 }

@@ -228,6 +228,14 @@ struct Serve: AsyncParsableCommand {
     }
 
     func run() async throws {
+        // Signals first: one during start-up is a graceful stop as well (exit 0), not a kill
+        // with whatever was started left half-way.
+        let (ending, endings) = AsyncStream.makeStream(of: Ending.self)
+        let stopping = ReceivedSignal()
+        SignalWaiter.handleTermination { signal in
+            stopping.record(signal)
+            endings.yield(.signal(signal))
+        }
         let settings = try settings()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
@@ -236,10 +244,12 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "replica.\(settings.id)")
+        if let port = settings.discoveryPort, let problem = Self.discoveryProblem(listen: settings.listen) {
+            logger.warning("--discover cannot work on \(settings.listen.host): \(problem); no beacon is sent (UDP port \(port)), so members are found only through --peer seeds")
+        }
         let replica: Replica
         let control: ControlServer
         var metricsServer: MetricsServer?
-        let (ending, endings) = AsyncStream.makeStream(of: Ending.self)
         do {
             if let endpoint = settings.metrics {
                 // The backend first: the replica makes its commit metrics when it starts.
@@ -249,6 +259,12 @@ struct Serve: AsyncParsableCommand {
                 } catch {
                     throw MetricsUnavailable(endpoint: endpoint, reason: "\(error)")
                 }
+            }
+            if let signal = stopping.signal {
+                // Nothing of the node exists yet: nothing to shut down, no data directory touched.
+                logger.info("signal \(signal) during start-up: stopping before the replica started")
+                await metricsServer?.stop()
+                return
             }
             try FileManager.default.createDirectory(at: settings.data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
             var configuration = ReplicaConfiguration(
@@ -260,6 +276,14 @@ struct Serve: AsyncParsableCommand {
             configuration.batchesUpdates = !singleUpdates
             configuration.security = try security(for: settings)
             replica = try Replica(configuration, logger: logger)
+            if let signal = stopping.signal {
+                // The replica exists, the control socket not yet: shut the replica down (it
+                // releases the data directory) and stop.
+                logger.info("signal \(signal) during start-up: shutting down")
+                await replica.shutdown()
+                await metricsServer?.stop()
+                return
+            }
             control = try ControlServer(replica: replica, dataDirectory: settings.data, context: ZMQContext(), logger: logger) {
                 endings.yield(.left)
             }
@@ -281,7 +305,6 @@ struct Serve: AsyncParsableCommand {
         ])
         for problem in status.loadErrors { logger.error("load error: \(problem.message)") }
 
-        Task { endings.yield(.signal(await SignalWaiter.waitForTermination())) }
         var reason = Ending.left
         for await first in ending {
             reason = first
@@ -294,8 +317,34 @@ struct Serve: AsyncParsableCommand {
         trustWatcher?.cancel()
         reporter?.cancel()
         await metricsServer?.stop()
-        await control.stop()
+        // New requests are refused from here; those already read are answered after the
+        // replica's shutdown committed what they queued, then the control socket closes. (Closing
+        // it first dropped the replies of writes the shutdown still committed: a client saw a
+        // failure for a write that was kept, and a retrying script counted it twice.)
+        await control.stopAccepting()
         await replica.shutdown()
+        await control.drain(within: .seconds(5))
+        await control.stop()
+    }
+
+    /// Why `--discover` on `listen` sends no beacon, or nil if there is a broadcast address to
+    /// send them to. Beacons go to the broadcast address of the interface holding the listen
+    /// address (every interface for a wildcard); loopback and point-to-point interfaces have none.
+    static func discoveryProblem(listen: Endpoint) -> String? {
+        // The interface the replica's beacon socket picks (see `Replica.init`), asked the same way;
+        // port 0 binds a throwaway port.
+        guard let probe = try? UDPBeaconSocket(port: 0, interfaceAddress: listen.host) else { return nil }
+        defer { probe.close() }
+        guard probe.broadcastAddresses().isEmpty else { return nil }
+        let host = listen.host
+        if ["0.0.0.0", "*", ""].contains(host) { return "no IPv4 interface that is up can broadcast" }
+        if host == "localhost" || host.hasPrefix("127.") {
+            return "it is a loopback address, and a loopback interface has no broadcast address"
+        }
+        if host.split(separator: ".").count != 4 || host.contains(where: { !"0123456789.".contains($0) }) {
+            return "beacons are IPv4 broadcasts sent on the interface holding the listen address, so it must be an IPv4 address (or 0.0.0.0), not a host name or an IPv6 address"
+        }
+        return "no interface that is up and can broadcast holds this address"
     }
 
     /// Why the serving stops.

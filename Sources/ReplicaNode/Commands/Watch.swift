@@ -15,8 +15,9 @@ struct Watch: ClientCommand {
             {"type": "register", "key", "value", "encoding"} (or "removed": true), \
             {"type": "counter", "name", "delta", "total"} or {"type": "log", "log", "id", \
             "action", "element"}, each with "origin" ("local" or the peer it came from), \
-            "version", "time", "hlc" and "node" (the writer). Runs until Ctrl-C; exits with 1 \
-            if the node stops.
+            "version", "time", "hlc" and "node" (the writer). Runs until Ctrl-C; exits with 1, \
+            saying why, when the watch ends: the node stops or restarts, or the watch read too \
+            slowly and changes were lost.
 
             Examples:
               replica-node watch --data cluster-data/node2
@@ -33,16 +34,51 @@ struct Watch: ClientCommand {
         }
         guard first.watching != nil else { throw ControlClient.UnexpectedReply(reply: first) }
         Output.note("watching \(prefix.isEmpty ? "everything" : "what starts with \(prefix)") on \(client.dataDirectory.path) (Ctrl-C to stop)")
+        // After a quiet while the watch asks the node whether it still has the watch: a node
+        // restarted meanwhile listens again, but knows nothing of it. Nodes that predate the
+        // question answer it as a malformed request; then only the listening is checked.
+        var checkSent = false
+        var nodeChecksWatches = true
         while true {
-            guard let reply = try client.receive(timeout: .seconds(2)) else {
-                // Quiet for a while: make sure the node is still there.
-                guard client.nodeIsListening else { throw ControlClient.Unreachable(message: "the node stopped") }
+            let reply: ControlReply?
+            do {
+                reply = try client.receive(timeout: Self.quietPeriod)
+            } catch let failure as ControlFailure {
+                if checkSent, nodeChecksWatches, failure.code == .invalidRequest, failure.message == ControlFailure.malformedRequest {
+                    nodeChecksWatches = false
+                    checkSent = false
+                    continue
+                }
+                // The node ended the watch, saying why (it stops, the watch lost changes, or it
+                // restarted and no longer has it).
+                throw WatchEnded(message: failure.message)
+            }
+            guard let reply else {
+                // Quiet for a while: make sure the node, and the watch, are still there.
+                guard client.nodeIsListening else { throw WatchEnded(message: "the watch ended: the node stopped") }
+                if nodeChecksWatches && !checkSent {
+                    try client.send(.watchCheck)
+                    checkSent = true
+                }
+                continue
+            }
+            if reply.watching != nil {
+                checkSent = false  // the node still has the watch
                 continue
             }
             guard let change = reply.change else { throw ControlClient.UnexpectedReply(reply: reply) }
             if options.json { Output.json(ChangeOutput.json(change)) } else { Output.line(ChangeOutput.text(change)) }
             Output.flush()  // one line per change, even into a pipe
         }
+    }
+
+    /// How long without a message before the watch checks that the node still has it.
+    static let quietPeriod: Duration = .seconds(2)
+
+    /// The watch is over: exit 1 with the reason.
+    struct WatchEnded: Error, CustomStringConvertible {
+        var message: String
+        var description: String { message }
     }
 }
 

@@ -14,8 +14,14 @@ enum ControlRequest: Codable, Sendable, Equatable {
     /// bytes of the file so that neither side builds and re-encodes a value per line.
     case importLines(Data)
     case status
-    /// Answered with `.watching`, then one `.change` per applied change until the client goes.
+    /// Answered with `.watching`, then one `.change` per applied change until the client goes;
+    /// a watch the node ends (it stops, or the client read too slowly and lost changes) ends
+    /// with a `.failure` saying why.
     case watch(prefix: String)
+    /// Whether this client's watch is still in place (`watch` asks when it has been quiet):
+    /// `.watching` if so, else a `.failure` (the node restarted since). A node that predates
+    /// this request answers it as a malformed one.
+    case watchCheck
     case incr(name: String, by: Int)
     case counter(name: String)
     case addDrink(Drink)
@@ -79,6 +85,10 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
     var code: Code
     var message: String
     var description: String { message }
+
+    /// The message of the `.invalidRequest` failure a request the node cannot decode gets (a
+    /// request of a newer version, such as `watchCheck` sent to an older node).
+    static let malformedRequest = "malformed control request"
 
     init(_ code: Code, _ message: String) {
         self.code = code

@@ -2,10 +2,19 @@ import Foundation
 import Logging
 import ReplicaCore
 
+#if canImport(Glibc)
+import Glibc
+#endif
+
 /// Serves client commands (`get`, `set`, `status`, `watch`, ...) on the node's control socket.
 ///
 /// Owns one ROUTER socket on its own `PollLoop`; each request is answered by a task that calls
 /// the replica and hands the reply back to this actor, which alone touches the socket.
+///
+/// Stopping is three steps, around the replica's shutdown: `stopAccepting` (new requests are
+/// refused, the socket file is removed), then, once the replica's shutdown has committed what
+/// was queued, `drain` (the requests already read are answered, and every watch is told that it
+/// ended), and `stop` (the socket closes once what it queued has gone out).
 actor ControlServer: PollLoopOwner {
     nonisolated let loop = PollLoop(name: "control")
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -15,15 +24,46 @@ actor ControlServer: PollLoopOwner {
     /// Called once the node has left the cluster (`replica-node leave`): the serving process stops.
     private let onLeave: @Sendable () -> Void
     private var socket: ZMQSocket?
-    private var watchers: [[UInt8]: Task<Void, Never>] = [:]
+    /// The socket file and its inode: removed when the node stops, if it is still this one.
+    private let socketPath: String
+    private var socketInode: UInt64?
+    /// One watch per client, with an id so that a replaced watch's end leaves its successor be.
+    private var watchers: [[UInt8]: Watcher] = [:]
+    private var nextWatchID: UInt64 = 0
+    /// The last message of a watch that could not be queued yet (the client's queue was full):
+    /// tried again every `pendingRetry` until `giveUpAt`.
+    private var pendingEnds: [[UInt8]: PendingEnd] = [:]
+    /// Requests read and not answered yet.
+    private var inFlight = 0
+    /// False once the node is stopping: requests read from then on are refused.
+    private var accepting = true
+    private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
+
+    private struct Watcher {
+        var id: UInt64
+        var task: Task<Void, Never>
+    }
+
+    private struct PendingEnd {
+        var reply: ControlReply
+        var giveUpAt: ContinuousClock.Instant
+    }
+
+    /// `ZMQ_LINGER` of zmq.h (this target does not import libzmq's module itself).
+    private static let zmqLinger: Int32 = 17
+
+    static let pendingRetry: Duration = .milliseconds(100)
+    /// How long the last message of a watch waits for room in its client's queue.
+    static let pendingLimit: Duration = .seconds(30)
 
     init(replica: Replica, dataDirectory: URL, context: ZMQContext, logger: Logger, onLeave: @escaping @Sendable () -> Void = {}) throws {
         self.replica = replica
         self.logger = logger
         self.onLeave = onLeave
         let path = ControlEndpoint.socketPath(in: dataDirectory)
+        socketPath = path
         // A socket file left by a killed node would make bind fail; the data-directory lock
         // already proved no live node owns it.
         try? FileManager.default.removeItem(atPath: path)
@@ -32,38 +72,84 @@ actor ControlServer: PollLoopOwner {
         try socket.setMaxMessageSize(ControlEndpoint.maxRequestBytes)
         try socket.bind(ControlEndpoint.address(in: dataDirectory))
         chmod(path, 0o600)
+        socketInode = Self.inode(of: path)
         self.socket = socket
         loop.start(for: self)
     }
 
     deinit { loop.ownerReleased() }
 
+    /// Refuses the requests read from now on (the node is stopping) and removes the socket
+    /// file, so that no new client connects; connected clients are still answered.
+    func stopAccepting() {
+        accepting = false
+        removeSocketFile()
+    }
+
+    /// Waits until every request already read is answered and every watch has ended (each told
+    /// so), or `limit` passes. Call after the replica's shutdown: its flush answers the writes
+    /// those requests queued, and it finishes the change streams the watches read.
+    func drain(within limit: Duration) async {
+        guard !isIdle else { return }
+        let timer = Task { [weak self] in
+            try? await Task.sleep(for: limit)
+            await self?.resumeIdleWaiters()
+        }
+        await withCheckedContinuation { idleWaiters.append($0) }
+        timer.cancel()
+    }
+
+    /// Ends the watches left (each told so), closes the socket once what it queued has been
+    /// sent (up to a second), and removes the socket file.
     func stop() {
-        for task in watchers.values { task.cancel() }
+        for (client, watcher) in watchers {
+            watcher.task.cancel()
+            send(.failure(Self.stoppingFailure), to: client)
+        }
         watchers.removeAll()
-        socket?.close()
+        retryPendingEnds(finally: true)
+        if let socket {
+            // The replies just queued must reach their clients: a linger, and this socket's
+            // context is terminated as the socket is released below, which waits for them.
+            try? socket.setOption(Self.zmqLinger, 1000)
+            socket.close()
+        }
         socket = nil
+        removeSocketFile()
+        resumeIdleWaiters()
     }
 
     var pollItems: [PollItem<ControlSocket>] { socket.map { [PollItem($0, role: .control)] } ?? [] }
-    var pollTimeout: Duration? { nil }
+    var pollTimeout: Duration? { pendingEnds.isEmpty ? nil : Self.pendingRetry }
 
     /// The one socket this server waits on.
     enum ControlSocket: Sendable { case control }
 
     func pollDidReturn(ready: [ControlSocket]) {
+        if !pendingEnds.isEmpty { retryPendingEnds(finally: false) }
         guard !ready.isEmpty, let socket else { return }
         while let message = try? socket.receive(maxFrames: 2) {
             guard message.frames.count == 2, !message.truncated else { continue }
             let client = message.frames[0]
             guard let request = try? decoder.decode(ControlRequest.self, from: Data(message.frames[1])) else {
-                send(.failure(ControlFailure(.invalidRequest, "malformed control request")), to: client)
+                send(.failure(ControlFailure(.invalidRequest, ControlFailure.malformedRequest)), to: client)
                 continue
             }
-            if case .watch(let prefix) = request {
+            guard accepting else {
+                send(.failure(ControlFailure(.shutDown, "the node is shutting down")), to: client)
+                continue
+            }
+            switch request {
+            case .watch(let prefix):
                 startWatching(prefix: prefix, for: client)
                 continue
+            case .watchCheck:
+                send(watchers[client] != nil ? .watching : .failure(Self.unknownWatchFailure), to: client)
+                continue
+            default:
+                break
             }
+            inFlight += 1
             Task { [replica] in
                 let reply: ControlReply
                 do {
@@ -71,26 +157,46 @@ actor ControlServer: PollLoopOwner {
                 } catch {
                     reply = .failure(ControlFailure(error))
                 }
-                self.send(reply, to: client)
+                if self.send(reply, to: client) == .full {
+                    self.logger.warning("a reply to a control client was dropped: its queue is full")
+                }
                 if case .left = reply { self.onLeave() }
+                self.inFlight -= 1
+                self.checkIdle()
             }
         }
     }
 
-    private func send(_ reply: ControlReply, to client: [UInt8]) {
-        guard let socket, let body = try? encoder.encode(reply) else { return }
+    /// What became of a message handed to the socket.
+    private enum Delivery {
+        case sent
+        /// The client's queue is at its high-water mark: the message was not queued.
+        case full
+        /// The client is gone (or the socket closed).
+        case gone
+    }
+
+    @discardableResult
+    private func send(_ reply: ControlReply, to client: [UInt8]) -> Delivery {
+        guard let socket, let body = try? encoder.encode(reply) else { return .gone }
         do {
-            try socket.send([client, Array(body)])
+            return try socket.send([client, Array(body)]) ? .sent : .full
         } catch {
             // The client went away (EHOSTUNREACH with ROUTER_MANDATORY): stop its watch.
-            watchers.removeValue(forKey: client)?.cancel()
+            if let watcher = watchers.removeValue(forKey: client) { watcher.task.cancel() }
+            pendingEnds[client] = nil
+            checkIdle()
+            return .gone
         }
     }
 
     private func startWatching(prefix: String, for client: [UInt8]) {
         let replica = replica
-        watchers[client]?.cancel()
-        watchers[client] = Task {
+        watchers.removeValue(forKey: client)?.task.cancel()
+        pendingEnds[client] = nil
+        nextWatchID += 1
+        let id = nextWatchID
+        let task = Task {
             // Subscribe before reading the families the interpreter starts from: a change in
             // between is then shown (as +0, or "changed"), never missed.
             let changes = await replica.changes()
@@ -98,18 +204,98 @@ actor ControlServer: PollLoopOwner {
             do {
                 families = try await replica.entries(prefix: FamilyKey.marker)
             } catch {
-                self.send(.failure(ControlFailure(error)), to: client)
+                self.endWatch(of: client, id: id, with: .failure(ControlFailure(error)))
                 return
             }
             var interpreter = ChangeInterpreter(prefix: prefix, families: families)
             // The first reply tells the client the watch is in place.
-            self.send(.watching, to: client)
+            guard !Task.isCancelled, self.deliver(.watching, toWatch: id, of: client) else { return }
             for await change in changes {
-                guard !Task.isCancelled else { break }
-                if let watched = interpreter.interpret(change) { self.send(.change(watched), to: client) }
+                guard !Task.isCancelled else { return }
+                if let watched = interpreter.interpret(change) {
+                    guard self.deliver(.change(watched), toWatch: id, of: client) else { return }
+                }
             }
+            guard !Task.isCancelled else { return }
+            // The replica stopped (a shutdown, or the stop after `leave`): so does the watch.
+            self.endWatch(of: client, id: id, with: .failure(Self.stoppingFailure))
+        }
+        watchers[client] = Watcher(id: id, task: task)
+    }
+
+    /// Sends a message of watch `id`; false if the watch is over (the client is gone, or it did
+    /// not read fast enough and was told that it lost changes).
+    private func deliver(_ reply: ControlReply, toWatch id: UInt64, of client: [UInt8]) -> Bool {
+        guard watchers[client]?.id == id else { return false }
+        switch send(reply, to: client) {
+        case .sent:
+            return true
+        case .gone:
+            return false
+        case .full:
+            // Dropping this change silently would leave the client showing a state the node
+            // no longer has: end the watch, saying why.
+            logger.warning("a watch read too slowly and its queue filled up: ending it (its client is told that it lost changes)")
+            endWatch(of: client, id: id, with: .failure(Self.lostChangesFailure))
+            return false
         }
     }
+
+    /// Ends watch `id` (if it is still the client's) with a last message: queued now, or as
+    /// soon as the client's queue has room.
+    private func endWatch(of client: [UInt8], id: UInt64, with reply: ControlReply) {
+        guard watchers[client]?.id == id else { return }
+        watchers[client] = nil
+        if send(reply, to: client) == .full {
+            pendingEnds[client] = PendingEnd(reply: reply, giveUpAt: .now + Self.pendingLimit)
+        }
+        checkIdle()
+    }
+
+    /// Tries the pending last messages again; `finally`: for the last time.
+    private func retryPendingEnds(finally: Bool) {
+        let now = ContinuousClock.now
+        for (client, pending) in pendingEnds {
+            let delivery = send(pending.reply, to: client)
+            if delivery != .full || finally || now >= pending.giveUpAt {
+                if delivery == .full { logger.warning("the last message of a watch could not be sent: its client does not read") }
+                pendingEnds[client] = nil
+            }
+        }
+        checkIdle()
+    }
+
+    private var isIdle: Bool { inFlight == 0 && watchers.isEmpty && pendingEnds.isEmpty }
+
+    private func checkIdle() {
+        if isIdle { resumeIdleWaiters() }
+    }
+
+    private func resumeIdleWaiters() {
+        let waiters = idleWaiters
+        idleWaiters.removeAll()
+        for waiter in waiters { waiter.resume() }
+    }
+
+    private func removeSocketFile() {
+        // Only the file this server bound: after the replica's shutdown released the data
+        // directory, another node may have bound its own there.
+        guard let inode = socketInode, Self.inode(of: socketPath) == inode else { return }
+        unlink(socketPath)
+        socketInode = nil
+    }
+
+    private static func inode(of path: String) -> UInt64? {
+        var info = stat()
+        guard lstat(path, &info) == 0 else { return nil }
+        return UInt64(info.st_ino)
+    }
+
+    static let stoppingFailure = ControlFailure(.shutDown, "the watch ended: the node is stopping")
+    static let lostChangesFailure = ControlFailure(
+        .shutDown, "the watch ended: changes were lost: it read too slowly and the node's queue for it filled up (watch again; a narrower prefix sends less)")
+    static let unknownWatchFailure = ControlFailure(
+        .invalidRequest, "the watch ended: the node no longer has it (it restarted since the watch began)")
 
     /// The answer to every request but `watch` (served by the loop itself).
     private static func answer(_ request: ControlRequest, replica: Replica) async throws -> ControlReply {
@@ -135,7 +321,7 @@ actor ControlServer: PollLoopOwner {
             return .keys(try await replica.keys(prefix: prefix))
         case .status:
             return .status(await replica.status())
-        case .watch:
+        case .watch, .watchCheck:
             throw ControlFailure(.invalidRequest, "watch is served by the control loop")
         case .leave:
             return .left(acknowledged: await replica.leave())

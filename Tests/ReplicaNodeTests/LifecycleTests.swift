@@ -1,0 +1,240 @@
+import Foundation
+import ReplicaCore
+import Synchronization
+import Testing
+
+/// Starting and stopping: signals at any moment of `serve`'s and `cluster`'s start-up, replies
+/// across a shutdown, watches that end, and what `serve` warns about at start-up.
+@Suite(.serialized) struct LifecycleTests {
+    // MARK: cluster
+
+    /// Ctrl-C while `cluster` is still starting its nodes: every node it started is stopped
+    /// (they run in process groups of their own, so only `cluster` gets the signal), and no
+    /// data directory is left locked.
+    @Test func aClusterInterruptedWhileStartingLeavesNoNodeRunning() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-int-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cluster = try RunningCommand(["cluster", "--nodes", "3", "--base-port", "\(try consecutivePortPairs(3) - 2)", "--insecure", "--data", root.path])
+        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
+        #expect(await eventually(timeout: .seconds(20)) { !nodeProcesses(under: root).isEmpty }, "cluster started no node")
+        kill(cluster.process.processIdentifier, SIGINT)
+        #expect(await eventually(timeout: .seconds(30)) { !cluster.process.isRunning }, "cluster did not stop")
+        #expect(!cluster.process.isRunning && cluster.process.terminationStatus == 0)
+        #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
+        for index in 1...3 { try expectReopens(root.appendingPathComponent("node\(index)"), node: "node\(index)") }
+    }
+
+    /// A node that exits on its own stops the cluster: it says which and how, stops the
+    /// others, and exits nonzero.
+    @Test func aNodeThatExitsStopsTheClusterWithAnError() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-exit-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cluster = try RunningCommand(["cluster", "--nodes", "3", "--base-port", "\(try consecutivePortPairs(3) - 2)", "--insecure", "--data", root.path])
+        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
+        var serving = false
+        while let line = await cluster.output.next(timeout: .seconds(30)) {
+            if line.contains("Press Ctrl-C") { serving = true; break }
+        }
+        #expect(serving)
+        let node2 = try #require(nodeProcesses(under: root, id: "node2").first)
+        kill(node2, SIGKILL)
+        var message: String?
+        while let line = await cluster.errors.next(timeout: .seconds(20)) {
+            if line.contains("node2") { message = line; break }
+        }
+        #expect(message?.contains("node2 was killed by signal 9") == true, "\(message ?? "no message")")
+        #expect(await eventually(timeout: .seconds(30)) { !cluster.process.isRunning }, "cluster did not stop")
+        #expect(!cluster.process.isRunning && cluster.process.terminationStatus == 1)
+        #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
+    }
+
+    // MARK: serve
+
+    /// SIGTERM at once, and while the replica is being created: a graceful stop (exit 0), the
+    /// data directory not left locked, no control socket left behind.
+    @Test(arguments: [false, true])
+    func sigtermDuringStartUpIsAGracefulStop(afterTheLockIsTaken: Bool) async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-early-term-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let data = root.appendingPathComponent("node1")
+        let node = try RunningCommand(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure", "--data", data.path])
+        let pid = node.process.processIdentifier
+        #expect(await eventually { kill(pid, 0) == 0 }, "the process exists")
+        if afterTheLockIsTaken {
+            #expect(await eventually { FileManager.default.fileExists(atPath: data.appendingPathComponent("lock").path) || !node.process.isRunning })
+        }
+        kill(pid, SIGTERM)
+        #expect(await eventually(timeout: .seconds(20)) { !node.process.isRunning }, "the node did not stop")
+        #expect(node.process.terminationReason == .exit && node.process.terminationStatus == 0,
+                "exit \(node.process.terminationStatus) (\(node.process.terminationReason == .exit ? "exit" : "signal"))")
+        #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("control.sock").path), "control socket left behind")
+        try expectReopens(data, node: "node1")
+    }
+
+    /// `incr` in a loop from several clients while the node gets SIGTERM: each increment whose
+    /// client succeeded is in the counter, and none other. (The shutdown used to close the
+    /// control socket before the replica's final flush committed the queued increments: their
+    /// clients failed although the increments were kept.)
+    @Test func everyIncrementReportedAsDoneIsCountedAcrossASigterm() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "incr-term") { _ in ["node1": ["--insecure", "--sync", "full"]] }
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let data = cluster.nodes[0].data.path
+        let tally = IncrementTally()
+        let clients = 6
+        for _ in 0..<clients {
+            Thread.detachNewThread {
+                defer { tally.finish() }
+                while true {
+                    guard let result = try? replicaNode(["incr", "visits", "--data", data]) else { return }
+                    if result.status == 0 {
+                        tally.succeeded()
+                    } else if result.stderr.contains("no replica-node is serving") {
+                        return  // the node is gone
+                    }
+                }
+            }
+        }
+        #expect(await eventually(timeout: .seconds(30)) { tally.successes >= 30 })
+        #expect(cluster.stop(0) == 0, "SIGTERM is a graceful stop")
+        #expect(await eventually(timeout: .seconds(30)) { tally.finished == clients }, "the clients did not see the node stop")
+        try cluster.start(0)
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let counter = try cluster.client(0, ["counter", "visits"])
+        #expect(counter.status == 0)
+        #expect(Int(counter.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == tally.successes,
+                "\(tally.successes) increments succeeded, the counter says \(counter.stdout)")
+    }
+
+    /// `--discover` on loopback sends no beacon (no broadcast address): the node says so.
+    @Test func discoveryOnLoopbackIsWarnedAbout() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "discover-lo") { _ in ["node1": ["--insecure", "--discover=\(TestPorts.pair())"]] }
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        #expect(cluster.log(0).contains("--discover cannot work on 127.0.0.1: it is a loopback address"), "\(cluster.log(0))")
+    }
+
+    // MARK: watch
+
+    /// A node killed and restarted before the watch's quiet check: it listens again but knows
+    /// nothing of the watch. The watch exits 1, saying so, and shows nothing written after.
+    @Test func aWatchEndsWhenItsNodeIsKilledAndRestartedQuickly() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "watch-kill")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let watcher = try RunningCommand(["watch", "--data", cluster.nodes[0].data.path])
+        #expect(await watcher.errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        cluster.stop(0, signal: SIGKILL)
+        try cluster.start(0)
+        #expect(try await eventually { try cluster.status(0) != nil })
+        #expect(try cluster.client(0, ["set", "after", "1"]).status == 0)
+        let message = await watcher.errors.next(timeout: .seconds(20))
+        #expect(message?.hasPrefix("replica-node: the watch ended") == true, "\(message ?? "no message")")
+        #expect(await eventually { !watcher.process.isRunning })
+        #expect(!watcher.process.isRunning && watcher.process.terminationStatus == 1)
+        #expect(await watcher.output.next(timeout: .seconds(1)) == nil, "a change on the restarted node was shown")
+    }
+
+    /// A node stopped and restarted: the watch is told that it ended, at once.
+    @Test func aWatchIsToldThatItEndsWhenItsNodeStops() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "watch-stop")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let watcher = try RunningCommand(["watch", "--data", cluster.nodes[0].data.path])
+        #expect(await watcher.errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        #expect(cluster.stop(0) == 0)
+        try cluster.start(0)
+        #expect(try await eventually { try cluster.status(0) != nil })
+        #expect(try cluster.client(0, ["set", "after", "1"]).status == 0)
+        let message = await watcher.errors.next(timeout: .seconds(10))
+        #expect(message == "replica-node: the watch ended: the node is stopping")
+        #expect(await eventually { !watcher.process.isRunning })
+        #expect(!watcher.process.isRunning && watcher.process.terminationStatus == 1)
+    }
+
+    /// A watch that stops reading (its output is not read) while thousands of changes arrive:
+    /// the node does not drop changes silently, it ends the watch, and the client says that
+    /// changes were lost once it reads again.
+    @Test func aWatchThatReadsTooSlowlyIsToldThatItLostChanges() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "watch-slow")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let process = Process()
+        process.executableURL = replicaNodeBinary
+        process.arguments = ["watch", "--data", cluster.nodes[0].data.path]
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        let errors = LineReader(err.fileHandleForReading)
+        try process.run()
+        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        #expect(await errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        var lines = ""
+        for index in 0..<20_000 { lines += "{\"key\":\"k\(index)\",\"value\":\(index)}\n" }
+        let file = cluster.root.appendingPathComponent("many.jsonl")
+        try Data(lines.utf8).write(to: file)
+        #expect(try cluster.client(0, ["import", file.path]).status == 0)
+        #expect(await eventually(timeout: .seconds(30)) { cluster.log(0).contains("a watch read too slowly") }, "\(cluster.log(0))")
+        // Read again: the changes queued before, then the end.
+        let output = LineReader(out.fileHandleForReading)
+        var shown = 0
+        while await output.next(timeout: .seconds(10)) != nil { shown += 1 }
+        let message = await errors.next(timeout: .seconds(10))
+        #expect(message?.hasPrefix("replica-node: the watch ended: changes were lost") == true, "\(message ?? "no message")")
+        #expect(await eventually { !process.isRunning })
+        #expect(!process.isRunning && process.terminationStatus == 1)
+        #expect(shown > 0 && shown < 20_000, "\(shown) changes shown")
+    }
+}
+
+/// Increments that succeeded, counted by several client threads.
+private final class IncrementTally: Sendable {
+    private let state = Mutex((successes: 0, finished: 0))
+    var successes: Int { state.withLock { $0.successes } }
+    var finished: Int { state.withLock { $0.finished } }
+    func succeeded() { state.withLock { $0.successes += 1 } }
+    func finish() { state.withLock { $0.finished += 1 } }
+}
+
+/// The first of `count` consecutive free port pairs (`cluster` takes base-port + 2K and the port
+/// after it, for K in 1...count).
+private func consecutivePortPairs(_ count: Int) throws -> UInt16 {
+    for _ in 0..<50 {
+        let first = TestPorts.pair()
+        var last = first
+        var consecutive = true
+        for _ in 1..<count {
+            let next = TestPorts.pair()
+            if next != last + 2 { consecutive = false; break }
+            last = next
+        }
+        if consecutive { return first }
+    }
+    throw PortsUnavailable()
+}
+
+private struct PortsUnavailable: Error {}
+
+/// The `replica-node serve` processes whose data directory is under `root` (node `id` only, if
+/// given), from their command lines.
+private func nodeProcesses(under root: URL, id: String? = nil) -> [Int32] {
+    let directory = id.map { root.appendingPathComponent($0).path } ?? root.path + "/"
+    guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }
+    return entries.compactMap { entry -> Int32? in
+        guard let pid = Int32(entry), let raw = FileManager.default.contents(atPath: "/proc/\(entry)/cmdline") else { return nil }
+        let arguments = raw.split(separator: 0).map { String(decoding: $0, as: UTF8.self) }
+        guard arguments.count > 1, arguments[1] == "serve", let data = arguments.firstIndex(of: "--data"), data + 1 < arguments.count else { return nil }
+        return (id == nil ? arguments[data + 1].hasPrefix(directory) : arguments[data + 1] == directory) ? pid : nil
+    }
+}
+
+/// The data directory opens again: no process holds it (a directory never created is made).
+private func expectReopens(_ directory: URL, node: String, sourceLocation: SourceLocation = #_sourceLocation) throws {
+    try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+    do {
+        let store = try SQLiteStore(directory: directory, node: NodeID(rawValue: node)!)
+        store.closeForWriting()
+    } catch {
+        Issue.record("\(directory.path) does not open again: \(error)", sourceLocation: sourceLocation)
+    }
+}
