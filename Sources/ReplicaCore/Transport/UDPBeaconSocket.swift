@@ -64,7 +64,12 @@ public final class UDPBeaconSocket: @unchecked Sendable {
     }
 
     /// The broadcast addresses datagrams go to now (interfaces come and go, so asked each time).
-    public func broadcastAddresses() -> [in_addr] {
+    public func broadcastAddresses() -> [in_addr] { Self.broadcastAddresses(interfaceAddress: interfaceAddress) }
+
+    /// The broadcast addresses of the IPv4 interfaces that are up and can broadcast, or of the one
+    /// holding `interfaceAddress` (nil or a wildcard: every interface): where beacons would go.
+    public static func broadcastAddresses(interfaceAddress: String?) -> [in_addr] {
+        let interfaceAddress = interfaceAddress.flatMap { ["0.0.0.0", "*", ""].contains($0) ? nil : $0 }
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return [] }
         defer { freeifaddrs(list) }

@@ -111,6 +111,12 @@ public final class ZMQSocket: @unchecked Sendable {
     /// Peers sending a larger message are disconnected by libzmq before it is read.
     public func setMaxMessageSize(_ bytes: Int) throws(ZMQError) { try setOption(ZMQ_MAXMSGSIZE, int64: Int64(bytes)) }
 
+    /// How long closing the socket (and terminating its context) waits for queued messages to
+    /// go out.
+    public func setLinger(_ linger: Duration) throws(ZMQError) {
+        try setOption(ZMQ_LINGER, Int32(linger / .milliseconds(1)))
+    }
+
     /// How soon a connecting socket retries after a refused or lost connection.
     public func setReconnectInterval(_ interval: Duration) throws(ZMQError) {
         try setOption(ZMQ_RECONNECT_IVL, Int32(interval / .milliseconds(1)))

@@ -104,20 +104,6 @@ struct Import: ClientCommand {
         }
     }
 
-    /// A key compared and hashed by its exact UTF-8 bytes, as the store compares keys: Swift's
-    /// `String` equality is canonical equivalence, under which "caf\u{E9}" and "cafe\u{301}"
-    /// (two keys in the store) are one.
-    struct ExactKey: Hashable {
-        var key: String
-
-        static func == (a: Self, b: Self) -> Bool { a.key.utf8.elementsEqual(b.key.utf8) }
-
-        func hash(into hasher: inout Hasher) {
-            var key = key
-            key.withUTF8 { hasher.combine(bytes: UnsafeRawBufferPointer($0)) }
-        }
-    }
-
     /// Checks every line of `input` (its form, and its key and value against `limits`, as the
     /// node will) and cuts the lines that count (the last one of each key) into batches of at
     /// most `keysPerBatch` keys and `maxBytes` bytes (one longer line goes alone, rewritten to
@@ -130,10 +116,11 @@ struct Import: ClientCommand {
             var lines: [Line] = []
             // Whether each line is the last of its key.
             var isLast: [Bool] = []
+            // By the key's bytes (`ExactKey`): "caf\u{E9}" and "cafe\u{301}" are two keys.
             var lastLine: [ExactKey: Int] = [:]
             try JSONLines.forEachItem(in: bytes) { item, line throws(JSONLines.BadLine) in
                 let toSend = try Self.line(for: item, in: line, limits: limits, maxBytes: maxBytes)
-                if let previous = lastLine.updateValue(lines.count, forKey: ExactKey(key: item.key)) { isLast[previous] = false }
+                if let previous = lastLine.updateValue(lines.count, forKey: ExactKey(item.key)) { isLast[previous] = false }
                 lines.append(toSend)
                 isLast.append(true)
             }

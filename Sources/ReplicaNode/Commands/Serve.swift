@@ -331,11 +331,8 @@ struct Serve: AsyncParsableCommand {
     /// send them to. Beacons go to the broadcast address of the interface holding the listen
     /// address (every interface for a wildcard); loopback and point-to-point interfaces have none.
     static func discoveryProblem(listen: Endpoint) -> String? {
-        // The interface the replica's beacon socket picks (see `Replica.init`), asked the same way;
-        // port 0 binds a throwaway port.
-        guard let probe = try? UDPBeaconSocket(port: 0, interfaceAddress: listen.host) else { return nil }
-        defer { probe.close() }
-        guard probe.broadcastAddresses().isEmpty else { return nil }
+        // Where the replica's beacon socket would send (see `Replica.init`), asked the same way.
+        guard UDPBeaconSocket.broadcastAddresses(interfaceAddress: listen.host).isEmpty else { return nil }
         let host = listen.host
         if ["0.0.0.0", "*", ""].contains(host) { return "no IPv4 interface that is up can broadcast" }
         if host == "localhost" || host.hasPrefix("127.") {

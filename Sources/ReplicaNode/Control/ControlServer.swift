@@ -51,9 +51,6 @@ actor ControlServer: PollLoopOwner {
         var giveUpAt: ContinuousClock.Instant
     }
 
-    /// `ZMQ_LINGER` of zmq.h (this target does not import libzmq's module itself).
-    private static let zmqLinger: Int32 = 17
-
     static let pendingRetry: Duration = .milliseconds(100)
     /// How long the last message of a watch waits for room in its client's queue.
     static let pendingLimit: Duration = .seconds(30)
@@ -111,7 +108,7 @@ actor ControlServer: PollLoopOwner {
         if let socket {
             // The replies just queued must reach their clients: a linger, and this socket's
             // context is terminated as the socket is released below, which waits for them.
-            try? socket.setOption(Self.zmqLinger, 1000)
+            try? socket.setLinger(.seconds(1))
             socket.close()
         }
         socket = nil
