@@ -128,17 +128,26 @@ import Testing
         return configuration
     }
 
+    /// Nodes a, b and c, each seeded with another; b's wall clock is off by `offsetOfB()` ms
+    /// (read at every use, so that a test can fix it).
+    private func threeNodes(
+        offsetOfB: @escaping @Sendable () -> Int64, configureB: (inout ReplicaConfiguration) -> Void = { _ in }
+    ) throws -> (a: Replica, b: Replica, c: Replica) {
+        let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())
+        let a = try Replica(configuration("a", ports.0, ports.1))
+        let c = try Replica(configuration("c", ports.2, ports.0))
+        var b = configuration("b", ports.1, ports.0)
+        b.wallClock = { UInt64(Int64(HybridLogicalClock.systemClock()) + offsetOfB()) }
+        configureB(&b)
+        return (a, try Replica(b), c)
+    }
+
     /// Node b's clock runs 120 s ahead of a's and c's. It must not acknowledge a write (not even
     /// one made before it first compared clocks), it says why, a shows b's clock as a problem;
     /// once b's clock is fixed, its writes flow again within seconds, without a restart.
     @Test func aNodeWithAWrongClockRefusesWritesUntilItIsFixed() async throws {
-        let skew = Mutex<UInt64>(120_000)
-        let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())
-        let a = try Replica(configuration("a", ports.0, ports.1))
-        let c = try Replica(configuration("c", ports.2, ports.0))
-        var skewed = configuration("b", ports.1, ports.0)
-        skewed.wallClock = { HybridLogicalClock.systemClock() + skew.withLock { $0 } }
-        let b = try Replica(skewed)
+        let skew = Mutex<Int64>(120_000)
+        let (a, b, c) = try threeNodes(offsetOfB: { skew.withLock { $0 } })
 
         // Before b has compared clocks, its write waits, and is then refused; so is an increment.
         let earlyIncrement = Task { try await b.addToCounter("visits", delta: 5) }
@@ -172,15 +181,9 @@ import Testing
     /// again. (Before, a sync that completed while they were refused left a mark past them, and
     /// every later sync asked only for what came after: they never arrived.)
     @Test func entriesRefusedByABehindClockArriveOnceItIsFixed() async throws {
-        let behind = Mutex<UInt64>(120_000)
-        let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())
-        let a = try Replica(configuration("a", ports.0, ports.1))
-        let c = try Replica(configuration("c", ports.2, ports.0))
-        var slow = configuration("b", ports.1, ports.0)
-        slow.wallClock = { HybridLogicalClock.systemClock() - behind.withLock { $0 } }
+        let behind = Mutex<Int64>(-120_000)
         // a's heartbeats look future-dated to b, so only periodic syncs run while it is behind.
-        slow.periodicSyncInterval = .seconds(1)
-        let b = try Replica(slow)
+        let (a, b, c) = try threeNodes(offsetOfB: { behind.withLock { $0 } }) { $0.periodicSyncInterval = .seconds(1) }
 
         #expect(await eventually { (try? await a.write("x", payload: Array("1".utf8))) != nil })
         #expect(await eventually { await b.counterSnapshot().futureTimestampsRejected >= 1 })
