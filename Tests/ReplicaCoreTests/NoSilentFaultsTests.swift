@@ -71,6 +71,22 @@ import Testing
         await replicas[1].shutdown()
     }
 
+    /// A second `leave` while the first waits joins it, and one after it gets the same count: the
+    /// members asked that answered (one of two here; the other was stopped and never answers).
+    /// The second call used to replace the first, whose caller then waited for ever.
+    @Test func aSecondLeaveJoinsTheFirstAndGetsItsCount() async throws {
+        let replicas = try makeReplicas(3)
+        #expect(await connected(replicas))
+        await replicas[0].shutdown()
+        let first = Task { await replicas[2].leave() }
+        #expect(await eventually { await replicas[2].status().membership == "left" })
+        let second = Task { await replicas[2].leave() }
+        #expect(await first.value == 1)
+        #expect(await second.value == 1)
+        #expect(await replicas[2].leave() == 1)
+        await replicas[1].shutdown()
+    }
+
     /// A store that fails its commits (a full disk; here a trigger refuses every row): received
     /// entries dropped during the back-off are counted, and a batch that writes nothing (every
     /// entry already stored) does not report the store as working again. It did: `health`

@@ -30,7 +30,10 @@ public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible, Lo
     public var description: String { host.contains(":") ? "[\(host)]:\(port)" : "\(host):\(port)" }
 
     /// Whether this is a wildcard listen address (any interface) rather than one address.
-    public var isWildcard: Bool { ["0.0.0.0", "*", "::", ""].contains(host) }
+    public var isWildcard: Bool { Self.isWildcard(host: host) }
+
+    /// Whether `host` stands for any interface rather than one address.
+    public static func isWildcard(host: String) -> Bool { ["0.0.0.0", "*", "::", ""].contains(host) }
 
     /// The ZeroMQ endpoint of the PUB socket.
     public var publishAddress: String { "tcp://\(description)" }

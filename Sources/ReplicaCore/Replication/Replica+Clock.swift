@@ -37,9 +37,7 @@ extension Replica {
                 let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
                 problems.raise(.clock, identity.node.rawValue, error.description)
                 logger.error("\(error.description)")
-                // Refused increments were counted into the cached slot totals: read them again.
-                counterSlots.removeAll()
-                for write in commits.takeWrites() { write.completion.resume(throwing: error) }
+                refuse(commits.takeWrites()) { _ in error }
             case .agrees, .alone, .unverified:
                 if problems.clear(.clock, identity.node.rawValue) != nil {
                     logger.info("this node's clock agrees with its members' again; writes are accepted")

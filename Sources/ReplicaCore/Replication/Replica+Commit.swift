@@ -40,10 +40,10 @@ extension Replica {
 
         // Which member each remote winner came through, for observers only (a dictionary of keys
         // costs a hash per entry on the hot path, so none is built when nobody observes).
-        var remoteOrigin: [String: NodeID] = [:]
+        var remoteOrigin: [ExactKey: NodeID] = [:]
         if !observers.isEmpty {
             remoteOrigin.reserveCapacity(remote.count)
-            for item in remote { remoteOrigin[item.entry.key] = item.from }
+            for item in remote { remoteOrigin[ExactKey(item.entry.key)] = item.from }
         }
         // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
         var localStamps = Set<HybridTimestamp>()
@@ -68,7 +68,7 @@ extension Replica {
         publish(published)
         if !observers.isEmpty {
             for entry in winners {
-                notify(Change(entry: entry, origin: isLocal(entry) ? .local : .remote(remoteOrigin[entry.key] ?? entry.version.node)))
+                notify(Change(entry: entry, origin: isLocal(entry) ? .local : .remote(remoteOrigin[ExactKey(entry.key)] ?? entry.version.node)))
             }
         }
         for write in local { write.completion.resume(returning: write.entries) }
@@ -83,15 +83,12 @@ extension Replica {
         } else if case let (true, suppressed) = warnings.admit("commit", now: .now) {
             logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
         }
-        // Counter increments of this batch were not committed: re-read slot totals from the
-        // store. (Not for a batch of received entries only: increments held meanwhile, for the
-        // clock check, are still to be committed, and their totals stand.)
-        if !local.isEmpty { counterSlots.removeAll() }
+        // (A batch of received entries only keeps the cached counter totals: increments held
+        // meanwhile, for the clock check, are still to be committed, and their totals stand.)
         for write in local {
             for request in write.requests { problems.raise(.save, request.key, reason) }
-            let key = write.requests.first?.key ?? ""
-            write.completion.resume(throwing: ReplicaError.saveFailed(key: key, reason: reason))
         }
+        refuse(local) { ReplicaError.saveFailed(key: $0.requests.first?.key ?? "", reason: reason) }
         problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
             + "entries are fetched again once commits work, retried with back-off")
         if !remote.isEmpty {

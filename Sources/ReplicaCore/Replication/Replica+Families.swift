@@ -10,7 +10,6 @@ extension Replica {
     /// overwritten), and `SharingError.counterOverflow` if the total would overflow.
     @discardableResult
     public func addToCounter(_ name: String, delta: Int) async throws -> Entry {
-        guard !isShutDown else { throw ReplicaError.shutDown }
         let key = FamilyKey.counterSlot(name, incarnation: identity.incarnation)
         try refuseNewerSchema(key, known: CounterFamily.slotSchema)
         let current: Int
@@ -24,13 +23,14 @@ extension Replica {
         let (total, overflow) = current.addingReportingOverflow(delta)
         guard !overflow else { throw SharingError.counterOverflow(name: name) }
         let request = WriteRequest(key: key, payload: CounterFamily.payload(total), schema: CounterFamily.slotSchema)
-        // What `write` would refuse (a skewed clock, a bad name) is refused before the total is
-        // cached: a cached total nothing committed would be counted again by the next increment.
+        // What a write would refuse (shut down, leaving, a skewed clock, a bad name) is refused
+        // before the total is cached: a cached total nothing committed would be counted again
+        // by the next increment.
         try validate([request], refusingNewerSchemaThan: nil)
         counterSlots[ExactKey(key)] = total
-        // `write` queues synchronously (no suspension before the entry is queued), so the next
+        // `enqueue` queues synchronously (no suspension before the entry is queued), so the next
         // increment, even in the same loop turn, starts from `total`.
-        return try await write([request])[0]
+        return try await enqueue([request])[0]
     }
 
     /// Counter `name` as this replica has it: the sum of every slot.

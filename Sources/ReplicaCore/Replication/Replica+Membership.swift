@@ -39,16 +39,20 @@ extension Replica {
             logger.info("member \(record.node) left the cluster")
             if let actions = sessions[record.node]?.recordChanged(record, now: now) { perform(actions, for: record.node, now: now) }
             if sessions[record.node] == nil { sessions[record.node] = PeerSession(record: record, now: now) }
-            closeLink(to: record.node)
-            planner.remove(record.node)
-            problems.clear(.peerClock, record.node.rawValue)
+            stopAsking(record.node)
         case .forgotten(let record):
             logger.info("member \(record.node) was forgotten")
             sessions[record.node] = nil
-            closeLink(to: record.node)
-            planner.remove(record.node)
-            problems.clear(.peerClock, record.node.rawValue)
+            stopAsking(record.node)
         }
+    }
+
+    /// A member that left or was forgotten: hung up on, asked for nothing more, and its clock
+    /// no longer a problem of ours.
+    private func stopAsking(_ node: NodeID) {
+        closeLink(to: node)
+        planner.remove(node)
+        problems.clear(.peerClock, node.rawValue)
     }
 
     /// Tells every member (on PUB) about records that changed our table.
@@ -89,8 +93,8 @@ extension Replica {
     /// A second call while the first waits joins it and returns the same count.
     @discardableResult
     public func leave() async -> Int {
-        guard !isShutDown else { return 0 }
-        if leaving != nil || membership.local.status != .active {
+        guard !isShutDown else { return leaveResult ?? 0 }
+        if membership.local.status != .active {
             // Resumed with the first call's count, or by the shutdown that follows it.
             return await withCheckedContinuation { leaveWaiters.append($0) }
         }
@@ -119,7 +123,8 @@ extension Replica {
     }
 
     func finishLeaving() {
-        let acknowledged = leaving?.acknowledgements ?? 0
+        let acknowledged = leaving?.acknowledgements ?? leaveResult ?? 0
+        leaveResult = acknowledged
         leaving = nil
         let waiters = leaveWaiters
         leaveWaiters = []

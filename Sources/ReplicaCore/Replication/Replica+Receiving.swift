@@ -156,19 +156,23 @@ extension Replica {
     func accept(_ entries: [Entry], from node: NodeID) {
         let wall = clock.wallMillis()
         let now = ContinuousClock.now
-        for entry in entries { accept(entry, from: node, wallMillis: wall, now: now) }
+        var dropped = false
+        for entry in entries where !accept(entry, from: node, wallMillis: wall, now: now) { dropped = true }
+        // Once per message: the next syncs ask for everything in the differing buckets, so what
+        // was dropped or refused is fetched again (for a refused one, once the clocks agree).
+        if dropped { forgetSyncMarks() }
     }
 
     /// Queues a remote entry for the next commit if its timestamp is acceptable.
-    func accept(_ entry: Entry, from node: NodeID) {
-        accept(entry, from: node, wallMillis: clock.wallMillis(), now: .now)
-    }
+    func accept(_ entry: Entry, from node: NodeID) { accept([entry], from: node) }
 
-    private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: ContinuousClock.Instant) {
+    /// Queues one entry; false if it was refused or dropped (not an expired tombstone, which is
+    /// collected everywhere and never to be fetched again).
+    private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: ContinuousClock.Instant) -> Bool {
         if entry.isTombstone && entry.version.timestamp < tombstoneCutoff {
             // Already collected here (or about to be): taking it back would undo the collection.
             counters.expiredTombstonesDropped += 1
-            return
+            return true
         }
         do {
             try clock.receive(entry.version.timestamp, wallMillis: wallMillis)
@@ -178,14 +182,13 @@ extension Replica {
             let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
-            // Once the clocks agree, a sync must be able to bring it again.
-            forgetSyncMarks()
-            return
+            return false
         }
-        if !commits.accept(entry, from: node, now: now) {
+        guard commits.accept(entry, from: node, now: now) else {
             counters.inboundDroppedOnFailedCommit += 1
-            forgetSyncMarks()
+            return false
         }
+        return true
     }
 
     /// Received entries were dropped (a failed commit, a refused timestamp). No sync mark may

@@ -128,7 +128,7 @@ extension Replica {
         case .progress, .completed:
             session.countBytes(repair: bytes)
             sessions[node] = session
-            for entry in chunk.entries { accept(entry, from: node) }
+            accept(chunk.entries, from: node)
             counters.repairedUpdates += chunk.entries.count
             return
         }
@@ -149,7 +149,7 @@ extension Replica {
             }
         }
         sessions[node]?.countBytes(sync: bytes)
-        for entry in chunk.entries { accept(entry, from: node) }
+        accept(chunk.entries, from: node)
         counters.syncEntriesReceived += chunk.entries.count
         counters.syncBytesReceived += bytes
     }

@@ -85,8 +85,10 @@ public actor Replica: PollLoopOwner {
     var catchUpUnservedSince: ContinuousClock.Instant?
     static let catchUpPatience: Duration = .seconds(3)
     var leaving: LeaveProgress?
-    /// Every `leave()` caller waiting for it (a second call joins the first), resumed once.
+    /// Every `leave()` caller waiting for it (a second call joins the first), resumed once, and
+    /// the count they were given (for a call that comes later still).
     var leaveWaiters: [CheckedContinuation<Int, Never>] = []
+    var leaveResult: Int?
 
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
@@ -282,17 +284,32 @@ public actor Replica: PollLoopOwner {
     @discardableResult
     public func write(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16? = nil) async throws -> [Entry] {
         try validate(batch, refusingNewerSchemaThan: known)
+        return try await enqueue(batch)
+    }
+
+    /// Queues a validated batch for the next commit and waits for it. Synchronous up to the
+    /// wait: what the next write on this actor sees is queued.
+    func enqueue(_ batch: [WriteRequest]) async throws -> [Entry] {
         guard !batch.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
             commits.enqueue(CommitQueue.PendingWrite(requests: batch, completion: .continuation(continuation)))
         }
     }
 
+    /// Fails writes that were queued but will not be committed. Counter increments among them
+    /// were counted into the cached slot totals: those are read from the store again.
+    func refuse(_ writes: [CommitQueue.PendingWrite], with error: (CommitQueue.PendingWrite) -> any Error) {
+        guard !writes.isEmpty else { return }
+        counterSlots.removeAll()
+        for write in writes { write.completion.resume(throwing: error(write)) }
+    }
+
     /// Throws what `write` throws before anything is queued: shut down, a skewed clock, a bad
     /// key, a value too large, a newer schema.
     func validate(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16?) throws {
         guard !isShutDown else { throw ReplicaError.shutDown }
-        guard leaving == nil && membership.local.status == .active else { throw ReplicaError.leaving }
+        // Left (or leaving: `leave` marks the record before it waits).
+        guard membership.local.status == .active else { throw ReplicaError.leaving }
         try refuseIfClockSkewed()
         for request in batch {
             do {
@@ -399,7 +416,7 @@ public actor Replica: PollLoopOwner {
         flush()
         isShutDown = true
         // Writes the flush could not take (held for the clock check) are refused, not left waiting.
-        for write in commits.takeWrites() { write.completion.resume(throwing: ReplicaError.shutDown) }
+        refuse(commits.takeWrites()) { _ in ReplicaError.shutDown }
         finishLeaving()
         publisher?.close()
         syncServer?.close()

@@ -23,7 +23,8 @@ struct IndexKey: Hashable {
         Int(truncatingIfNeeded: StableHash.mix(stableHash ^ UInt64(UInt(bitPattern: seed))))
     }
 
-    static func == (a: IndexKey, b: IndexKey) -> Bool { a.stableHash == b.stableHash && a.key == b.key }
+    /// By bytes, as the store compares keys (`ExactKey`), not by `String`'s canonical equivalence.
+    static func == (a: IndexKey, b: IndexKey) -> Bool { a.stableHash == b.stableHash && a.key.utf8.elementsEqual(b.key.utf8) }
 }
 
 /// What a store keeps in memory about every key: its version and digest hash, plus the digest.

@@ -28,7 +28,7 @@ public final class UDPBeaconSocket: @unchecked Sendable {
     /// holds this IPv4 address (nil or a wildcard: on every interface).
     public init(port: UInt16, interfaceAddress: String? = nil) throws {
         self.port = port
-        self.interfaceAddress = interfaceAddress.flatMap { ["0.0.0.0", "*", ""].contains($0) ? nil : $0 }
+        self.interfaceAddress = interfaceAddress.flatMap { Endpoint.isWildcard(host: $0) ? nil : $0 }
         let fd = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
         guard fd >= 0 else { throw Failure(operation: "socket", code: errno) }
         var on: Int32 = 1
@@ -69,7 +69,7 @@ public final class UDPBeaconSocket: @unchecked Sendable {
     /// The broadcast addresses of the IPv4 interfaces that are up and can broadcast, or of the one
     /// holding `interfaceAddress` (nil or a wildcard: every interface): where beacons would go.
     public static func broadcastAddresses(interfaceAddress: String?) -> [in_addr] {
-        let interfaceAddress = interfaceAddress.flatMap { ["0.0.0.0", "*", ""].contains($0) ? nil : $0 }
+        let interfaceAddress = interfaceAddress.flatMap { Endpoint.isWildcard(host: $0) ? nil : $0 }
         var list: UnsafeMutablePointer<ifaddrs>?
         guard getifaddrs(&list) == 0, let first = list else { return [] }
         defer { freeifaddrs(list) }

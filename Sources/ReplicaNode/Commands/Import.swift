@@ -12,7 +12,7 @@ struct Import: ClientCommand {
         abstract: "Write many keys from JSON Lines: one {\"key\": ..., \"value\": ...} per line.",
         discussion: """
             The whole input is checked first: if any line is not an object with a string "key" \
-            and a "value", or its key is reserved (starts with U+001F) or longer than \
+            and a "value", or its key is reserved (starts with U+001F), holds U+0000, or is longer than \
             \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, or its value is longer than \
             \(ControlEndpoint.replicaLimits.maxPayloadBytes) bytes (without whitespace), nothing \
             is written and import exits with 64, naming the line. Keys are distinct when their \

@@ -334,7 +334,7 @@ struct Serve: AsyncParsableCommand {
         // Where the replica's beacon socket would send (see `Replica.init`), asked the same way.
         guard UDPBeaconSocket.broadcastAddresses(interfaceAddress: listen.host).isEmpty else { return nil }
         let host = listen.host
-        if ["0.0.0.0", "*", ""].contains(host) { return "no IPv4 interface that is up can broadcast" }
+        if Endpoint.isWildcard(host: host) { return "no IPv4 interface that is up can broadcast" }
         if host == "localhost" || host.hasPrefix("127.") {
             return "it is a loopback address, and a loopback interface has no broadcast address"
         }

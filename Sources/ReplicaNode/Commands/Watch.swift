@@ -54,8 +54,17 @@ struct Watch: ClientCommand {
                 throw WatchEnded(message: failure.message)
             }
             guard let reply else {
-                // Quiet for a while: make sure the node, and the watch, are still there.
-                guard client.nodeIsListening else { throw WatchEnded(message: "the watch ended: the node stopped") }
+                // Quiet for a while: make sure the node, and the watch, are still there. A node
+                // that is stopping removes its socket file before it tells its watches why they
+                // end: that last word is waited for briefly.
+                guard client.nodeIsListening else {
+                    do {
+                        _ = try client.receive(timeout: .milliseconds(500))
+                    } catch let failure as ControlFailure {
+                        throw WatchEnded(message: failure.message)
+                    }
+                    throw WatchEnded(message: "the watch ended: the node stopped")
+                }
                 if nodeChecksWatches && !checkSent {
                     try client.send(.watchCheck)
                     checkSent = true

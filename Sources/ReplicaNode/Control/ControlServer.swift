@@ -89,7 +89,8 @@ actor ControlServer: PollLoopOwner {
     func drain(within limit: Duration) async {
         guard !isIdle else { return }
         let timer = Task { [weak self] in
-            try? await Task.sleep(for: limit)
+            // Cancelled once idle: then it must not resume anything.
+            guard (try? await Task.sleep(for: limit)) != nil else { return }
             await self?.resumeIdleWaiters()
         }
         await withCheckedContinuation { idleWaiters.append($0) }

@@ -14,9 +14,10 @@ import Glibc
 /// has one (those received before are kept for it). That thread unblocks the signals for itself:
 /// a process started by Foundation's `Process` inherits the signal mask of the thread that
 /// started it, and Dispatch's threads (a test runner's, `cluster`'s) block SIGINT, SIGTERM and
-/// SIGHUP. (The handlers must be in place before Swift's async `main` starts: it calls
-/// `dispatch_main()`, whose main thread then waits in `sigsuspend` with every signal unblocked,
-/// so a signal pending from before would meet the default action there.)
+/// SIGHUP. (The handlers must be in place before `ReplicaNodeCommand.main` calls
+/// `dispatchMain()`: its main thread then waits in `sigsuspend` with every signal unblocked, so
+/// a signal pending from before would meet the default action there. That is why `main` is
+/// synchronous and installs them first.)
 enum SignalWaiter {
     typealias Handler = @Sendable (_ signal: Int32, _ count: Int) -> Void
 

@@ -21,8 +21,8 @@ import Testing
         #expect(progress.isOverdue(now: start + .seconds(2)))
         let byB = progress.acknowledged(by: "b")
         #expect(byB)
-        #expect(progress.isComplete && progress.acknowledgements == 2)
-        #expect(LeaveProgress(asking: [], deadline: start).isComplete)
+        #expect(progress.waitingFor.isEmpty && progress.acknowledgements == 2)
+        #expect(LeaveProgress(asking: [], deadline: start).waitingFor.isEmpty)
     }
 
     struct Tick: Sendable {

@@ -19,8 +19,6 @@ struct LeaveProgress: Equatable, Sendable {
         return waitingFor.isEmpty
     }
 
-    var isComplete: Bool { waitingFor.isEmpty }
-
     /// How many of the members asked have acknowledged.
     var acknowledgements: Int { asked.count - waitingFor.count }
 
