@@ -39,4 +39,18 @@ import Testing
         z = (z ^ (z >> 27)) &* 0x94d0_49bb_1331_11eb
         return z ^ (z >> 31)
     }
+
+    /// Keys compare by their bytes, as SQLite compares them: canonically equivalent strings
+    /// (equal to Swift's `==`) are two keys.
+    @Test func keysCompareByTheirBytes() {
+        #expect("caf\u{E9}" == "cafe\u{301}", "Swift's String equality")
+        #expect(!"caf\u{E9}".hasSameBytes(as: "cafe\u{301}"))
+        #expect(ExactKey("caf\u{E9}") != ExactKey("cafe\u{301}"))
+        #expect(IndexKey("caf\u{E9}") != IndexKey("cafe\u{301}"))
+        #expect("key-1".hasSameBytes(as: String("key-12".dropLast())))
+        #expect("".hasSameBytes(as: ""))
+        #expect(!"a".hasSameBytes(as: "ab"))
+        #expect(Set([ExactKey("caf\u{E9}"), ExactKey("cafe\u{301}"), ExactKey("caf\u{E9}")]).count == 2)
+        #expect("cafe\u{301}/x".hasKeyPrefix("cafe") && !"cafe\u{301}/x".hasKeyPrefix("caf\u{E9}"))
+    }
 }

@@ -1,3 +1,9 @@
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
 /// A key compared and hashed by its UTF-8 bytes, as the stores compare keys.
 ///
 /// Swift's `String` equality is canonical equivalence: "caf\u{E9}" and "cafe\u{301}" are equal
@@ -8,7 +14,7 @@ public struct ExactKey: Hashable, Sendable, CustomStringConvertible {
 
     public init(_ string: String) { self.string = string }
 
-    public static func == (a: Self, b: Self) -> Bool { a.string.utf8.elementsEqual(b.string.utf8) }
+    public static func == (a: Self, b: Self) -> Bool { a.string.hasSameBytes(as: b.string) }
 
     public func hash(into hasher: inout Hasher) {
         var string = string
@@ -19,6 +25,15 @@ public struct ExactKey: Hashable, Sendable, CustomStringConvertible {
 }
 
 extension String {
+    /// Whether both strings are the same UTF-8 bytes: one `memcmp` of contiguous storage (a
+    /// loop over the `utf8` views cost the memory store's merge 15-20%).
+    func hasSameBytes(as other: String) -> Bool {
+        var (a, b) = (self, other)
+        return a.withUTF8 { x in
+            b.withUTF8 { y in x.count == y.count && (x.isEmpty || memcmp(x.baseAddress!, y.baseAddress!, x.count) == 0) }
+        }
+    }
+
     /// Whether this key starts with `prefix` as the stores match prefixes: by bytes. (`hasPrefix`
     /// compares characters by canonical equivalence: "cafe\u{301}/x" has the prefix "caf\u{E9}/".)
     func hasKeyPrefix(_ prefix: String) -> Bool { utf8.starts(with: prefix.utf8) }

@@ -24,7 +24,7 @@ struct IndexKey: Hashable {
     }
 
     /// By bytes, as the store compares keys (`ExactKey`), not by `String`'s canonical equivalence.
-    static func == (a: IndexKey, b: IndexKey) -> Bool { a.stableHash == b.stableHash && a.key.utf8.elementsEqual(b.key.utf8) }
+    static func == (a: IndexKey, b: IndexKey) -> Bool { a.stableHash == b.stableHash && a.key.hasSameBytes(as: b.key) }
 }
 
 /// What a store keeps in memory about every key: its version and digest hash, plus the digest.
