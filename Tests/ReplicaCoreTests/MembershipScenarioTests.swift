@@ -27,6 +27,22 @@ import Testing
         return true
     }
 
+    /// A node that hears no member for the down time asks its seeds again, even while another
+    /// seed never answered (a retired host in a shared list). Here seed a is replaced by a new
+    /// node s at a's address, which can learn of r only from r's new join. (A seed still pending
+    /// used to stop the asking for good.)
+    @Test func anIsolatedNodeAsksItsSeedsAgainWhileAnotherNeverAnswers() async throws {
+        let ports = (testPorts.pair(), testPorts.pair())  // a's, and one that nobody listens on
+        let a = try Self.replica("a", port: ports.0, seeds: [])
+        let r = try Self.replica("r", seeds: [ports.0, ports.1])
+        #expect(await eventually { await Self.everyoneSees([a, r]) })
+        await a.shutdown()
+        let s = try Self.replica("s", port: ports.0, seeds: [])
+        #expect(await eventually(timeout: .seconds(15)) { await r.status().peers.contains { $0.id == "s" && $0.state == .alive } })
+        await s.shutdown()
+        await r.shutdown()
+    }
+
     @Test func aNodeThatJoinsThroughOneSeedIsDialledByEveryoneAndItsWritesReachThem() async throws {
         let ports = (0..<3).map { _ in testPorts.pair() }
         // A chain of seeds: b knows a, c knows b. Gossip must still make a full mesh.

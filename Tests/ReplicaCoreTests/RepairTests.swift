@@ -148,11 +148,13 @@ final class FakePeer {
     }
 
     /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.
+    /// (20 s: when every suite starts at once on 2 cores, a node's first join has been seen
+    /// to go unanswered until its seeds were asked again, 10-14 s after the start.)
     func waitUntilHeard(by replica: Replica) async throws -> Bool {
-        try await eventually {
+        try await eventually(timeout: .seconds(20)) {
             try heartbeat(sequence: 0)
             try serveRequests()
-            return await replica.status().peers.first?.state == .alive
+            return await replica.status().peers.first { $0.id == "fake" }?.state == .alive
         }
     }
 
