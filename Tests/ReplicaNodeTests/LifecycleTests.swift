@@ -116,14 +116,20 @@ import Testing
 
     // MARK: watch
 
+    /// Once node 0 serves, a `watch` of it that has said it is watching.
+    private func watching(_ cluster: ProcessCluster) async throws -> RunningCommand {
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let watcher = try RunningCommand(["watch", "--data", cluster.nodes[0].data.path])
+        #expect(await watcher.errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        return watcher
+    }
+
     /// A node killed and restarted before the watch's quiet check: it listens again but knows
     /// nothing of the watch. The watch exits 1, saying so, and shows nothing written after.
     @Test func aWatchEndsWhenItsNodeIsKilledAndRestartedQuickly() async throws {
         let cluster = try ProcessCluster(size: 1, name: "watch-kill")
         defer { cluster.stop() }
-        #expect(try await eventually { try cluster.status(0) != nil })
-        let watcher = try RunningCommand(["watch", "--data", cluster.nodes[0].data.path])
-        #expect(await watcher.errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        let watcher = try await watching(cluster)
         cluster.stop(0, signal: SIGKILL)
         try cluster.start(0)
         #expect(try await eventually { try cluster.status(0) != nil })
@@ -139,9 +145,7 @@ import Testing
     @Test func aWatchIsToldThatItEndsWhenItsNodeStops() async throws {
         let cluster = try ProcessCluster(size: 1, name: "watch-stop")
         defer { cluster.stop() }
-        #expect(try await eventually { try cluster.status(0) != nil })
-        let watcher = try RunningCommand(["watch", "--data", cluster.nodes[0].data.path])
-        #expect(await watcher.errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        let watcher = try await watching(cluster)
         #expect(cluster.stop(0) == 0)
         try cluster.start(0)
         #expect(try await eventually { try cluster.status(0) != nil })
