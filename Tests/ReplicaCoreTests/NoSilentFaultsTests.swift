@@ -20,7 +20,7 @@ import Testing
         for _ in 0..<5 {
             try peer.heartbeat(sequence: 500, incarnation: UUID(), aheadMillis: 120_000)
             try await Task.sleep(for: .milliseconds(100))
-            try peer.serveRequests()
+            try peer.keepAlive()
         }
         #expect(await eventually { await replica.counterSnapshot().skewedHeartbeats >= 1 })
         let after = await replica.status()

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import Testing
 @testable import ReplicaCore
 
@@ -55,7 +56,7 @@ import Testing
         try peer.publish(peer.updates[0])
         try peer.publish(peer.updates[2])  // update 2 is "lost"
         let repaired = try await eventually {
-            try peer.serveRequests()
+            try peer.keepAlive()
             return try await replica.entry(for: "key2") != nil
         }
         #expect(repaired)
@@ -79,35 +80,48 @@ import Testing
         let before = peer.syncRequests
         let synced = try await eventually {
             try peer.heartbeat(sequence: 0, digestRoot: 42)  // unchanged, and unlike the node's
-            try peer.serveRequests()
+            try peer.keepAlive()
             return peer.syncRequests > before
         }
         #expect(synced)
     }
 }
 
-/// A peer played by the test over real sockets: a PUB it publishes on and a ROUTER that
-/// answers the node's sync requests (with nothing) and repair requests (from `updates`).
+/// A peer played by the test over real sockets: a PUB it publishes on, and a ROUTER that
+/// answers the node's joins, sync requests (with nothing) and repair requests (from `updates`).
+///
+/// The ROUTER is served by a thread of its own, not by the test's task: when every suite starts
+/// at once, the 2 cooperative threads can be busy for seconds, and a join left unanswered that
+/// long is only asked again when the node re-contacts its seeds (a test then waited 14 s).
+/// Heartbeats stay with the test, which shapes them (sequence, digest, incarnation, clock).
 final class FakePeer {
     let port = testPorts.pair()
     let context: ZMQContext
     let publisher: ZMQSocket
-    let router: ZMQSocket
     let codec = WireCodec()
     let updates = (1...3).map { Update(origin: "fake", sequence: UInt64($0), entry: RepairTests.entry("key\($0)")) }
-    private(set) var repairsAsked: [ClosedRange<UInt64>] = []
-    private(set) var syncRequests = 0
-    /// Join and membership-exchange requests answered.
-    private(set) var joins = 0
+    private let responder: Responder
     private var lastHeartbeat = ContinuousClock.now - .seconds(1)
+
+    /// Repair ranges the node asked for, in order.
+    var repairsAsked: [ClosedRange<UInt64>] { responder.answered.withLock { $0.repairsAsked } }
+    /// Sync requests answered.
+    var syncRequests: Int { responder.answered.withLock { $0.syncRequests } }
+    /// Join and membership-exchange requests answered.
+    var joins: Int { responder.answered.withLock { $0.joins } }
 
     init() throws {
         context = try ZMQContext()
         publisher = try context.socket(.pub)
         try publisher.bind("tcp://127.0.0.1:\(port)")
-        router = try context.socket(.router)
+        let router = try context.socket(.router)
         try router.bind("tcp://127.0.0.1:\(port + 1)")
+        responder = Responder(router: router, record: Self.record(port: port), updates: updates)
+        responder.start()
     }
+
+    /// The thread must have closed the ROUTER before the context is terminated.
+    deinit { responder.stop() }
 
     /// A node whose only peer is this fake.
     func makeNode() throws -> Replica {
@@ -132,8 +146,8 @@ final class FakePeer {
     static let epoch: UInt64 = 1
 
     /// The fake's member record: what it answers a join with.
-    var record: MemberRecord {
-        MemberRecord(node: "fake", epoch: Self.epoch, incarnation: Self.incarnation, status: .active,
+    static func record(port: UInt16) -> MemberRecord {
+        MemberRecord(node: "fake", epoch: epoch, incarnation: incarnation, status: .active,
                      address: Endpoint(host: "127.0.0.1", port: port), publicKey: nil)
     }
 
@@ -148,49 +162,91 @@ final class FakePeer {
     }
 
     /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.
-    /// (20 s: when every suite starts at once on 2 cores, a node's first join has been seen
-    /// to go unanswered until its seeds were asked again, 10-14 s after the start.)
     func waitUntilHeard(by replica: Replica) async throws -> Bool {
         try await eventually(timeout: .seconds(20)) {
             try heartbeat(sequence: 0)
-            try serveRequests()
             return await replica.status().peers.first { $0.id == "fake" }?.state == .alive
         }
     }
 
-    /// Serves the node's start-up syncs until one has completed and none is running, so that a
-    /// test counts only the syncs its own step causes.
+    /// Keeps heartbeating until the node's start-up syncs have completed and none is running,
+    /// so that a test counts only the syncs its own step causes.
     func waitUntilStartUpSyncsEnd(on replica: Replica) async throws -> Bool {
         try await eventually {
-            try serveRequests()
+            try keepAlive()
             let status = await replica.status().peers.first
             return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
         }
     }
 
-    /// Answers what the node asked, and heartbeats (a member that goes silent would be suspected).
-    func serveRequests() throws {
-        if ContinuousClock.now - lastHeartbeat >= .milliseconds(200) {
-            try heartbeat()
-            lastHeartbeat = .now
+    /// Heartbeats at most every 200 ms: a member that goes silent would be suspected.
+    func keepAlive() throws {
+        guard ContinuousClock.now - lastHeartbeat >= .milliseconds(200) else { return }
+        try heartbeat()
+        lastHeartbeat = .now
+    }
+
+    /// The fake's ROUTER and the thread that answers on it. Only that thread touches the socket;
+    /// what it answered is shared with the test under a lock.
+    private final class Responder: @unchecked Sendable {
+        struct Answered {
+            var repairsAsked: [ClosedRange<UInt64>] = []
+            var syncRequests = 0
+            var joins = 0
+            var stopping = false
         }
-        while let message = try router.receive(), message.frames.count == 2 {
-            switch try codec.decode(message.frames[1]) {
-            case .syncRequest(let request):
-                syncRequests += 1
-                let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: [])
-                try router.send([message.frames[0], codec.encode(.syncChunk(empty))])
-            case .members(let members) where members.wantsReply:
-                joins += 1
-                let reply = MembersMessage(origin: "fake", wantsReply: false, records: [record])
-                try router.send([message.frames[0], codec.encode(.members(reply))])
-            case .repairRequest(let request):
-                repairsAsked.append(request.first...request.last)
-                let entries = updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
-                let chunk = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: entries)
-                try router.send([message.frames[0], codec.encode(.syncChunk(chunk))])
-            default:
-                break
+
+        let answered = Mutex(Answered())
+        private let router: ZMQSocket
+        private let record: MemberRecord
+        private let updates: [Update]
+        private let codec = WireCodec()
+        private let stopped = DispatchSemaphore(value: 0)
+
+        init(router: ZMQSocket, record: MemberRecord, updates: [Update]) {
+            self.router = router
+            self.record = record
+            self.updates = updates
+        }
+
+        func start() {
+            Thread { [self] in
+                while !answered.withLock({ $0.stopping }) {
+                    do {
+                        if try router.waitUntilReadable(timeout: .milliseconds(10)) { try answerWaitingRequests() }
+                    } catch {
+                        Issue.record("the fake peer could not answer: \(error)")
+                        break
+                    }
+                }
+                stopped.signal()
+            }.start()
+        }
+
+        func stop() {
+            answered.withLock { $0.stopping = true }
+            stopped.wait()
+        }
+
+        private func answerWaitingRequests() throws {
+            while let message = try router.receive(), message.frames.count == 2 {
+                switch try codec.decode(message.frames[1]) {
+                case .syncRequest(let request):
+                    answered.withLock { $0.syncRequests += 1 }
+                    let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: [])
+                    try router.send([message.frames[0], codec.encode(.syncChunk(empty))])
+                case .members(let members) where members.wantsReply:
+                    answered.withLock { $0.joins += 1 }
+                    let reply = MembersMessage(origin: "fake", wantsReply: false, records: [record])
+                    try router.send([message.frames[0], codec.encode(.members(reply))])
+                case .repairRequest(let request):
+                    answered.withLock { $0.repairsAsked.append(request.first...request.last) }
+                    let entries = updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
+                    let chunk = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: entries)
+                    try router.send([message.frames[0], codec.encode(.syncChunk(chunk))])
+                default:
+                    break
+                }
             }
         }
     }
