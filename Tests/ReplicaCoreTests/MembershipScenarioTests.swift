@@ -90,8 +90,10 @@ import Testing
         let c = try Self.replica("c", seeds: [port])
         #expect(await eventually { await Self.everyoneSees([a, b, c]) })
         await #expect(throws: Replica.ForgetError.self) { try await a.forget("c") }  // alive: refused
+        #expect(await eventually { await a.status().peers.first { $0.id == "c" }?.inSync == true })
         await c.shutdown()
         #expect(await eventually { await Self.everyoneSees([a, b], .down, of: ["c"]) })
+        #expect(await a.status().peers.first { $0.id == "c" }?.inSync == false, "a silent member is not known to be in sync")
         try await a.forget("c")
         await #expect(throws: Replica.ForgetError.self) { try await a.forget("a") }
         #expect(await eventually {
