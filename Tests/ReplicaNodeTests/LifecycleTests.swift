@@ -50,10 +50,11 @@ import Testing
 
     // MARK: serve
 
-    /// SIGTERM at once, and while the replica is being created: a graceful stop (exit 0), the
-    /// data directory not left locked, no control socket left behind.
-    @Test(arguments: [false, true])
-    func sigtermDuringStartUpIsAGracefulStop(afterTheLockIsTaken: Bool) async throws {
+    /// SIGTERM (or SIGHUP: the terminal `serve` runs in closed) at once, and while the replica is
+    /// being created: a graceful stop (exit 0), the data directory not left locked, no control
+    /// socket left behind.
+    @Test(arguments: [false, true], [SIGTERM, SIGHUP])
+    func aSignalDuringStartUpIsAGracefulStop(afterTheLockIsTaken: Bool, signal: Int32) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-early-term-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
         let data = root.appendingPathComponent("node1")
@@ -63,7 +64,7 @@ import Testing
         if afterTheLockIsTaken {
             #expect(await eventually { FileManager.default.fileExists(atPath: data.appendingPathComponent("lock").path) || !node.process.isRunning })
         }
-        kill(pid, SIGTERM)
+        kill(pid, signal)
         #expect(await eventually(timeout: .seconds(20)) { !node.process.isRunning }, "the node did not stop")
         #expect(node.process.terminationReason == .exit && node.process.terminationStatus == 0,
                 "exit \(node.process.terminationStatus) (\(node.process.terminationReason == .exit ? "exit" : "signal"))")

@@ -6,7 +6,7 @@ import ReplicaCore
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run a node until SIGINT or SIGTERM.",
+        abstract: "Run a node until SIGINT, SIGTERM or SIGHUP.",
         discussion: """
             The node binds a PUB socket on PORT (updates, heartbeats) and a ROUTER socket on \
             PORT + 1 (sync, repairs, membership), and keeps its SQLite database and control \

@@ -94,8 +94,9 @@ enum SignalWaiter {
         _ = write(pipeWrite, &wake, 1)
     }
 
-    /// `serve`'s signals.
-    static let termination = [SIGINT, SIGTERM]
+    /// `serve`'s signals. SIGHUP too: its default action would end the process at once when the
+    /// terminal it runs in closes, without committing queued writes or answering requests.
+    static let termination = [SIGINT, SIGTERM, SIGHUP]
 
     /// `serve`'s handling: the first signal is passed to `first` for a graceful shutdown; a
     /// second one exits at once (status 130), for an operator who does not want to wait.
