@@ -77,6 +77,12 @@ public final class SQLiteStore: ReplicaStore {
         let database = opened.database
         self.database = database
         index = opened.index
+        recoveredFromCorruption = moved
+        identity = try database.write { db in try Self.identity(in: db, node: node) }
+        guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
+        checkpointer = try WALCheckpointer(path: url.path, progress: walProgress, policy: checkpointPolicy)
+        // Last, after everything that can throw: the hook retains the progress, and only
+        // `deinit` (which runs once every property is set) removes the hook and releases it.
         let progress = Unmanaged.passRetained(walProgress)
         database.writeWithoutTransaction { db in
             _ = sqlite3_wal_hook(db.sqliteConnection, { context, _, _, frames in
@@ -85,10 +91,6 @@ public final class SQLiteStore: ReplicaStore {
                 return SQLITE_OK
             }, progress.toOpaque())
         }
-        checkpointer = try WALCheckpointer(path: url.path, progress: walProgress, policy: checkpointPolicy)
-        recoveredFromCorruption = moved
-        identity = try database.write { db in try Self.identity(in: db, node: node) }
-        guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
     }
 
     /// Opens the database and reads every entry into a new index. Reading every row (every cell
