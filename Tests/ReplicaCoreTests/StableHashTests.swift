@@ -27,6 +27,28 @@ import Testing
         #expect(StoreDigest.bucket(of: "counter/visits") == Int(Self.reference("counter/visits") % 1024))
     }
 
+    /// The examples docs/protocol.md gives under "Digests", so that an outsider who implements
+    /// them from the page and gets these figures agrees with us (they were also checked against
+    /// a running node's `status` digest and heartbeat).
+    @Test func theDocumentedDigestExamplesHold() {
+        var digest = StoreDigest()
+        #expect(digest.root == 0x8d16_1e5c_483a_be3a, "an empty store")
+        #expect(StoreDigest.bucket(of: "a") == 295)
+        let value = Entry(key: "a", version: Version(timestamp: HybridTimestamp(rawValue: 117_665_099_783_471_104), node: "dn1"),
+                          payload: Array("\"x\"".utf8))
+        #expect(StoreDigest.hash(of: value) == 0x1ee7_d413_cd01_0f0b)
+        digest.replace(oldHash: nil, newHash: StoreDigest.hash(of: value), bucket: 295)
+        #expect(digest.root == 0x134b_e71c_c09e_9aee)
+        let tombstone = Entry(key: "a", version: Version(timestamp: HybridTimestamp(rawValue: 1_795_426_939_426 << 16), node: "dn1"), payload: nil)
+        #expect(StoreDigest.hash(of: tombstone) == 0x4bb0_8db2_b2e6_051e)
+        digest.replace(oldHash: StoreDigest.hash(of: value), newHash: StoreDigest.hash(of: tombstone), bucket: 295)
+        #expect(digest.root == 0x851b_37ee_5fd3_dc69)
+        let incarnation = UUID(uuidString: "7CB57E19-FBBE-4AF9-83A7-028F1BA36567")!
+        let record = MemberRecord(node: "dn1", epoch: 1_795_426_935_627, incarnation: incarnation, status: .active,
+                                  address: Endpoint(host: "127.0.0.1", port: 27800), publicKey: nil)
+        #expect(Membership(local: record).digest == 0x6255_f9a2_887b_8e00)
+    }
+
     /// The definition, written out: FNV-1a over the bytes, then splitmix64's finaliser.
     static func reference(_ string: String) -> UInt64 {
         var state: UInt64 = 0xcbf2_9ce4_8422_2325
