@@ -23,6 +23,20 @@ struct ReplicaLayout {
         }
     }
 
+    /// Starts two nodes under CURVE (docs/sharing.md's set-up), each trusting the other's key,
+    /// named as the other's id's key.
+    func startTrustingEachOther(_ keys: [CurveKeyPair]) throws -> [Replica] {
+        let endpoints = configurations.map(\.listen)
+        return try (0..<2).map { index in
+            var configuration = configurations[index]
+            let peer = 1 - index
+            configuration.security = .curve(CurveSecurity(
+                keys: keys[index], trusted: [keys[peer].publicKey], peerKeys: [endpoints[peer]: keys[peer].publicKey],
+                keyOwners: [keys[peer].publicKey: configurations[peer].node]))
+            return try Replica(configuration)
+        }
+    }
+
     func start(_ index: Int, storage: ReplicaConfiguration.Storage? = nil) throws -> Replica {
         var configuration = configurations[index]
         if let storage { configuration.storage = storage }

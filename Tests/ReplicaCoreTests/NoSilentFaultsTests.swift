@@ -174,6 +174,7 @@ import Testing
         let bStatus = await b.status()
         #expect(bStatus.clock.verdict == "skewed")
         #expect(bStatus.problems.contains { $0.kind == .clock })
+        #expect(!bStatus.problems.contains { $0.kind == .peerClock }, "a and c agree with the median: b's own clock is the wrong one")
         #expect(await !b.health().healthy)
         #expect(await eventually { await a.status().problems.contains { $0.kind == .peerClock && $0.subject == "b" } })
         #expect(await a.health().healthy, "another node's clock is not a's ill health")

@@ -183,22 +183,12 @@ import Testing
     }
 }
 
-/// docs/sharing.md's CURVE set-up from Swift, as written there.
+/// docs/sharing.md's CURVE set-up from Swift (`ReplicaLayout.startTrustingEachOther`).
 @Suite struct CurveFromSwiftTests {
     @Test func sharedStateReplicatesBetweenCurveNodes() async throws {
         let keys = [try CurveKeyPair.generate(), try CurveKeyPair.generate()]
         let layout = ReplicaLayout(count: 2)
-        let endpoints = layout.configurations.map(\.listen)
-        var replicas: [Replica] = []
-        for index in 0..<2 {
-            var configuration = layout.configurations[index]
-            let peer = 1 - index
-            configuration.security = .curve(CurveSecurity(
-                keys: keys[index],
-                trusted: [keys[peer].publicKey],
-                peerKeys: [endpoints[peer]: keys[peer].publicKey]))
-            replicas.append(try Replica(configuration))
-        }
+        let replicas = try layout.startTrustingEachOther(keys)
         #expect(await connected(replicas))
         #expect(await replicas[0].status().security == "curve")
         @Shared(.replicated("secret-settings", on: replicas[0])) var onA = Settings()

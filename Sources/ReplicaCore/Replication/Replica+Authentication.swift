@@ -1,7 +1,8 @@
 import Foundation
 
 /// The ZAP handler: admits a CURVE client only if its public key is trusted, and records every
-/// refusal with the client's address for `status`.
+/// refusal with the client's address for `status`. A key revoked later loses the connections
+/// it already holds (`cutRevokedConnections`).
 extension Replica {
     /// The ZAP socket and handshake monitors, polled with the other sockets (empty when insecure).
     var authenticationSockets: [ZMQSocket] {
@@ -24,6 +25,35 @@ extension Replica {
                 logger.warning("could not answer a CURVE authentication request", metadata: ["error": "\(error)"])
             }
         }
+    }
+
+    /// Records which key the connection of a message to our sockets proved. False, and the
+    /// connection ended, if that key is no longer trusted: the message must not be acted on.
+    func admitsConnection(_ sender: MessageSender?) -> Bool {
+        guard curve != nil, let sender, let key = sender.userID else { return true }
+        guard isTrusted(z85: key) else {
+            endConnections([sender.descriptor])
+            return false
+        }
+        acceptedConnections.heard(on: sender.descriptor, key: key)
+        return true
+    }
+
+    /// Ends the connections made with keys that are no longer trusted (after a trust change).
+    func cutRevokedConnections() {
+        endConnections(acceptedConnections.revoke { isTrusted(z85: $0) })
+    }
+
+    private func isTrusted(z85 key: String) -> Bool {
+        CurveKeyPair.rawBytes(ofZ85: key).map { trustedKeys.contains($0) } ?? false
+    }
+
+    private func endConnections(_ descriptors: [Int32]) {
+        let ports: Set<UInt16> = [configuration.listen.port, configuration.listen.port &+ 1]
+        let ended = descriptors.filter { AcceptedTCPConnection.shutDown(descriptor: $0, ifLocalPortIn: ports) }.count
+        guard ended > 0 else { return }
+        counters.revokedConnectionsEnded += ended
+        logger.warning("ended \(ended) connection(s) made with a key that is no longer trusted; its next handshake is refused")
     }
 
     /// ZAP/1.0 (RFC 27): request = version, request id, domain, address, identity, mechanism,

@@ -7,21 +7,15 @@ extension Replica {
         // Both clocks read together: a step shows as their difference, not as a turn's length.
         noticeClockStep(wall: configuration.wallClock(), now: .now)
         var offsets: [Int64] = []
+        var measured: [(node: NodeID, offset: Int64)] = []
         var unmeasured = 0
         for session in sessions.values where session.record.status == .active && session.hearsDirectly(now: now, base: timing) {
             if let offset = session.clock.offsetMillis {
                 offsets.append(offset)
+                measured.append((session.node, offset))
             } else {
                 unmeasured += 1
-            }
-            let subject = session.node.rawValue
-            if let offset = session.clock.offsetMillis, abs(offset) > clockCheck.limitMillis {
-                if problems.raise(.peerClock, subject, "\(subject)'s clock is \(abs(offset) / 1000) s \(offset > 0 ? "ahead of" : "behind") this node's; "
-                    + "entries it writes are refused while so") {
-                    logger.warning("\(subject)'s clock is \(offset) ms off ours, beyond the \(clockCheck.limitMillis) ms limit")
-                }
-            } else {
-                problems.clear(.peerClock, subject)
+                problems.clear(.peerClock, session.node.rawValue)
             }
         }
         clock.extraDriftMillis = clockCheck.allowanceMillis
@@ -42,6 +36,28 @@ extension Replica {
                 if problems.clear(.clock, identity.node.rawValue) != nil {
                     logger.info("this node's clock agrees with its members' again; writes are accepted")
                 }
+            }
+        }
+        judgeMemberClocks(measured, median: ClockCheck.median(offsets))
+    }
+
+    /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
+    /// clock has been judged (a member behind ours but with the median is not the wrong one).
+    private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?) {
+        for (node, offset) in measured {
+            let subject = node.rawValue
+            let message: String
+            switch clockCheck.judge(memberOffset: offset, median: median) {
+            case .fine:
+                problems.clear(.peerClock, subject)
+                continue
+            case .ahead:
+                message = "\(subject)'s clock is \(offset / 1000) s ahead of this node's; entries it writes are refused here while so"
+            case .behind:
+                message = "\(subject)'s clock is \(-offset / 1000) s behind this node's and its other members'; it refuses its own writes while so"
+            }
+            if problems.raise(.peerClock, subject, message) {
+                logger.warning("\(subject)'s clock is \(offset) ms off ours, beyond the \(clockCheck.limitMillis) ms limit")
             }
         }
     }

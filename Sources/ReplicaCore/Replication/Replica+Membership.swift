@@ -12,6 +12,7 @@ extension Replica {
         }
         for change in result.changes { apply(change, now: now) }
         if !result.announce.isEmpty { announce(result.announce) }
+        if !result.changes.isEmpty { refreshTrustProblems() }
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
@@ -145,6 +146,7 @@ extension Replica {
             let tombstone = try membership.forget(node, isAlive: alive)
             apply(.forgotten(tombstone), now: .now)
             announce([tombstone])
+            refreshTrustProblems()
         } catch .isSelf {
             throw ForgetError(description: "\(node) is this node; use leave to take it out of the cluster")
         } catch .unknown {
@@ -168,6 +170,7 @@ extension Replica {
         trustedKeys = keys
         keyOwners = byKey
         logger.info("trust updated: \(keys.count) key(s)")
+        cutRevokedConnections()
         let now = ContinuousClock.now
         for record in membership.active {
             let admitted = isAdmitted(record)
@@ -179,6 +182,32 @@ extension Replica {
                 closeLink(to: record.node)
                 planner.remove(record.node)
             }
+        }
+        refreshTrustProblems()
+    }
+
+    /// An active member that is not admitted here is a `trust` problem until it is trusted,
+    /// leaves or is forgotten: it is neither dialled nor let in, so nothing it writes arrives
+    /// and nothing written here reaches it, which the operator must see.
+    func refreshTrustProblems() {
+        guard curve != nil else { return }
+        let refused = membership.active.filter { !isAdmitted($0) }
+        let subjects = Set(refused.map(\.node.rawValue))
+        for problem in problems.of(.trust) where !subjects.contains(problem.subject) {
+            problems.clear(.trust, problem.subject)
+        }
+        let listed = Set(problems.of(.trust).map(\.subject))
+        for record in refused where !listed.contains(record.node.rawValue) {
+            let reason: String
+            if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
+                reason = "its key is trusted as \(owner)'s, not \(record.node)'s"
+            } else if record.publicKey == nil {
+                reason = "it has no CURVE key (it runs insecure)"
+            } else {
+                reason = "its key is not trusted here"
+            }
+            problems.raise(.trust, record.node.rawValue, "member \(record.node) at \(record.address): \(reason); it is not dialled and "
+                + "cannot connect, so nothing replicates with it. Trust its key (ID.pub in the trust directory) or forget it")
         }
     }
 

@@ -33,7 +33,8 @@ extension Replica {
     func receiveSubscriptions() {
         guard let publisher else { return }
         for _ in 0..<256 {
-            guard let change = try? publisher.receiveSubscription() else { return }
+            guard let (change, sender) = try? publisher.receiveSubscription() else { return }
+            guard admitsConnection(sender) else { continue }
             switch change {
             case .subscribed(let topic):
                 if let source = Self.relaySource(of: topic) { relaysServed.insert(source) }

@@ -12,12 +12,13 @@ extension Replica {
         for _ in 0..<64 {
             let message: ReceivedMessage?
             do {
-                message = try syncServer.receive(maxFrames: 2)
+                message = try syncServer.receive(maxFrames: 2, identifyingSender: curve != nil)
             } catch {
                 logger.warning("sync receive failed: \(error)")
                 return
             }
             guard let message else { return }
+            guard admitsConnection(message.sender) else { continue }
             do {
                 guard message.frames.count == 2, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
                 let client = message.frames[0]

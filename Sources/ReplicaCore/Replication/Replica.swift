@@ -108,6 +108,8 @@ public actor Replica: PollLoopOwner {
     let curve: CurveSecurity?
     var trustedKeys: Set<[UInt8]>
     var keyOwners: [[UInt8]: NodeID]
+    /// Under CURVE: the connections made to our sockets, by key, to end when a key is revoked.
+    var acceptedConnections = AcceptedConnections()
     var authenticator: ZMQSocket?
     var handshakeMonitors: [HandshakeMonitor] = []
 
@@ -188,7 +190,10 @@ public actor Replica: PollLoopOwner {
         // receiver that falls behind finds what it lost still there to repair.
         try publisher.setHighWaterMarks(send: 20_000, receive: 1000)
         try publisher.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
-        if let curve { try publisher.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
+        if let curve {
+            try publisher.setCurveServer(curve.keys, zapDomain: Self.zapDomain)
+            try publisher.reportEverySubscription()
+        }
         try publisher.bind(configuration.listen.publishAddress)
         let syncServer = try context.socket(.router)
         try syncServer.setRouterMandatory()

@@ -89,6 +89,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var syncRequestsRefused = 0
         /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
         public var handshakesFailed = 0
+        /// Connections to our sockets ended because the key they proved was revoked (removed
+        /// from the trusted keys) after their handshake.
+        public var revokedConnectionsEnded = 0
         /// Received entries dropped because the store could not commit them: by a failed commit,
         /// or unread during its back-off (fetched again later).
         public var inboundDroppedOnFailedCommit = 0

@@ -245,11 +245,20 @@ public final class ZMQSocket: @unchecked Sendable {
         case unsubscribed([UInt8])
     }
 
-    /// XPUB only: the next subscription change, or nil if none is waiting.
-    public func receiveSubscription() throws(ZMQError) -> SubscriptionChange? {
-        guard let message = try receive(maxFrames: 1), let frame = message.frames.first, let first = frame.first else { return nil }
+    /// XPUB only: the next subscription change, or nil if none is waiting, and who sent it
+    /// (see ``ReceivedMessage/sender``).
+    public func receiveSubscription() throws(ZMQError) -> (change: SubscriptionChange, sender: MessageSender?)? {
+        guard let message = try receive(maxFrames: 1, identifyingSender: true), let frame = message.frames.first, let first = frame.first else {
+            return nil
+        }
         let topic = Array(frame.dropFirst())
-        return first == 1 ? .subscribed(topic) : .unsubscribed(topic)
+        return (first == 1 ? .subscribed(topic) : .unsubscribed(topic), message.sender)
+    }
+
+    /// XPUB only: pass on every subscriber's subscriptions, not only a topic's first, so that
+    /// every subscriber's connection is seen (see ``receiveSubscription()``).
+    public func reportEverySubscription() throws(ZMQError) {
+        try setOption(ZMQ_XPUB_VERBOSE, 1)
     }
 
     /// Sets send and receive high-water marks (messages queued per peer before drop/block).
@@ -310,11 +319,13 @@ public final class ZMQSocket: @unchecked Sendable {
 
     /// Receives one whole multipart message, or nil if none is waiting and `wait` is false.
     /// At most `maxFrames` frames are kept; the rest of an over-long message is read and dropped
-    /// and reported by `truncated`.
-    public func receive(wait: Bool = false, maxFrames: Int = 8) throws(ZMQError) -> ReceivedMessage? {
+    /// and reported by `truncated`. With `identifyingSender`, the message's connection is read
+    /// from its metadata (two more libzmq calls: off on the hot paths).
+    public func receive(wait: Bool = false, maxFrames: Int = 8, identifyingSender: Bool = false) throws(ZMQError) -> ReceivedMessage? {
         let handle = try open("receive")
         var frames: [[UInt8]] = []
         var truncated = false
+        var sender: MessageSender?
         var message = zmq_msg_t()
         zmq_msg_init(&message)
         defer { zmq_msg_close(&message) }
@@ -336,9 +347,33 @@ public final class ZMQSocket: @unchecked Sendable {
             } else {
                 truncated = true
             }
-            if zmq_msg_more(&message) == 0 { break }
+            if zmq_msg_more(&message) == 0 {
+                if identifyingSender { sender = MessageSender(of: &message) }
+                break
+            }
         }
-        return ReceivedMessage(frames: frames, truncated: truncated)
+        return ReceivedMessage(frames: frames, truncated: truncated, sender: sender)
+    }
+}
+
+/// The connection a message arrived on, from libzmq's metadata of the message.
+public struct MessageSender: Sendable, Equatable {
+    /// The TCP connection's file descriptor (`ZMQ_SRCFD`). libzmq owns it.
+    public var descriptor: Int32
+    /// The user id the ZAP handler gave the connection at its handshake (under CURVE, the
+    /// client's public key in Z85), or nil without one.
+    public var userID: String?
+
+    public init(descriptor: Int32, userID: String?) {
+        self.descriptor = descriptor
+        self.userID = userID
+    }
+
+    init?(of message: inout zmq_msg_t) {
+        let descriptor = zmq_msg_get(&message, ZMQ_SRCFD)
+        guard descriptor >= 0 else { return nil }
+        self.descriptor = descriptor
+        userID = zmq_msg_gets(&message, "User-Id").map { String(cString: $0) }
     }
 }
 
@@ -347,4 +382,12 @@ public struct ReceivedMessage: Sendable {
     public var frames: [[UInt8]]
     /// True when the sender sent more frames than the receiver keeps.
     public var truncated: Bool
+    /// The connection it came on, when asked for (`receive(identifyingSender:)`).
+    public var sender: MessageSender?
+
+    public init(frames: [[UInt8]], truncated: Bool, sender: MessageSender? = nil) {
+        self.frames = frames
+        self.truncated = truncated
+        self.sender = sender
+    }
 }

@@ -70,6 +70,38 @@ import Testing
         }
     }
 
+    /// Which members `status` lists as `peerClock` problems (limit 60 s), seen from each node.
+    @Test(arguments: [
+        // This node is 90 s ahead of both members: they are with the median, so neither is
+        // listed (the `clock` problem names this node).
+        ([-90_000, -90_000], [ClockCheck.MemberClock.fine, .fine]),
+        // One member 90 s ahead: its entries are refused here, whatever the median.
+        ([90_000, 10], [.ahead(offsetMillis: 90_000), .fine]),
+        // One member 90 s behind, the other with us: that member is the wrong one.
+        ([-90_000, 10], [.behind(offsetMillis: -90_000), .fine]),
+        // Two nodes, the other 90 s ahead: refused here, listed (both refuse their writes).
+        ([90_000], [.ahead(offsetMillis: 90_000)]),
+        // Two nodes, the other 90 s behind: it is the median, so it is not listed (this node's
+        // own `clock` problem is).
+        ([-90_000], [.fine]),
+        // Within the limit either way.
+        ([59_000, -59_000], [.fine, .fine]),
+    ] as [([Int64], [ClockCheck.MemberClock])])
+    func membersListedForTheirClocks(offsets: [Int64], expected: [ClockCheck.MemberClock]) {
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        _ = check.evaluate(offsets: offsets, unmeasured: 0, now: .now)
+        let median = ClockCheck.median(offsets)
+        #expect(offsets.map { check.judge(memberOffset: $0, median: median) } == expected)
+    }
+
+    /// A member as far ahead as the allowance a slow clock of ours grants is not refused.
+    @Test func aMemberAheadByOurAllowanceIsFine() {
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        _ = check.evaluate(offsets: [30_000, 30_010, 80_000], unmeasured: 0, now: .now)
+        #expect(check.judge(memberOffset: 80_000, median: 30_010) == .fine)
+        #expect(check.judge(memberOffset: 95_000, median: 30_010) == .ahead(offsetMillis: 95_000))
+    }
+
     @Test func aSlowClockAllowsItsMembersTimestampsAheadOfIt() {
         var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
         _ = check.evaluate(offsets: [30_000, 30_010], unmeasured: 0, now: .now)

@@ -87,6 +87,27 @@ struct ClockCheck: Sendable {
         return nil
     }
 
+    /// How one member's clock stands, for the `peerClock` problems `status` lists.
+    enum MemberClock: Equatable, Sendable {
+        case fine
+        /// Ahead of ours by more than the limit (and the allowance): what it writes now is
+        /// stamped beyond what this node accepts, so its entries are refused here.
+        case ahead(offsetMillis: Int64)
+        /// Behind ours by more than the limit, and off the members' median as well: it is the
+        /// clock that is wrong (it refuses its own writes). A member that is behind ours but
+        /// with the median is not listed: then this node's clock is the wrong one, which the
+        /// `clock` problem says.
+        case behind(offsetMillis: Int64)
+    }
+
+    /// Judges a member's `offset` (theirs minus ours, ms) against the limit and the median of
+    /// the members' offsets (`median(_:)` of the same measurements), after `evaluate`.
+    func judge(memberOffset offset: Int64, median: Int64?) -> MemberClock {
+        if offset > limitMillis + Int64(clamping: allowanceMillis) { return .ahead(offsetMillis: offset) }
+        if offset < -limitMillis, abs(offset - (median ?? 0)) > limitMillis { return .behind(offsetMillis: offset) }
+        return .fine
+    }
+
     /// How much further ahead than our own clock a received timestamp may be: when our clock is
     /// behind the members' median, by that much (entries stamped by members whose clocks are
     /// fine must not be refused because ours is slow).

@@ -12,11 +12,13 @@ public struct Problem: Sendable, Equatable, Codable {
         case commit
         /// This node's clock is too far from its members' (median): local writes are refused.
         case clock
-        /// A member's clock is too far from ours: its entries are refused while so.
+        /// A member's clock is too far off: ahead of ours (its entries are refused while so),
+        /// or behind ours and the members' median (see `ClockCheck.MemberClock`).
         case peerClock
         /// Another process claims this node's id.
         case identity
-        /// A member was announced whose key is not trusted here: it is not dialled.
+        /// A member was announced whose key is not trusted here: it is not dialled, and its
+        /// connections are refused.
         case trust
     }
 
