@@ -136,6 +136,45 @@ def scenario_forget(ctx, binary):
         ctx.say(f"forgetting a live member is refused: {refused.stderr.strip()}")
 
 
+def scenario_revoke(ctx, binary):
+    """node3's key is removed from the trust directory while it runs: node1 and node2 end the
+    connections it holds (it stops hearing them), refuse its new handshakes and list it as a
+    `trust` problem; a write on node1 after that never reaches node3. With its key back, it
+    converges."""
+    with Cluster(binary, 3, "revoke") as c:
+        c.start_all()
+        pub = os.path.join(c.root, "keys", "node3.pub")
+        aside = os.path.join(c.root, "node3.pub.revoked")
+        os.rename(pub, aside)
+        revoked = time.monotonic()
+        if not wait_for(lambda: all((peers_of(c.status(3)).get(f"node{k}") or {}).get("state") not in (None, "alive")
+                                    for k in (1, 2)), 10, step=0.1):
+            raise Failure("node3 still hears node1 or node2 10 s after its key was removed")
+        ctx.say(f"key removed: node3 stops hearing node1 and node2 within {time.monotonic() - revoked:.2f} s")
+
+        def flagged(status):
+            return (any(p["kind"] == "trust" and p["subject"] == "node3" for p in (status or {}).get("problems", []))
+                    and (status or {}).get("refusedHandshakes"))
+        if not wait_for(lambda: flagged(c.status(1)) and flagged(c.status(2)), 10, step=0.2):
+            raise Failure(f"node1 or node2 does not list node3 as a trust problem with refused handshakes: {c.status(1)}")
+        health = c.client(1, ["health"])
+        ctx.say(f"node1 lists node3 as a trust problem and refuses its handshakes; health exits {health.returncode}")
+        if health.returncode != 0:
+            raise Failure("an untrusted member must not fail the health of the nodes that refuse it")
+        if c.client(1, ["set", "after-revoke", '"secret"']).returncode != 0:
+            raise Failure("the write on node1 failed")
+        # A bounded wait is the point here: nothing may arrive within it.
+        time.sleep(3)
+        if c.get(3, "after-revoke") is not None:
+            raise Failure("node3 received a write made after its key was revoked")
+        ctx.say("a write on node1 after the revocation did not reach node3 within 3 s")
+
+        os.rename(aside, pub)
+        converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="its key was put back")
+        if c.get(3, "after-revoke") is None:
+            raise Failure("node3 lacks after-revoke once trusted again")
+
+
 def scenario_bridge_partition(ctx, binary):
     """node1 and node3 cannot reach each other, both reach node2. Writes on node1 must be
     readable on node3 within 2 s (and node3's on node1) while writes continue."""
@@ -371,6 +410,7 @@ SCENARIOS = [
     ("rejoin", scenario_rejoin),
     ("leave", scenario_leave),
     ("forget", scenario_forget),
+    ("revoke", scenario_revoke),
     ("bridge-partition", scenario_bridge_partition),
     ("slow-links", scenario_slow_links),
     ("discovery", scenario_discovery),
