@@ -115,6 +115,106 @@ import Testing
         #expect(badID.stderr.contains("Invalid --id"))
     }
 
+    /// A key the node would refuse (empty, over the key limit) is a usage error for every
+    /// command that takes one, as it is for `import`: exit 64, the limit named, nothing sent
+    /// (no node runs on /nowhere). A counter name whose slot keys would be too long likewise.
+    @Test func keysOverTheNodesLimitsAreUsageErrors() async throws {
+        let limit = ControlEndpoint.replicaLimits.maxKeyBytes
+        let long = String(repeating: "k", count: limit + 1)
+        let tooLong = "replica-node: invalid key: key of \(limit + 1) bytes exceeds the limit of \(limit)\n"
+        let empty = "replica-node: invalid key: it is empty (a key is 1 to \(limit) bytes of UTF-8, without U+0000)\n"
+        for (arguments, message) in [
+            (["set", long, "1"], tooLong), (["set", "", "1"], empty), (["get", long], tooLong), (["get", ""], empty),
+            (["delete", long], tooLong), (["delete", ""], empty),
+        ] {
+            let result = try replicaNode(arguments + ["--data", "/nowhere"])
+            #expect(result.status == 64, "\(arguments.map { $0.prefix(10) }): \(result)")
+            #expect(result.stderr == message, "\(arguments.map { $0.prefix(10) })")
+        }
+        let overhead = FamilyKey.counterSlot("", incarnation: UUID()).utf8.count
+        for command in ["incr", "counter"] {
+            let result = try replicaNode([command, String(repeating: "c", count: limit - overhead + 1), "--data", "/nowhere"])
+            #expect(result.status == 64)
+            #expect(result.stderr.hasPrefix("replica-node: invalid counter name: its keys would be \(limit + 1) bytes, over the key limit of \(limit)"), "\(result)")
+        }
+
+        // At the limit, they work.
+        let cluster = try ProcessCluster(size: 1, name: "key-limits")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let longest = String(repeating: "k", count: limit)
+        #expect(try cluster.client(0, ["set", longest, "1"]).status == 0)
+        #expect(try cluster.client(0, ["get", longest]).stdout == "1\n")
+        #expect(try cluster.client(0, ["delete", longest]).status == 0)
+        #expect(try cluster.client(0, ["incr", String(repeating: "c", count: limit - overhead)]).stdout == "1\n")
+        #expect(try cluster.client(0, ["set", long, "1"]).status == 64, "refused with a node running too")
+    }
+
+    /// `set KEY --file FILE` (or `-` for standard input) writes values too large for a command
+    /// line, up to the value limit, checked as the positional value is.
+    @Test func setReadsTheValueFromAFileOrStandardInput() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "set-file")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let limit = ControlEndpoint.replicaLimits.maxPayloadBytes
+        let largest = "\"" + String(repeating: "x", count: limit - 2) + "\""
+        let file = cluster.root.appendingPathComponent("value.json")
+        // Pretty-printed: the whitespace does not count.
+        try Data(("  " + largest + "\n\n").utf8).write(to: file)
+        let written = try cluster.client(0, ["set", "big", "--file", file.path])
+        #expect(written.status == 0, "\(written.stderr)")
+        #expect(written.stdout.hasPrefix("OK "))
+        #expect(try cluster.client(0, ["get", "big"]).stdout == largest + "\n")
+
+        let piped = try runWithInput(["set", "piped", "--file", "-", "--json", "--data", cluster.nodes[0].data.path], input: "{\"a\": [1, 2]}\n")
+        #expect(piped.status == 0, "\(piped)")
+        #expect(piped.stdout.contains("\"value\":{\"a\":[1,2]}"), "\(piped)")
+        #expect(try cluster.client(0, ["get", "piped"]).stdout == "{\"a\":[1,2]}\n")
+
+        let tooLarge = try runWithInput(["set", "big", "--file", "-", "--data", cluster.nodes[0].data.path], input: "\"" + String(repeating: "y", count: limit - 1) + "\"")
+        #expect(tooLarge.status == 64)
+        #expect(tooLarge.stderr == "replica-node: value of \(limit + 1) bytes exceeds the limit of \(limit) (without whitespace, read from standard input)\n")
+        try Data("{bad".utf8).write(to: file)
+        let invalid = try cluster.client(0, ["set", "big", "--file", file.path])
+        #expect(invalid.status == 64)
+        #expect(invalid.stderr.hasPrefix("replica-node: invalid JSON value in \(file.path): {bad"), "\(invalid)")
+        #expect(try cluster.client(0, ["set", "big", "1", "--file", file.path]).status == 64, "not both")
+        #expect(try cluster.client(0, ["set", "big"]).status == 64, "one of them")
+        let missing = try cluster.client(0, ["set", "big", "--file", "/nonexistent/value.json"])
+        #expect(missing.status == 1)
+        #expect(missing.stderr == "replica-node: cannot read /nonexistent/value.json: no such file or directory\n")
+        #expect(try cluster.client(0, ["get", "big"]).stdout == largest + "\n", "nothing else was written")
+        let importMissing = try cluster.client(0, ["import", "/nonexistent.jsonl"])
+        #expect(importMissing.status == 1)
+        #expect(importMissing.stderr == "replica-node: cannot read /nonexistent.jsonl: no such file or directory\n")
+    }
+
+    /// Start-up failures are one line naming the path or address and the cause, with exit 1,
+    /// and leave no data directory behind that the start made.
+    @Test func startFailuresNameThePathAndTheCause() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-start-fail-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let keys = root.appendingPathComponent("keys")
+        #expect(try replicaNode(["keygen", "--id", "n1", "--out", keys.path]).status == 0)
+        let data = root.appendingPathComponent("new/node1")
+        let listen = "127.0.0.1:\(TestPorts.pair())"
+        let missingKey = keys.appendingPathComponent("missing.key").path
+        for (arguments, message) in [
+            (["--key", missingKey, "--trust", keys.path], "cannot read key file \(missingKey): no such file or directory"),
+            (["--key", keys.path, "--trust", keys.path], "cannot read key file \(keys.path): is a directory"),
+            (["--key", keys.appendingPathComponent("n1.key").path, "--trust", root.appendingPathComponent("none").path],
+             "cannot start: trust path \(root.appendingPathComponent("none").path) does not exist"),
+        ] {
+            let result = try replicaNode(["serve", "--id", "n1", "--listen", listen, "--data", data.path] + arguments)
+            #expect(result.status == 1)
+            #expect(result.stderr == "replica-node: \(message)\n")
+            #expect(!FileManager.default.fileExists(atPath: root.appendingPathComponent("new").path), "no data directory made")
+        }
+        let proc = try replicaNode(["serve", "--id", "n1", "--listen", listen, "--data", "/proc/nope", "--insecure"])
+        #expect(proc.status == 1)
+        #expect(proc.stderr == "replica-node: cannot create data directory /proc/nope: no such file or directory\n")
+    }
+
     @Test func twoNodesCannotShareADataDirectory() async throws {
         let cluster = try ProcessCluster(size: 1, name: "lock")
         defer { cluster.stop() }
@@ -123,4 +223,19 @@ import Testing
         #expect(second.status == 1)
         #expect(second.stderr.contains("holds the data directory"), "\(second.stderr)")
     }
+}
+
+/// Runs `replica-node ARGS` with `input` on its standard input.
+func runWithInput(_ arguments: [String], input: String) throws -> CommandResult {
+    let process = Process()
+    process.executableURL = replicaNodeBinary
+    process.arguments = arguments
+    let pipe = Pipe()
+    process.standardInput = pipe
+    let writer = Thread { [handle = pipe.fileHandleForWriting] in
+        try? handle.write(contentsOf: Data(input.utf8))
+        try? handle.close()
+    }
+    writer.start()
+    return try runCapturingOutput(process)
 }

@@ -48,6 +48,60 @@ import Testing
         #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
     }
 
+    /// A second `cluster` on the directory of a running one is refused before it touches
+    /// anything: the running nodes' logs are the same files, not truncated, and the nodes still
+    /// serve. A cluster started again later appends to the logs, after a line marking its start.
+    @Test func aSecondClusterOnARunningOnesDirectoryLeavesItsLogsAlone() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-twice-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let arguments = ["cluster", "--nodes", "2", "--base-port", "\(try consecutivePortPairs(2) - 2)", "--insecure", "--data", root.path]
+        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
+        func logs() throws -> [(inode: UInt64, text: String)] {
+            try (1...2).map { index in
+                let path = root.appendingPathComponent("node\(index).log").path
+                let inode = try #require(try FileManager.default.attributesOfItem(atPath: path)[.systemFileNumber] as? UInt64)
+                return (inode, try String(contentsOfFile: path, encoding: .utf8))
+            }
+        }
+        func startServing() async throws -> RunningCommand {
+            let cluster = try RunningCommand(arguments)
+            var serving = false
+            while let line = await cluster.output.next(timeout: .seconds(30)) {
+                if line.contains("Press Ctrl-C") { serving = true; break }
+            }
+            #expect(serving, "the cluster started")
+            return cluster
+        }
+        let first = try await startServing()
+        let before = try logs()
+        for log in before {
+            #expect(log.text.hasPrefix("=== replica-node cluster: node"), "a line marks the start: \(log.text.prefix(200))")
+        }
+
+        let second = try replicaNode(arguments)
+        #expect(second.status == 1)
+        #expect(second.stderr.hasPrefix("replica-node: cannot start the cluster: process "), "\(second)")
+        #expect(second.stderr.contains("holds the data directory \(root.appendingPathComponent("node1").path)"), "\(second)")
+        #expect(second.stderr.split(separator: "\n").count == 1)
+        let after = try logs()
+        for (old, new) in zip(before, after) {
+            #expect(new.inode == old.inode, "the log is the file the node writes")
+            #expect(new.text.hasPrefix(old.text), "the log was not truncated")
+        }
+        #expect(first.process.isRunning)
+        for index in 1...2 {
+            #expect(try replicaNode(["status", "--data", root.appendingPathComponent("node\(index)").path]).status == 0, "node\(index) still serves")
+        }
+
+        #expect(first.stop(SIGINT) == 0)
+        let again = try await startServing()
+        defer { again.stop(SIGINT) }
+        for (old, new) in zip(before, try logs()) {
+            #expect(new.text.hasPrefix(old.text), "the first run's lines are kept")
+            #expect(new.text.components(separatedBy: "=== replica-node cluster: node").count == 3, "two start lines")
+        }
+    }
+
     // MARK: serve
 
     /// SIGTERM (or SIGHUP: the terminal `serve` runs in closed) at once, and while the replica is
@@ -75,7 +129,10 @@ import Testing
     /// `incr` in a loop from several clients while the node gets SIGTERM: each increment whose
     /// client succeeded is in the counter, and none other. (The shutdown used to close the
     /// control socket before the replica's final flush committed the queued increments: their
-    /// clients failed although the increments were kept.)
+    /// clients failed although the increments were kept.) And every client that failed was told
+    /// at once that the node is shutting down or not serving: none waited for its timeout (a
+    /// request queued when the node stopped reading, or sent by a client that found the socket
+    /// file just before it went, used to be left unanswered).
     @Test func everyIncrementReportedAsDoneIsCountedAcrossASigterm() async throws {
         let cluster = try ProcessCluster(size: 1, name: "incr-term") { _ in ["node1": ["--insecure", "--sync", "full"]] }
         defer { cluster.stop() }
@@ -92,6 +149,8 @@ import Testing
                         tally.succeeded()
                     } else if result.stderr.contains("no replica-node is serving") {
                         return  // the node is gone
+                    } else {
+                        tally.failed(result.stderr)
                     }
                 }
             }
@@ -105,6 +164,9 @@ import Testing
         #expect(counter.status == 0)
         #expect(Int(counter.stdout.trimmingCharacters(in: .whitespacesAndNewlines)) == tally.successes,
                 "\(tally.successes) increments succeeded, the counter says \(counter.stdout)")
+        for failure in tally.failures {
+            #expect(failure.hasPrefix("replica-node: ") && failure.contains("the node is shutting down") && !failure.contains("did not answer"), "\(failure)")
+        }
     }
 
     /// `--discover` on loopback sends no beacon (no broadcast address): the node says so.
@@ -194,10 +256,13 @@ import Testing
 
 /// Increments that succeeded, counted by several client threads.
 private final class IncrementTally: Sendable {
-    private let state = Mutex((successes: 0, finished: 0))
+    private let state = Mutex((successes: 0, finished: 0, failures: [String]()))
     var successes: Int { state.withLock { $0.successes } }
     var finished: Int { state.withLock { $0.finished } }
+    /// What the clients that failed otherwise than "not serving" printed.
+    var failures: [String] { state.withLock { $0.failures } }
     func succeeded() { state.withLock { $0.successes += 1 } }
+    func failed(_ message: String) { state.withLock { $0.failures.append(message) } }
     func finish() { state.withLock { $0.finished += 1 } }
 }
 

@@ -1,4 +1,6 @@
 import Foundation
+import ReplicaCore
+@testable import ReplicaNode
 import Testing
 
 /// `replica-node` as operators use it: watch, peers, environment twins, signals, bad disks.
@@ -32,6 +34,22 @@ import Testing
         let json = try cluster.client(0, ["peers", "--json"])
         let peers = try #require(try JSONSerialization.jsonObject(with: Data(json.stdout.utf8)) as? [[String: Any]])
         #expect(Set(peers.compactMap { $0["id"] as? String }) == ["node2", "node3"])
+        // Times in JSON are to the millisecond, as in text: `peers --json` and `status --json`.
+        let statusPeers = try #require(try cluster.status(0)?["peers"] as? [[String: Any]])
+        for peer in peers + statusPeers {
+            let since = try #require(peer["since"] as? String)
+            #expect(since.wholeMatch(of: /\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d{3}Z/) != nil, "\(since)")
+        }
+    }
+
+    /// Every date the CLI prints in JSON through its encoder (status, peers, health, problems)
+    /// is ISO 8601 in UTC with milliseconds.
+    @Test func jsonDatesHaveMilliseconds() throws {
+        let since = Date(timeIntervalSince1970: 1_795_476_966.123)
+        let problem = Problem(kind: .commit, subject: "store", message: "m", since: since, last: since.addingTimeInterval(0.004))
+        let text = String(decoding: try Output.encoded([problem]), as: UTF8.self)
+        #expect(text.contains("\"since\":\"2026-11-23T23:36:06.123Z\""), "\(text)")
+        #expect(text.contains("\"last\":\"2026-11-23T23:36:06.127Z\""), "\(text)")
     }
 
     @Test func serveTakesItsSettingsFromTheEnvironment() async throws {

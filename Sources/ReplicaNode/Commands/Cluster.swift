@@ -13,7 +13,9 @@ struct Cluster: AsyncParsableCommand {
         abstract: "Start N local nodes on loopback, each peered with all others; Ctrl-C stops them all.",
         discussion: """
             Node K listens on 127.0.0.1:(base-port + 2K) (and the port after it for sync), keeps \
-            its data in DIR/nodeK and logs to DIR/nodeK.log. Data survives a restart of the cluster. \
+            its data in DIR/nodeK and appends its log to DIR/nodeK.log (a line marks each start). \
+            Data survives a restart of the cluster; a cluster already running on DIR is left \
+            alone (exit 1, nothing in DIR touched). \
             Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
             --insecure runs them open instead. It prints commands to try from another terminal, \
             with paths that work from anywhere. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops every \
@@ -58,7 +60,19 @@ struct Cluster: AsyncParsableCommand {
         // A closed terminal or pipe must not kill this process before it has stopped the nodes.
         Glibc.signal(SIGPIPE, SIG_IGN)
         let root = URL(fileURLWithPath: data).standardizedFileURL
-        try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(at: root, withIntermediateDirectories: true)
+        } catch {
+            throw FileProblem(action: "cannot create", path: data, error: error)
+        }
+        // Refused before anything in DIR is touched (keys, logs), if a node already serves one of
+        // its data directories (a cluster running on DIR): its nodes would be refused anyway.
+        for index in 1...nodes {
+            if let held = Self.holder(of: root.appendingPathComponent("node\(index)")) {
+                Output.error("cannot start the cluster: \(held) (is a cluster already running on \(root.path)?)")
+                throw ExitCode.failure
+            }
+        }
         let executable = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
         let addresses = (1...nodes).map { "127.0.0.1:\(Int(basePort) + 2 * $0)" }
         let keys = root.appendingPathComponent("keys")
@@ -75,9 +89,7 @@ struct Cluster: AsyncParsableCommand {
                 var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
                 arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
                 for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
-                let logURL = root.appendingPathComponent("\(id).log")
-                _ = FileManager.default.createFile(atPath: logURL.path, contents: nil)  // FileHandle below reports a failure
-                let log = try FileHandle(forWritingTo: logURL)
+                let log = try Self.openLog(root.appendingPathComponent("\(id).log"), id: id)
                 let process = Process()
                 process.executableURL = executable
                 process.arguments = arguments
@@ -117,6 +129,33 @@ struct Cluster: AsyncParsableCommand {
         Output.flush()
         if case .exited = reason { throw ExitCode.failure }
         if !problems.isEmpty { throw ExitCode.failure }
+    }
+
+    /// Who holds `directory` (a node serving it), or nil if it is free or does not exist.
+    /// Taking its lock and letting it go at once is the test (the lock is what a node takes).
+    static func holder(of directory: URL) -> DataDirectoryLock.Held? {
+        guard FileManager.default.fileExists(atPath: directory.path) else { return nil }
+        do {
+            _ = try DataDirectoryLock(directory: directory)
+            return nil
+        } catch let held as DataDirectoryLock.Held {
+            return held
+        } catch {
+            return nil  // unreadable: the node says why when it starts
+        }
+    }
+
+    /// Opens node `id`'s log for appending, after a line marking this start. Appended, never
+    /// truncated: a node still writing to it (one started on the directory since the check
+    /// above) keeps its lines, and earlier runs' logs stay for reading.
+    static func openLog(_ url: URL, id: String) throws -> FileHandle {
+        let fd = open(url.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard fd >= 0 else {
+            throw FileProblem(action: "cannot open log", path: url.path, error: POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO))
+        }
+        let log = FileHandle(fileDescriptor: fd, closeOnDealloc: true)
+        try log.write(contentsOf: Data("=== replica-node cluster: \(id) starting at \(TimeText.iso8601(Date())) ===\n".utf8))
+        return log
     }
 
     private func printHints(root: URL, ids: [String], addresses: [String], executable: URL) {

@@ -9,7 +9,9 @@ struct Incr: ClientCommand {
             Counters never lose an increment: each node adds to its own slot and the value is \
             the sum of all slots, so increments made at the same time on different nodes (or on \
             both sides of a partition) all count. --by may be negative. Prints the counter's \
-            value on this node once the increment is committed; with --json, the value and slots.
+            value on this node once the increment is committed; with --json, the value and slots. \
+            A name too long for the keys of its slots (the key limit, \
+            \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, less 46) is a usage error (exit 64).
 
             Examples:
               replica-node incr visits --data cluster-data/node1
@@ -19,6 +21,10 @@ struct Incr: ClientCommand {
     @Argument(help: "The counter's name.") var name: String
     @Option(parsing: .unconditional, help: "The amount to add (negative to subtract).") var by = 1
     @OptionGroup var options: ClientOptions
+
+    func validate() throws {
+        try ClientChecks.validate(counterName: name)
+    }
 
     func perform(with client: ControlClient) throws {
         CounterCommand.print(try client.call(.incr(name: name, by: by), expecting: \.counter), json: options.json)
@@ -42,6 +48,10 @@ struct CounterCommand: ClientCommand {
 
     @Argument(help: "The counter's name.") var name: String
     @OptionGroup var options: ClientOptions
+
+    func validate() throws {
+        try ClientChecks.validate(counterName: name)
+    }
 
     func perform(with client: ControlClient) throws {
         Self.print(try client.call(.counter(name: name), expecting: \.counter), json: options.json)

@@ -9,7 +9,8 @@ struct Delete: ClientCommand {
             Prints the version of the removal; an unknown key exits with 1. With --json, the \
             tombstone as `get --json` would print it ("removed": true, no value). Keys starting \
             with U+001F hold counter slots and log elements and are refused (exit 64): use \
-            `drinks remove` for a drink.
+            `drinks remove` for a drink; so is a key no node can hold (empty, over \
+            \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes).
 
             Example:
               replica-node delete greeting --data cluster-data/node1
@@ -19,7 +20,7 @@ struct Delete: ClientCommand {
     @OptionGroup var options: ClientOptions
 
     func validate() throws {
-        guard !FamilyKey.isReserved(key) else { throw ValidationError(ReservedKey.message) }
+        try ClientChecks.validate(key: key, writable: true)
     }
 
     func perform(with client: ControlClient) throws {

@@ -1,4 +1,5 @@
 import ArgumentParser
+import ReplicaCore
 
 struct Get: ClientCommand {
     static let configuration = CommandConfiguration(
@@ -9,7 +10,8 @@ struct Get: ClientCommand {
             base64:...). With --json, one object: {"key", "value", "encoding", "version", \
             "time", "hlc", "node", "schema"}, where value is the JSON value itself when \
             encoding is "json" and a base64 string when it is "base64", and time is when the \
-            version was written. An unknown key exits with 1.
+            version was written. An unknown key exits with 1; a key no node can hold (empty, over \
+            \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes) with 64.
 
             Examples:
               replica-node get greeting --data cluster-data/node1
@@ -18,6 +20,10 @@ struct Get: ClientCommand {
 
     @Argument(help: "The key to read.") var key: String
     @OptionGroup var options: ClientOptions
+
+    func validate() throws {
+        try ClientChecks.validate(key: key, writable: false)
+    }
 
     func perform(with client: ControlClient) throws {
         let entry = try client.call(.get(key: key), expecting: \.entry)

@@ -42,7 +42,12 @@ struct Import: ClientCommand {
     }
 
     func perform(with client: ControlClient) throws {
-        let input = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
+        let input: Data
+        do {
+            input = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
+        } catch {
+            throw FileProblem(action: "cannot read", path: file, error: error)
+        }
         let batches: [Batch]
         do {
             batches = try Self.batches(of: input, keysPerBatch: batch, maxBytes: Self.maxBatchBytes)

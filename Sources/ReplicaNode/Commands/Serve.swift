@@ -250,14 +250,19 @@ struct Serve: AsyncParsableCommand {
         let replica: Replica
         let control: ControlServer
         var metricsServer: MetricsServer?
+        // The directories this start made (the data directory, and parents it lacked).
+        var created: [URL] = []
         do {
+            // What can be refused without touching the data directory comes first (key and
+            // trust files, the metrics address), so such a refusal creates nothing.
+            let security = try security(for: settings)
             if let endpoint = settings.metrics {
                 // The backend first: the replica makes its commit metrics when it starts.
                 let registry = MetricsServer.bootstrapMetrics()
                 do {
                     metricsServer = try await MetricsServer(endpoint: endpoint, registry: registry)
                 } catch {
-                    throw MetricsUnavailable(endpoint: endpoint, reason: "\(error)")
+                    throw MetricsUnavailable(endpoint: endpoint, reason: MetricsServer.reason(error))
                 }
             }
             if let signal = stopping.signal {
@@ -266,7 +271,7 @@ struct Serve: AsyncParsableCommand {
                 await metricsServer?.stop()
                 return
             }
-            try FileManager.default.createDirectory(at: settings.data, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+            created = try Self.createDataDirectory(settings.data)
             var configuration = ReplicaConfiguration(
                 node: settings.id, listen: settings.listen, peers: settings.peers, storage: .directory(settings.data))
             configuration.advertise = settings.advertise
@@ -274,7 +279,7 @@ struct Serve: AsyncParsableCommand {
             configuration.discoveryPort = settings.discoveryPort
             configuration.synchronous = sync.rawValue.uppercased()
             configuration.batchesUpdates = !singleUpdates
-            configuration.security = try security(for: settings)
+            configuration.security = security
             replica = try Replica(configuration, logger: logger)
             if let signal = stopping.signal {
                 // The replica exists, the control socket not yet: shut the replica down (it
@@ -289,7 +294,11 @@ struct Serve: AsyncParsableCommand {
             }
         } catch {
             await metricsServer?.stop()
-            Output.error("cannot start: \(error)")
+            // A directory made by this start and still empty (the store was never opened in it)
+            // goes again; rmdir removes nothing else, and no directory that was there before.
+            Self.removeIfEmpty(created)
+            // A file that cannot be read or made says so itself ("cannot read key file ...").
+            Output.error(error is FileProblem ? "\(error)" : "cannot start: \(error)")
             throw ExitCode.failure
         }
         let reporter = metricsServer.map { _ in Task { await ReplicaMetricsReporter.run(for: replica) } }
@@ -324,7 +333,33 @@ struct Serve: AsyncParsableCommand {
         await control.stopAccepting()
         await replica.shutdown()
         await control.drain(within: .seconds(5))
+        await control.answerLateRequests()
         await control.stop()
+    }
+
+    /// Creates `directory` (mode 0700, with its missing parents) and returns the directories it
+    /// made, the deepest first.
+    static func createDataDirectory(_ directory: URL) throws -> [URL] {
+        var missing: [URL] = []
+        var candidate = directory.standardizedFileURL
+        while !FileManager.default.fileExists(atPath: candidate.path) && candidate.path != "/" {
+            missing.append(candidate)
+            candidate = candidate.deletingLastPathComponent()
+        }
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o700])
+        } catch {
+            removeIfEmpty(missing)
+            throw FileProblem(action: "cannot create data directory", path: directory.relativePath, error: error)
+        }
+        return missing
+    }
+
+    /// Removes `directories` (the deepest first) while they are empty.
+    static func removeIfEmpty(_ directories: [URL]) {
+        for directory in directories {
+            guard rmdir(directory.path) == 0 || errno == ENOENT else { return }
+        }
     }
 
     /// Why `--discover` on `listen` sends no beacon, or nil if there is a broadcast address to

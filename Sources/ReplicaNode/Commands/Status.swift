@@ -46,6 +46,7 @@ struct Status: ClientCommand {
         line("dropped", "\(counters.malformedDropped) malformed, \(counters.oversizedDropped) oversized, "
             + "\(counters.forgedOriginsDropped) forged origins, \(counters.futureTimestampsRejected) future timestamps, "
             + "\(counters.skewedHeartbeats) heartbeats from skewed clocks, \(counters.handshakesFailed) failed handshakes, "
+            + "\(counters.revokedConnectionsEnded) connections of revoked keys ended, "
             + "\(counters.inboundDroppedOnFailedCommit) received entries on failed commits")
         let clock = status.clock
         let median = clock.medianOffsetMillis.map { ", members' median \(TimeText.offset(seconds: Double($0) / 1000)) from ours" } ?? ""

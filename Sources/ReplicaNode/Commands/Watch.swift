@@ -28,6 +28,9 @@ struct Watch: ClientCommand {
     @OptionGroup var options: ClientOptions
 
     func perform(with client: ControlClient) throws {
+        var client = client
+        // A closed connection is not the end here: the node may be restarting (see below).
+        client.endsWhenDisconnected = false
         try client.send(.watch(prefix: prefix))
         guard let first = try client.receive(timeout: .seconds(5)) else {
             throw ControlClient.Unreachable(message: "the node did not accept the watch within 5 s")

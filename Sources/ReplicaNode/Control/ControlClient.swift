@@ -16,9 +16,24 @@ struct ControlClient {
     let dataDirectory: URL
     let context: ZMQContext
     let socket: ZMQSocket
+    /// The connection's events (`events`), watched while a reply is awaited.
+    private let monitor: ZMQSocket
     var timeout: Duration = .seconds(5)
+    /// Whether `receive` gives up as soon as the node closes the connection (see
+    /// `NodeStopped`). `watch` turns it off: it tells a stopped node from a restarted one itself.
+    var endsWhenDisconnected = true
+
+    /// libzmq's ZMQ_EVENT_CONNECT_RETRIED: a connect attempt failed (no socket file, refused).
+    private static let connectRetried: ZMQSocket.MonitorEvent = .other(0x0004)
+    /// The connection events the client follows.
+    private static let events: [ZMQSocket.MonitorEvent] = [.handshakeSucceeded, .disconnected, .handshakeFailed, connectRetried]
 
     /// Connects, failing at once (not after a timeout) when no node serves the directory.
+    ///
+    /// The connection is made before any request is sent: a node that stops between the
+    /// check of its socket file and libzmq's connect (it removes the file first thing) would
+    /// otherwise leave the request queued for a connection that never comes, and the client
+    /// waiting for its timeout. Now that is "no replica-node is serving", and nothing was sent.
     init(dataDirectory: URL) throws {
         self.dataDirectory = dataDirectory
         let path = ControlEndpoint.socketPath(in: dataDirectory)
@@ -31,7 +46,34 @@ struct ControlClient {
         context = try ZMQContext()
         socket = try context.socket(.dealer)
         try socket.setMaxMessageSize(64 << 20)
+        monitor = try socket.monitor(Self.events)
         try socket.connect(ControlEndpoint.address(in: dataDirectory))
+        try waitUntilConnected(path: path)
+    }
+
+    /// Waits for the connection's handshake; throws `Unreachable` if the node turns out to be
+    /// gone (its socket file removed or no longer listening) or does not answer within `timeout`.
+    private func waitUntilConnected(path: String) throws {
+        let deadline = ContinuousClock.now + timeout
+        while true {
+            let left = deadline - .now
+            guard left > .zero, try monitor.waitUntilReadable(timeout: left) else { throw notAnswering }
+            guard let event = try monitor.receiveMonitorEvent() else { continue }
+            switch event {
+            case .handshakeSucceeded:
+                return
+            case .disconnected, .handshakeFailed:
+                throw stoppedBeforeConnecting
+            default:
+                // A failed attempt (libzmq tries again): over if the node is gone, else a
+                // passing refusal (a full listen backlog) and the retry is awaited.
+                guard Self.isListening(path) else { throw stoppedBeforeConnecting }
+            }
+        }
+    }
+
+    private var stoppedBeforeConnecting: Unreachable {
+        Unreachable(message: "no replica-node is serving \(dataDirectory.path) (the node stopped; nothing was sent)")
     }
 
     /// Whether the node still listens on its control socket.
@@ -55,7 +97,8 @@ struct ControlClient {
                 Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        return result == 0
+        // EAGAIN: its listen backlog is full, so it is listening (and busy).
+        return result == 0 || errno == EAGAIN
     }
 
     /// A reply of another kind than the request asks for (a node of another version).
@@ -79,15 +122,47 @@ struct ControlClient {
         try socket.send([body], wait: true)
     }
 
+    /// The node closed the connection before answering: it stopped (a graceful stop answers
+    /// every request it has read, so this one had not been read, unless the node was killed).
+    struct NodeStopped: Error, CustomStringConvertible {
+        var dataDirectory: URL
+        var description: String {
+            "the replica-node serving \(dataDirectory.path) stopped before answering: the node is shutting down (or was killed)"
+        }
+    }
+
+    /// How often a wait for a reply looks at the connection's events.
+    static let eventCheckInterval: Duration = .milliseconds(100)
+
     /// Waits for the next reply; nil after `timeout` with none (nil timeout: wait forever).
-    /// A `.failure` reply is thrown as its `ControlFailure`.
+    /// A `.failure` reply is thrown as its `ControlFailure`; a connection the node closed
+    /// before replying, as `NodeStopped` (unless `endsWhenDisconnected` is off).
     func receive(timeout: Duration?) throws -> ControlReply? {
-        guard try socket.waitUntilReadable(timeout: timeout),
-              let message = try socket.receive(), let body = message.frames.first
-        else { return nil }
+        let deadline = timeout.map { ContinuousClock.now + $0 }
+        while true {
+            let slice = deadline.map { min(max(.zero, $0 - .now), Self.eventCheckInterval) } ?? Self.eventCheckInterval
+            if try socket.waitUntilReadable(timeout: endsWhenDisconnected ? slice : timeout) { break }
+            if endsWhenDisconnected && disconnected() {
+                // A reply sent before the connection closed was read before the close.
+                guard try socket.waitUntilReadable(timeout: .zero) else { throw NodeStopped(dataDirectory: dataDirectory) }
+                break
+            }
+            if !endsWhenDisconnected { return nil }
+            if let deadline, ContinuousClock.now >= deadline { return nil }
+        }
+        guard let message = try socket.receive(), let body = message.frames.first else { return nil }
         let reply = try JSONDecoder().decode(ControlReply.self, from: Data(body))
         if case .failure(let failure) = reply { throw failure }
         return reply
+    }
+
+    /// Whether the connection has been closed since it was made (events read so far).
+    private func disconnected() -> Bool {
+        var closed = false
+        while let event = try? monitor.receiveMonitorEvent() {
+            if event == .disconnected { closed = true }
+        }
+        return closed
     }
 
     /// Sends one request and returns its reply.

@@ -106,7 +106,9 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
             case .shutDown, .leaving: .shutDown
             case .invalidKey, .valueTooLarge: .invalidValue
             }
-            self.init(code, error.description)
+            // A request read just before the node began to stop, and answered after its replica
+            // shut down: told what every client of a stopping node is told.
+            self.init(code, error == .shutDown ? ControlServer.shuttingDownFailure.message : error.description)
         case let error as SharingError:
             let code: Code = if case .newerSchema = error { .newerSchema } else { .invalidValue }
             self.init(code, error.description)

@@ -11,10 +11,12 @@ import Glibc
 /// Owns one ROUTER socket on its own `PollLoop`; each request is answered by a task that calls
 /// the replica and hands the reply back to this actor, which alone touches the socket.
 ///
-/// Stopping is three steps, around the replica's shutdown: `stopAccepting` (new requests are
+/// Stopping goes in steps, around the replica's shutdown: `stopAccepting` (new requests are
 /// refused, the socket file is removed), then, once the replica's shutdown has committed what
 /// was queued, `drain` (the requests already read are answered, and every watch is told that it
-/// ended), and `stop` (the socket closes once what it queued has gone out).
+/// ended), `answerLateRequests` (the socket stays open a moment for clients that found the file
+/// just before it went), and `stop` (what is still queued on the socket is answered that the
+/// node is shutting down, then the socket closes once what it queued has gone out).
 actor ControlServer: PollLoopOwner {
     nonisolated let loop = PollLoop(name: "control")
     nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
@@ -37,6 +39,10 @@ actor ControlServer: PollLoopOwner {
     private var inFlight = 0
     /// False once the node is stopping: requests read from then on are refused.
     private var accepting = true
+    /// When the node began to stop (`stopAccepting`).
+    private var stoppedAcceptingAt: ContinuousClock.Instant?
+    /// How long a stopping node still answers on its socket after removing the socket file.
+    static let lateRequestGrace: Duration = .milliseconds(200)
     private var idleWaiters: [CheckedContinuation<Void, Never>] = []
     private let encoder = JSONEncoder()
     private let decoder = JSONDecoder()
@@ -80,7 +86,17 @@ actor ControlServer: PollLoopOwner {
     /// file, so that no new client connects; connected clients are still answered.
     func stopAccepting() {
         accepting = false
+        stoppedAcceptingAt = .now
         removeSocketFile()
+    }
+
+    /// Keeps the socket open until `lateRequestGrace` after `stopAccepting`, answering what
+    /// arrives that the node is shutting down: a client that found the socket file just before
+    /// it went connects and sends a little later, and a fast shutdown would otherwise close the
+    /// socket under its request (the client then sees the connection close, which says less).
+    func answerLateRequests() async {
+        guard let since = stoppedAcceptingAt, ContinuousClock.now < since + Self.lateRequestGrace else { return }
+        try? await Task.sleep(until: since + Self.lateRequestGrace, clock: .continuous)
     }
 
     /// Waits until every request already read is answered and every watch has ended (each told
@@ -107,6 +123,13 @@ actor ControlServer: PollLoopOwner {
         watchers.removeAll()
         retryPendingEnds(finally: true)
         if let socket {
+            // Requests that arrived since the loop last read (from clients connected before the
+            // socket file went): answered that the node is shutting down, not dropped with the
+            // socket, which would leave their clients waiting for a reply that never comes.
+            // (What libzmq has not yet taken off the connection when it closes cannot be read;
+            // such a client sees the connection close, see `ControlClient.NodeStopped`.)
+            accepting = false
+            readRequests(from: socket)
             // The replies just queued must reach their clients: a linger, and this socket's
             // context is terminated as the socket is released below, which waits for them.
             try? socket.setLinger(.seconds(1))
@@ -126,6 +149,12 @@ actor ControlServer: PollLoopOwner {
     func pollDidReturn(ready: [ControlSocket]) {
         if !pendingEnds.isEmpty { retryPendingEnds(finally: false) }
         guard !ready.isEmpty, let socket else { return }
+        readRequests(from: socket)
+    }
+
+    /// Reads every request waiting on `socket` (without blocking) and answers it, or starts
+    /// the task that will; once the node is stopping, each is answered that it is.
+    private func readRequests(from socket: ZMQSocket) {
         while let message = try? socket.receive(maxFrames: 2) {
             guard message.frames.count == 2, !message.truncated else { continue }
             let client = message.frames[0]
@@ -134,7 +163,7 @@ actor ControlServer: PollLoopOwner {
                 continue
             }
             guard accepting else {
-                send(.failure(ControlFailure(.shutDown, "the node is shutting down")), to: client)
+                send(.failure(Self.shuttingDownFailure), to: client)
                 continue
             }
             switch request {
@@ -289,6 +318,7 @@ actor ControlServer: PollLoopOwner {
         return UInt64(info.st_ino)
     }
 
+    static let shuttingDownFailure = ControlFailure(.shutDown, "the node is shutting down")
     static let stoppingFailure = ControlFailure(.shutDown, "the watch ended: the node is stopping")
     static let lostChangesFailure = ControlFailure(
         .shutDown, "the watch ended: changes were lost: it read too slowly and the node's queue for it filled up (watch again; a narrower prefix sends less)")

@@ -51,6 +51,13 @@ final class MetricsServer: Sendable {
         self.group = group
     }
 
+    /// Why binding failed, in one line: the system's reason for a socket error (`address
+    /// already in use`), not NIO's description of the call that failed.
+    static func reason(_ error: any Error) -> String {
+        if let error = error as? IOError { return FileProblem.systemMessage(error.errnoCode) }
+        return "\(error)"
+    }
+
     func stop() async {
         try? await channel.close()
         try? await group.shutdownGracefully()

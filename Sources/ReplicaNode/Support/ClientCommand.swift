@@ -1,5 +1,6 @@
 import ArgumentParser
 import Foundation
+import ReplicaCore
 
 /// Options every client command shares: which node, and how to print.
 struct ClientOptions: ParsableArguments {
@@ -58,5 +59,59 @@ func reportingErrors(_ body: () throws -> Void) throws {
     } catch {
         Output.error("\(error)")
         throw ExitCode.failure
+    }
+}
+
+/// The checks a client makes of the keys and values it sends, against the limits its node
+/// enforces (`ControlEndpoint.replicaLimits`, as `import` checks its lines): what the node would
+/// refuse is a usage error (exit 64), found before connecting, with the limit in the message.
+enum ClientChecks {
+    /// `key` as the node will take it: 1 to `maxKeyBytes` bytes of UTF-8, no U+0000, and (with
+    /// `writable`, for `set` and `delete`) not a reserved key of a counter or log.
+    static func validate(key: String, writable: Bool) throws(ValidationError) {
+        if writable && FamilyKey.isReserved(key) { throw ValidationError(ReservedKey.message) }
+        let limit = ControlEndpoint.replicaLimits.maxKeyBytes
+        do {
+            try ControlEndpoint.replicaLimits.validate(key: key)
+        } catch {
+            switch error {
+            case .tooLarge:
+                // The node's own wording (`ReplicaError.invalidKey`), as `import` has it too.
+                throw ValidationError("invalid key: \(error)")
+            default:
+                let what = key.isEmpty ? "it is empty" : "it contains U+0000"
+                throw ValidationError("invalid key: \(what) (a key is 1 to \(limit) bytes of UTF-8, without U+0000)")
+            }
+        }
+    }
+
+    /// A counter name whose slot keys (U+001F, `counter/`, the escaped name, `/`, an
+    /// incarnation) fit the key limit; the node would refuse the longer ones.
+    static func validate(counterName name: String) throws(ValidationError) {
+        let key = FamilyKey.counterSlot(name, incarnation: UUID())
+        do {
+            try ControlEndpoint.replicaLimits.validate(key: key)
+        } catch {
+            let limit = ControlEndpoint.replicaLimits.maxKeyBytes
+            let overhead = FamilyKey.counterSlot("", incarnation: UUID()).utf8.count
+            throw ValidationError(
+                "invalid counter name: its keys would be \(key.utf8.count) bytes, over the key limit of \(limit) "
+                    + "(a name may have up to \(limit - overhead) bytes; '/' and '%' count 3)")
+        }
+    }
+
+    /// `json` without insignificant whitespace, if it is one JSON value within the value limit;
+    /// `source` names where it was read ("standard input", a file), "" for the command line.
+    static func validatedValue(_ json: [UInt8], from source: String) throws(ValidationError) -> [UInt8] {
+        guard let value = JSONText.minified(json) else {
+            let shown = json.count > 200 ? String(decoding: json.prefix(200), as: UTF8.self) + "..." : String(decoding: json, as: UTF8.self)
+            throw ValidationError("invalid JSON value\(source.isEmpty ? "" : " in " + source): \(shown) (strings need quotes: '\"text\"')")
+        }
+        do {
+            try ControlEndpoint.replicaLimits.validate(payload: value)
+        } catch {
+            throw ValidationError("\(error) (without whitespace\(source.isEmpty ? "" : ", read from " + source))")
+        }
+        return value
     }
 }

@@ -30,7 +30,7 @@ enum KeyFiles {
 
     /// Reads a `.key` file; the public key is derived from the secret and must match.
     static func readKeyPair(_ url: URL) throws -> CurveKeyPair {
-        let text = try String(contentsOf: url, encoding: .utf8)
+        let text = try read(url, what: "key file")
         var fields: [String: String] = [:]
         for line in text.split(separator: "\n") where !line.hasPrefix("#") {
             let parts = line.split(separator: "=", maxSplits: 1).map { $0.trimmingCharacters(in: .whitespaces) }
@@ -46,6 +46,15 @@ enum KeyFiles {
         return keys
     }
 
+    /// The text of `url`, or a `FileProblem` naming it as `what` ("key file").
+    private static func read(_ url: URL, what: String) throws -> String {
+        do {
+            return try String(contentsOf: url, encoding: .utf8)
+        } catch {
+            throw FileProblem(action: "cannot read \(what)", path: url.relativePath, error: error)
+        }
+    }
+
     /// Node id -> public key, from a directory of `ID.pub` files or a file of `ID KEY` lines.
     static func readTrust(_ url: URL) throws -> [String: String] {
         var isDirectory: ObjCBool = false
@@ -54,8 +63,14 @@ enum KeyFiles {
         }
         var trusted: [String: String] = [:]
         if isDirectory.boolValue {
-            for name in try FileManager.default.contentsOfDirectory(atPath: url.path).sorted() where name.hasSuffix(".pub") {
-                let text = try String(contentsOf: url.appendingPathComponent(name), encoding: .utf8)
+            let names: [String]
+            do {
+                names = try FileManager.default.contentsOfDirectory(atPath: url.path)
+            } catch {
+                throw FileProblem(action: "cannot read trust directory", path: url.relativePath, error: error)
+            }
+            for name in names.sorted() where name.hasSuffix(".pub") {
+                let text = try read(url.appendingPathComponent(name), what: "public key file")
                 let keys = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
                 guard keys.count == 1, CurveKeyPair.isValidKey(keys[0]) else {
                     throw Invalid(message: "\(name) in \(url.path) must hold one Z85 public key")
@@ -63,7 +78,7 @@ enum KeyFiles {
                 trusted[String(name.dropLast(4))] = keys[0]
             }
         } else {
-            for (number, line) in try String(contentsOf: url, encoding: .utf8).split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
+            for (number, line) in try read(url, what: "trust file").split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
                 let text = line.trimmingCharacters(in: .whitespaces)
                 if text.isEmpty || text.hasPrefix("#") { continue }
                 let parts = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)

@@ -134,10 +134,19 @@ enum Output {
     /// An `Encodable` as compact JSON with sorted keys and ISO 8601 dates (status, counters,
     /// drinks: values with no stored JSON inside).
     static func json<Value: Encodable>(encoding value: Value) throws {
+        json(try encoded(value))
+    }
+
+    /// What `json(encoding:)` prints: dates as ISO 8601 in UTC to the millisecond, as in text
+    /// (`2026-11-23T09:36:06.123Z`; `.iso8601` would drop the milliseconds).
+    static func encoded<Value: Encodable>(_ value: Value) throws -> [UInt8] {
         let encoder = JSONEncoder()
         encoder.outputFormatting = [.sortedKeys]
-        encoder.dateEncodingStrategy = .iso8601
-        json(Array(try encoder.encode(value)))
+        encoder.dateEncodingStrategy = .custom { date, encoder in
+            var container = encoder.singleValueContainer()
+            try container.encode(TimeText.iso8601(date))
+        }
+        return Array(try encoder.encode(value))
     }
 
     /// Pushes what is buffered to its reader (a pipe reader waits for whole lines).
