@@ -33,4 +33,52 @@ import Testing
         #expect(await eventually { await b.status().peers.first { $0.id == "r1" }?.state == .alive })
         for replica in replicas { await replica.shutdown() }
     }
+
+    /// c connects after b, so its subscriptions to a's XPUB repeat b's: only an XPUB that
+    /// reports every subscriber's (`ZMQ_XPUB_VERBOSE`) learns c's connection, and can end it.
+    @Test func aLaterSubscriberOfTheSameTopicsIsEndedToo() async throws {
+        let keys = try (0..<3).map { _ in try CurveKeyPair.generate() }
+        let layout = ReplicaLayout(count: 3, configure: { $0.suspectAfter = .milliseconds(600); $0.downAfter = .seconds(2) })
+        func start(_ index: Int) throws -> Replica {
+            var configuration = layout.configurations[index]
+            let others = (0..<3).filter { $0 != index }
+            configuration.security = .curve(CurveSecurity(
+                keys: keys[index], trusted: Set(others.map { keys[$0].publicKey }),
+                peerKeys: Dictionary(uniqueKeysWithValues: others.map { (layout.configurations[$0].listen, keys[$0].publicKey) })))
+            return try Replica(configuration)
+        }
+        let (a, b) = (try start(0), try start(1))
+        #expect(await connected([a, b]))
+        let c = try start(2)
+        #expect(await connected([a, b, c]))
+        await a.updateTrust(trusted: [keys[1].publicKey], keyOwners: [:])
+        #expect(await a.counterSnapshot().revokedConnectionsEnded >= 1)
+        // c may still list a alive through b (liveness one hop); what it hears directly stops.
+        #expect(await eventually { (await c.status().peers.first { $0.id == "r1" }?.lastSeenSecondsAgo ?? 0) > 1.5 }, "c no longer hears a")
+        #expect(await b.status().peers.first { $0.id == "r1" }?.state == .alive, "b, still trusted, keeps hearing a")
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+
+    /// `AcceptedConnections`: which connections a revocation ends, and that a descriptor a
+    /// closed connection leaves to a new one is not ended for the old one's key.
+    @Test func acceptedConnectionsEndOnlyTheRevokedKeysLiveConnections() {
+        var connections = AcceptedConnections()
+        connections.heard(on: 10, key: "A")
+        connections.heard(on: 11, key: "B")
+        connections.heard(on: 12, key: "A")
+        connections.closed(12)  // A's second connection closed; 12 may be reused by anyone
+        let revoked = connections.revoke { $0 != "A" }
+        #expect(revoked == [10], "only A's open connection")
+        #expect(connections.keys == [11: "B"])
+        let again = connections.endUntrusted(10)
+        #expect(!again, "already ended: its queued messages are only dropped")
+        let unrecorded = connections.endUntrusted(13)
+        #expect(unrecorded, "an unrecorded connection of a revoked key: ended once")
+        let twice = connections.endUntrusted(13)
+        #expect(!twice)
+        connections.closed(13)
+        let reused = connections.endUntrusted(13)
+        #expect(reused, "a new connection on a reused descriptor is new")
+        #expect(connections.knows(11, as: "B") && !connections.knows(11, as: "A"))
+    }
 }

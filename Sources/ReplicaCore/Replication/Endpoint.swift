@@ -37,8 +37,10 @@ public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible, Lo
 
     /// The ZeroMQ endpoint of the PUB socket.
     public var publishAddress: String { "tcp://\(description)" }
+    /// The port of the ROUTER (sync) socket: the one after `port`.
+    public var syncPort: UInt16 { port + 1 }
     /// The ZeroMQ endpoint of the ROUTER (sync) socket.
-    public var syncAddress: String { "tcp://\(Endpoint(host: host, port: port + 1).description)" }
+    public var syncAddress: String { "tcp://\(Endpoint(host: host, port: syncPort).description)" }
 
     /// `address` (a `tcp://` endpoint) connected from `source`'s host, libzmq's
     /// `tcp://SOURCE:0;DEST` form. Outgoing connections then carry the node's own address, so

@@ -11,10 +11,11 @@ extension Replica {
 
     func serviceAuthentication() {
         for monitor in handshakeMonitors {
-            let failures = monitor.drainFailures()
-            if failures > 0 {
-                counters.handshakesFailed += failures
-                logger.warning("refused \(failures) connection(s) that failed the CURVE handshake (plain or malformed client)")
+            let report = monitor.drain()
+            for descriptor in report.closed { acceptedConnections.closed(descriptor) }
+            if report.failedHandshakes > 0 {
+                counters.handshakesFailed += report.failedHandshakes
+                logger.warning("refused \(report.failedHandshakes) connection(s) that failed the CURVE handshake (plain or malformed client)")
             }
         }
         guard let authenticator else { return }
@@ -31,8 +32,10 @@ extension Replica {
     /// connection ended, if that key is no longer trusted: the message must not be acted on.
     func admitsConnection(_ sender: MessageSender?) -> Bool {
         guard curve != nil, let sender, let key = sender.userID else { return true }
+        // Known: its key was trusted when recorded, and a revocation forgets what it revokes.
+        if acceptedConnections.knows(sender.descriptor, as: key) { return true }
         guard isTrusted(z85: key) else {
-            endConnections([sender.descriptor])
+            if acceptedConnections.endUntrusted(sender.descriptor) { endConnections([sender.descriptor]) }
             return false
         }
         acceptedConnections.heard(on: sender.descriptor, key: key)
@@ -49,7 +52,7 @@ extension Replica {
     }
 
     private func endConnections(_ descriptors: [Int32]) {
-        let ports: Set<UInt16> = [configuration.listen.port, configuration.listen.port &+ 1]
+        let ports: Set<UInt16> = [configuration.listen.port, configuration.listen.syncPort]
         let ended = descriptors.filter { AcceptedTCPConnection.shutDown(descriptor: $0, ifLocalPortIn: ports) }.count
         guard ended > 0 else { return }
         counters.revokedConnectionsEnded += ended

@@ -36,7 +36,7 @@ extension Replica {
                     relayedBy: relays[record.node],
                     epoch: session.stream.epoch,
                     lastSequence: session.stream.through == 0 ? nil : session.stream.through,
-                    inSync: session.heartbeat.map { $0.digestRoot == root && now - $0.receivedAt < configuration.suspectAfter } ?? false,
+                    inSync: session.heartbeat.map { $0.digestRoot == root && now - $0.receivedAt < session.timing(timing).suspectAfter } ?? false,
                     sequenceGaps: session.stream.gaps,
                     syncsCompleted: session.stats.syncsCompleted,
                     repairsCompleted: session.stats.repairsCompleted,

@@ -19,7 +19,7 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var epoch: UInt64
         public var lastSequence: UInt64?
         /// The peer's last advertised digest equals ours, and that heartbeat is recent (heard
-        /// within `suspectAfter`). A member heard only through a relay, or silent, is not known
+        /// within its suspect time: `suspectAfter`, longer on a slow link, as for `state`). A member heard only through a relay, or silent, is not known
         /// to be in sync: its heartbeats are not relayed, so its last one may be long stale.
         public var inSync: Bool
         public var sequenceGaps: Int

@@ -13,22 +13,25 @@ import Darwin
 /// its side down and closes the descriptor itself), and the peer's next handshake is refused.
 enum AcceptedTCPConnection {
     /// Shuts down the connection on `descriptor` if it still is a TCP connection accepted on one
-    /// of `localPorts` (descriptors are reused: one recorded earlier may since be another file).
-    /// Returns whether it was shut down.
+    /// of `localPorts` (descriptors are reused: one recorded earlier may since be another file,
+    /// or a listening socket, which a shutdown would stop accepting). Returns whether it was.
     static func shutDown(descriptor: Int32, ifLocalPortIn localPorts: Set<UInt16>) -> Bool {
         guard let port = localPort(of: descriptor), localPorts.contains(port) else { return false }
         return shutdown(descriptor, Int32(SHUT_RDWR)) == 0
     }
 
-    /// The local port of a TCP socket, or nil for anything else.
+    /// The local port of a connected (not listening) TCP socket, or nil for anything else.
     static func localPort(of descriptor: Int32) -> UInt16? {
         var type: Int32 = 0
-        var typeLength = socklen_t(MemoryLayout<Int32>.size)
-        guard getsockopt(descriptor, SOL_SOCKET, SO_TYPE, &type, &typeLength) == 0, type == streamType else { return nil }
+        var listening: Int32 = 0
+        var length = socklen_t(MemoryLayout<Int32>.size)
+        guard getsockopt(descriptor, SOL_SOCKET, SO_TYPE, &type, &length) == 0, type == streamType,
+              getsockopt(descriptor, SOL_SOCKET, SO_ACCEPTCONN, &listening, &length) == 0, listening == 0
+        else { return nil }
         var address = sockaddr_storage()
-        var length = socklen_t(MemoryLayout<sockaddr_storage>.size)
+        var addressLength = socklen_t(MemoryLayout<sockaddr_storage>.size)
         let named = withUnsafeMutablePointer(to: &address) {
-            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &length) }
+            $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { getsockname(descriptor, $0, &addressLength) }
         }
         guard named == 0 else { return nil }
         switch Int32(address.ss_family) {

@@ -1,18 +1,29 @@
-/// Counts a listening socket's failed handshakes (wrong mechanism, refused key, garbage).
+/// Follows a listening socket's accepted connections: counts failed handshakes (wrong
+/// mechanism, refused key, garbage), and names the connections that closed, by descriptor.
 public final class HandshakeMonitor: @unchecked Sendable {
     /// The monitor's PAIR socket: poll it with the owner's other sockets.
     public let socket: ZMQSocket
 
     public init(watching watched: ZMQSocket) throws(ZMQError) {
-        socket = try watched.monitor([.handshakeFailed])
+        socket = try watched.monitor([.handshakeFailed, .disconnected])
     }
 
-    /// The number of failed handshakes reported since the last call (non-blocking).
-    public func drainFailures() -> Int {
-        var count = 0
-        while let event = try? socket.receiveMonitorEvent() {
-            if event == .handshakeFailed { count += 1 }
+    /// What happened since the last call (non-blocking).
+    public struct Report: Equatable, Sendable {
+        public var failedHandshakes = 0
+        /// Descriptors of connections that closed (libzmq may give them to new connections).
+        public var closed: [Int32] = []
+    }
+
+    public func drain() -> Report {
+        var report = Report()
+        while let (event, value) = try? socket.receiveMonitorEventAndValue() {
+            switch event {
+            case .handshakeFailed: report.failedHandshakes += 1
+            case .disconnected: report.closed.append(value)
+            default: break
+            }
         }
-        return count
+        return report
     }
 }

@@ -199,16 +199,25 @@ public final class ZMQSocket: @unchecked Sendable {
     /// Monitor sockets only: the next event, or nil if none is waiting. An event is two frames:
     /// a 16-bit event number and a 32-bit value (native byte order), then the endpoint.
     public func receiveMonitorEvent() throws(ZMQError) -> MonitorEvent? {
+        try receiveMonitorEventAndValue()?.event
+    }
+
+    /// The next event and its value (for a connection's events, its file descriptor), or nil
+    /// if none is waiting. libzmq's first frame is the event (2 bytes) and the value (4 bytes),
+    /// in the machine's byte order.
+    public func receiveMonitorEventAndValue() throws(ZMQError) -> (event: MonitorEvent, value: Int32)? {
         guard let message = try receive(maxFrames: 2) else { return nil }
-        guard let first = message.frames.first, first.count >= 2 else { return .other(0) }
+        guard let first = message.frames.first, first.count >= 6 else { return (.other(0), -1) }
         let number = Int32(first.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) })
-        switch number {
-        case ZMQ_EVENT_CONNECTED: return .connected
-        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: return .handshakeSucceeded
-        case ZMQ_EVENT_DISCONNECTED: return .disconnected
-        case _ where number & MonitorEvent.handshakeFailureBits != 0: return .handshakeFailed
-        default: return .other(number)
+        let value = first.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: Int32.self) }
+        let event: MonitorEvent = switch number {
+        case ZMQ_EVENT_CONNECTED: .connected
+        case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: .handshakeSucceeded
+        case ZMQ_EVENT_DISCONNECTED: .disconnected
+        case _ where number & MonitorEvent.handshakeFailureBits != 0: .handshakeFailed
+        default: .other(number)
         }
+        return (event, value)
     }
 
     /// Makes this (binding) socket a CURVE server with `keys`: clients must know its public

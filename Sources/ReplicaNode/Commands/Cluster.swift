@@ -15,7 +15,7 @@ struct Cluster: AsyncParsableCommand {
             Node K listens on 127.0.0.1:(base-port + 2K) (and the port after it for sync), keeps \
             its data in DIR/nodeK and appends its log to DIR/nodeK.log (a line marks each start). \
             Data survives a restart of the cluster; a cluster already running on DIR is left \
-            alone (exit 1, nothing in DIR touched). \
+            alone (exit 1; its keys and logs untouched). \
             Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
             --insecure runs them open instead. It prints commands to try from another terminal, \
             with paths that work from anywhere. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops every \

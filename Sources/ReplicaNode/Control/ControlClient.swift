@@ -1,5 +1,6 @@
 import Foundation
 import ReplicaCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -18,6 +19,14 @@ struct ControlClient {
     let socket: ZMQSocket
     /// The connection's events (`events`), watched while a reply is awaited.
     private let monitor: ZMQSocket
+    /// Set once the monitor reports the connection closed, and kept: a reply read in the same
+    /// wait must not make a later `receive` (several requests in flight) forget it.
+    private let closedSeen = ClosedFlag()
+
+    /// Shared by copies of the client, as its connection is.
+    private final class ClosedFlag: Sendable {
+        let value = Mutex(false)
+    }
     var timeout: Duration = .seconds(5)
     /// Whether `receive` gives up as soon as the node closes the connection (see
     /// `NodeStopped`). `watch` turns it off: it tells a stopped node from a restarted one itself.
@@ -158,11 +167,12 @@ struct ControlClient {
 
     /// Whether the connection has been closed since it was made (events read so far).
     private func disconnected() -> Bool {
-        var closed = false
-        while let event = try? monitor.receiveMonitorEvent() {
-            if event == .disconnected { closed = true }
+        closedSeen.value.withLock { closed in
+            while let event = try? monitor.receiveMonitorEvent() {
+                if event == .disconnected { closed = true }
+            }
+            return closed
         }
-        return closed
     }
 
     /// Sends one request and returns its reply.

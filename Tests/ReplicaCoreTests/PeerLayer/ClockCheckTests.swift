@@ -75,14 +75,15 @@ import Testing
         // This node is 90 s ahead of both members: they are with the median, so neither is
         // listed (the `clock` problem names this node).
         ([-90_000, -90_000], [ClockCheck.MemberClock.fine, .fine]),
-        // One member 90 s ahead: its entries are refused here, whatever the median.
+        // One member 90 s ahead, the other with us: it is the wrong one; its entries are refused here.
         ([90_000, 10], [.ahead(offsetMillis: 90_000), .fine]),
         // One member 90 s behind, the other with us: that member is the wrong one.
         ([-90_000, 10], [.behind(offsetMillis: -90_000), .fine]),
-        // Two nodes, the other 90 s ahead: refused here, listed (both refuse their writes).
-        ([90_000], [.ahead(offsetMillis: 90_000)]),
-        // Two nodes, the other 90 s behind: it is the median, so it is not listed (this node's
-        // own `clock` problem is).
+        // This node is 90 s behind both members: they are with the median, not listed.
+        ([90_000, 90_000], [.fine, .fine]),
+        // Two nodes, 90 s apart: the other is the median, so it is not listed (this node's
+        // own `clock` problem is; neither can tell which clock is wrong, and both refuse).
+        ([90_000], [.fine]),
         ([-90_000], [.fine]),
         // Within the limit either way.
         ([59_000, -59_000], [.fine, .fine]),

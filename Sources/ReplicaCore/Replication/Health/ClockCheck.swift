@@ -87,24 +87,25 @@ struct ClockCheck: Sendable {
         return nil
     }
 
-    /// How one member's clock stands, for the `peerClock` problems `status` lists.
+    /// How one member's clock stands, for the `peerClock` problems `status` lists: a member is
+    /// listed when its clock is beyond the limit from ours *and* from the members' median, so
+    /// that it is the clock that is wrong. When this node's own clock is the wrong one, its
+    /// members agree with the median and none is listed: the `clock` problem says it instead.
     enum MemberClock: Equatable, Sendable {
         case fine
-        /// Ahead of ours by more than the limit (and the allowance): what it writes now is
-        /// stamped beyond what this node accepts, so its entries are refused here.
+        /// Ahead: what it writes now is stamped beyond what this node accepts, so its entries
+        /// are refused here (and it refuses its own writes).
         case ahead(offsetMillis: Int64)
-        /// Behind ours by more than the limit, and off the members' median as well: it is the
-        /// clock that is wrong (it refuses its own writes). A member that is behind ours but
-        /// with the median is not listed: then this node's clock is the wrong one, which the
-        /// `clock` problem says.
+        /// Behind: it refuses its own writes.
         case behind(offsetMillis: Int64)
     }
 
     /// Judges a member's `offset` (theirs minus ours, ms) against the limit and the median of
     /// the members' offsets (`median(_:)` of the same measurements), after `evaluate`.
     func judge(memberOffset offset: Int64, median: Int64?) -> MemberClock {
+        guard abs(offset - (median ?? 0)) > limitMillis else { return .fine }
         if offset > limitMillis + Int64(clamping: allowanceMillis) { return .ahead(offsetMillis: offset) }
-        if offset < -limitMillis, abs(offset - (median ?? 0)) > limitMillis { return .behind(offsetMillis: offset) }
+        if offset < -limitMillis { return .behind(offsetMillis: offset) }
         return .fine
     }
 
