@@ -126,5 +126,7 @@ import Testing
         #expect(!FamilyKey.logPrefix("a/b").hasPrefix(FamilyKey.logPrefix("a")))
         #expect(FamilyKey.logElement("a", id: "b/c") != FamilyKey.logElement("a/b", id: "c"))
         #expect(FamilyKey.readable(FamilyKey.counterPrefix("visits")) == "␟counter/visits/")
+        #expect(FamilyKey.counterSlot("visits", incarnation: UUID()).utf8.count == "visits".utf8.count + FamilyKey.counterSlotOverhead)
+        #expect(FamilyKey.counterSlotOverhead == 46, "the marker, counter/, the slash and a 36-character incarnation")
     }
 }

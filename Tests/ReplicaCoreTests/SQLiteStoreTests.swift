@@ -120,6 +120,25 @@ import Testing
         #expect(try store.entry(for: "a") != nil)
     }
 
+    /// A store file truncated to nothing is not a new store: it is kept aside and reported like
+    /// a corrupt one (it started silently as a new incarnation before).
+    @Test func anEmptyFileIsKeptAsideAndReported() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
+            _ = try store.merge([Self.entry("a", 1)])
+            store.closeForWriting()
+        }
+        let file = directory.url.appendingPathComponent(SQLiteStore.fileName)
+        try Data().write(to: file)
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        let moved = try #require(store.recoveredFromCorruption)
+        #expect(moved.reason.contains("empty"))
+        #expect(FileManager.default.fileExists(atPath: moved.movedTo))
+        #expect(store.count == 0)
+    }
+
     /// Corruption inside the entries' cells, the pages' structure intact (counting rows still
     /// passes): found by reading every row at start, and the file is moved aside like any
     /// corrupt one. (The full read ran outside the corruption check: the node did not start.)

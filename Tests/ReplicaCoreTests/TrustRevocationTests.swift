@@ -23,6 +23,12 @@ import Testing
         let listed = await a.status().problems.first { $0.kind == .trust }
         #expect(listed?.subject == "r2", "\(String(describing: listed))")
         #expect(listed?.message.contains("not trusted") == true)
+        // Refused for another reason (its key now trusted as another node's): the listed
+        // message follows, rather than keeping the first reason.
+        await a.updateTrust(trusted: [keys[1].publicKey], keyOwners: [keys[1].publicKey: "r3"])
+        let relisted = await a.status().problems.first { $0.kind == .trust }
+        #expect(relisted?.message.contains("trusted as r3's, not r2's") == true, "\(String(describing: relisted))")
+        await a.updateTrust(trusted: [], keyOwners: [:])
         try await a.write("while-revoked", payload: Array("1".utf8))
 
         // Trusted again: a dials b, b's next dial is admitted, the problem clears, and what a

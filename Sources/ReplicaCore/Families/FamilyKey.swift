@@ -73,6 +73,10 @@ public enum FamilyKey {
     /// The prefix shared by every slot of counter `name`.
     public static func counterPrefix(_ name: String) -> String { marker + "counter/" + escape(name) + "/" }
 
+    /// The bytes a counter slot's key adds to the counter's (escaped) name: the marker,
+    /// `counter/`, the slash and the incarnation (46).
+    public static let counterSlotOverhead = counterSlot("", incarnation: UUID()).utf8.count
+
     /// The slot of counter `name` owned by one replica incarnation.
     public static func counterSlot(_ name: String, incarnation: UUID) -> String {
         counterPrefix(name) + incarnation.uuidString.lowercased()

@@ -196,8 +196,10 @@ extension Replica {
         for problem in problems.of(.trust) where !subjects.contains(problem.subject) {
             problems.clear(.trust, problem.subject)
         }
-        let listed = Set(problems.of(.trust).map(\.subject))
-        for record in refused where !listed.contains(record.node.rawValue) {
+        // A listed member's message is replaced when its reason or address changes (it moved,
+        // or came back with another key); an unchanged one is left as it is, not counted again.
+        let listed = Dictionary(problems.of(.trust).map { ($0.subject, $0.message) }, uniquingKeysWith: { first, _ in first })
+        for record in refused {
             let reason: String
             if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
                 reason = "its key is trusted as \(owner)'s, not \(record.node)'s"
@@ -206,8 +208,9 @@ extension Replica {
             } else {
                 reason = "its key is not trusted here"
             }
-            problems.raise(.trust, record.node.rawValue, "member \(record.node) at \(record.address): \(reason); it is not dialled and "
-                + "cannot connect, so nothing replicates with it. Trust its key (ID.pub in the trust directory) or forget it")
+            let message = "member \(record.node) at \(record.address): \(reason); it is not dialled and "
+                + "cannot connect, so nothing replicates with it. Trust its key (ID.pub in the trust directory) or forget it"
+            if listed[record.node.rawValue] != message { problems.raise(.trust, record.node.rawValue, message) }
         }
     }
 

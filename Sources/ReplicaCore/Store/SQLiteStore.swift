@@ -218,12 +218,21 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     /// A database file whose first bytes are not SQLite's header is corrupt before SQLite is
-    /// asked to open (and perhaps write) it.
+    /// asked to open (and perhaps write) it. So is an empty one: a store is never empty once
+    /// opened (switching to WAL writes the header before anything else), so an empty file is a
+    /// store that lost its content (truncated), or, rarely, a first start killed within the
+    /// moment between creating the file and writing it. Either way it is kept aside and listed,
+    /// rather than silently started over as a new incarnation.
     private static func checkHeader(_ url: URL) throws {
         guard let handle = FileHandle(forReadingAtPath: url.path) else { return }  // a new store
         defer { try? handle.close() }
-        let header = (try? handle.read(upToCount: 16)) ?? Data()
-        guard header.isEmpty || header == Data("SQLite format 3\0".utf8) else {
+        let header = try handle.read(upToCount: 16) ?? Data()
+        guard !header.isEmpty else {
+            throw DatabaseError(
+                resultCode: .SQLITE_NOTADB,
+                message: "the file is empty (0 bytes): truncated, or a first start stopped before it was written")
+        }
+        guard header == Data("SQLite format 3\0".utf8) else {
             throw DatabaseError(resultCode: .SQLITE_NOTADB, message: "not an SQLite database (its header is damaged)")
         }
     }

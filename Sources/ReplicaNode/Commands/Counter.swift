@@ -10,8 +10,9 @@ struct Incr: ClientCommand {
             the sum of all slots, so increments made at the same time on different nodes (or on \
             both sides of a partition) all count. --by may be negative. Prints the counter's \
             value on this node once the increment is committed; with --json, the value and slots. \
-            A name too long for the keys of its slots (the key limit, \
-            \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, less 46) is a usage error (exit 64).
+            A name longer than \(ClientChecks.longestCounterName) bytes (the key limit, \
+            \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, less the \(FamilyKey.counterSlotOverhead) \
+            its slots' keys add) is a usage error (exit 64).
 
             Examples:
               replica-node incr visits --data cluster-data/node1

@@ -42,12 +42,7 @@ struct Import: ClientCommand {
     }
 
     func perform(with client: ControlClient) throws {
-        let input: Data
-        do {
-            input = file == "-" ? FileHandle.standardInput.readDataToEndOfFile() : try Data(contentsOf: URL(fileURLWithPath: file))
-        } catch {
-            throw FileProblem(action: "cannot read", path: file, error: error)
-        }
+        let input = try FileProblem.readInput(file)
         let batches: [Batch]
         do {
             batches = try Self.batches(of: input, keysPerBatch: batch, maxBytes: Self.maxBatchBytes)

@@ -46,16 +46,7 @@ struct SetCommand: ClientCommand {
     /// pretty-printed).
     func json() throws -> [UInt8] {
         guard let file else { return try ClientChecks.validatedValue(Array((value ?? "").utf8), from: "") }
-        let bytes: Data
-        if file == "-" {
-            bytes = FileHandle.standardInput.readDataToEndOfFile()
-        } else {
-            do {
-                bytes = try Data(contentsOf: URL(fileURLWithPath: file))
-            } catch {
-                throw FileProblem(action: "cannot read", path: file, error: error)
-            }
-        }
+        let bytes = try FileProblem.readInput(file)
         return try ClientChecks.validatedValue(Array(bytes), from: file == "-" ? "standard input" : file)
     }
 

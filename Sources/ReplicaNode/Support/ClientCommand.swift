@@ -87,16 +87,18 @@ enum ClientChecks {
 
     /// A counter name whose slot keys (U+001F, `counter/`, the escaped name, `/`, an
     /// incarnation) fit the key limit; the node would refuse the longer ones.
+    /// The longest counter name, in bytes, whose slots' keys are within the key limit.
+    static var longestCounterName: Int { ControlEndpoint.replicaLimits.maxKeyBytes - FamilyKey.counterSlotOverhead }
+
     static func validate(counterName name: String) throws(ValidationError) {
         let key = FamilyKey.counterSlot(name, incarnation: UUID())
         do {
             try ControlEndpoint.replicaLimits.validate(key: key)
         } catch {
-            let limit = ControlEndpoint.replicaLimits.maxKeyBytes
-            let overhead = FamilyKey.counterSlot("", incarnation: UUID()).utf8.count
             throw ValidationError(
-                "invalid counter name: its keys would be \(key.utf8.count) bytes, over the key limit of \(limit) "
-                    + "(a name may have up to \(limit - overhead) bytes; '/' and '%' count 3)")
+                "invalid counter name: its keys would be \(key.utf8.count) bytes, over the key limit of "
+                    + "\(ControlEndpoint.replicaLimits.maxKeyBytes) (a name may have up to \(longestCounterName) bytes; "
+                    + "'/' and '%' count 3)")
         }
     }
 

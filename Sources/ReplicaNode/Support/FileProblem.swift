@@ -21,6 +21,17 @@ struct FileProblem: Error, CustomStringConvertible {
 
     var description: String { "\(action) \(path): \(reason)" }
 
+    /// The bytes of the input file `path` that a command was given, or of standard input for
+    /// `-` (as `set --file` and `import` take them).
+    static func readInput(_ path: String) throws(FileProblem) -> Data {
+        guard path != "-" else { return FileHandle.standardInput.readDataToEndOfFile() }
+        do {
+            return try Data(contentsOf: URL(fileURLWithPath: path))
+        } catch {
+            throw FileProblem(action: "cannot read", path: path, error: error)
+        }
+    }
+
     /// Why `error` happened, in the system's words: the errno behind it if there is one.
     static func reason(_ error: any Error) -> String {
         if let errno = errnoCode(error) { return systemMessage(errno) }
