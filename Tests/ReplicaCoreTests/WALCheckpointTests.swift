@@ -54,6 +54,25 @@ import Testing
         }
     }
 
+    /// The checkpointer sleeps until a commit makes a pass due (it polled every 10 ms before):
+    /// the commit that grows the log past the limit wakes it at once, long before the period,
+    /// and a single small commit brings a pass when the period ends.
+    @Test func commitsWakeTheCheckpointerWhenAPassIsDue() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let growth = WALCheckpointPolicy(passAfterGrowthBytes: 256 * 1024, period: .seconds(3_600))
+        let store = try SQLiteStore(directory: directory.url.appendingPathComponent("growth"), node: "n1", checkpointPolicy: growth)
+        _ = try store.merge(Self.entries(0..<1, round: 0))
+        #expect(store.checkpointPasses == 0, "a small commit, and an hour's period: no pass yet")
+        _ = try store.merge(Self.entries(0..<200, round: 1))  // 200 entries of 2,000 bytes: over 256 KiB
+        #expect(await eventually { store.checkpointPasses == 1 }, "the growing commit woke the checkpointer")
+
+        let trickle = WALCheckpointPolicy(passAfterGrowthBytes: .max, period: .milliseconds(200))
+        let other = try SQLiteStore(directory: directory.url.appendingPathComponent("trickle"), node: "n1", checkpointPolicy: trickle)
+        _ = try other.merge(Self.entries(0..<1, round: 0))
+        #expect(await eventually { other.checkpointPasses == 1 }, "one commit: a pass once the period ends")
+    }
+
     @Test func aLongLogIsRewoundAndWrittenFromItsStartWithNothingLost() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -126,6 +126,9 @@ public final class SQLiteStore: ReplicaStore {
     /// need no mutex of their own: GRDB opens them SQLITE_OPEN_NOMUTEX and serialises each.)
     private static let processSettings: Int32 = sqlite3_config_memstatus_off()
 
+    /// Passes the background checkpointer has run so far.
+    var checkpointPasses: Int { checkpointer.passes }
+
     /// Runs one checkpoint pass now (the background thread runs them when `WALCheckpointPolicy` says).
     @discardableResult
     func checkpointNow() throws -> WALCheckpointer.Pass { try checkpointer.checkpoint() }

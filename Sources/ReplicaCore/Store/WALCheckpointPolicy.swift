@@ -26,8 +26,6 @@ struct WALCheckpointPolicy: Equatable, Sendable {
     var passAfterGrowthBytes: Int = 1 << 20
     /// The longest time between passes while anything is written (a trickle of commits).
     var period: Duration = .milliseconds(500)
-    /// How often the checkpointer looks at the writer's progress (`WALProgress`).
-    var pollInterval: Duration = .milliseconds(10)
 
     /// Whether a pass is due, given the frames in the log now and at the last pass (as the
     /// writer's commits reported them), the commits since, and the time since the last pass.

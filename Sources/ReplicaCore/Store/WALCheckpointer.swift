@@ -8,7 +8,8 @@ import Synchronization
 /// SQLite's automatic checkpoint runs inside whichever commit crosses the WAL size limit, so
 /// one commit in a few thousand stalls the replica's loop for tens of milliseconds (copying
 /// pages and fsyncing): that was the p99 latency. Here a second connection checkpoints in small
-/// passes, whenever the writer has added a megabyte to the log or half a second has passed:
+/// passes, whenever the writer has added a megabyte to the log or half a second has passed
+/// since a commit (it sleeps until a commit makes a pass due: `WALProgress`):
 /// PASSIVE, which never blocks the writer, and a RESTART when the log has grown long, which
 /// keeps it bounded under sustained writes (see `WALCheckpointPolicy`).
 final class WALCheckpointer: Sendable {
@@ -26,6 +27,14 @@ final class WALCheckpointer: Sendable {
     }
 
     private let stopped = StopFlag()
+    private let progress: WALProgress
+    private final class PassCount: Sendable {
+        let value = Atomic<Int>(0)
+    }
+
+    /// Passes the thread has run (for tests: that a pass comes without anyone asking).
+    var passes: Int { passCount.value.load(ordering: .relaxed) }
+    private let passCount = PassCount()
     /// Signalled when the thread has ended.
     private let ended = DispatchSemaphore(value: 0)
     private let connection: DatabaseQueue
@@ -48,23 +57,41 @@ final class WALCheckpointer: Sendable {
         self.connection = connection
         self.policy = policy
         self.pageSize = pageSize
+        self.progress = progress
         let stopped = self.stopped
         let ended = self.ended
+        let passCount = self.passCount
         // The thread holds the connection and the flags, not the checkpointer: `stop()` (from
-        // the store's `deinit` or `closeForWriting`, or this `deinit`) ends it within a poll.
+        // the store's `deinit` or `closeForWriting`, or this `deinit`) interrupts its wait.
         let thread = Thread {
+            // From nothing, not from the progress when the thread gets to run: commits made
+            // before then count.
             var last = (progress: WALProgress.Snapshot(), at: ContinuousClock.now)
             while !stopped.value.withLock({ $0 }) {
-                Thread.sleep(forTimeInterval: policy.pollInterval / .seconds(1))
-                let now = ContinuousClock.now
+                let lastPass = last
+                @Sendable func due(_ current: WALProgress.Snapshot, at now: ContinuousClock.Instant) -> Bool {
+                    policy.passDue(
+                        logFrames: current.logFrames, atLastPass: lastPass.progress.logFrames, pageSize: pageSize,
+                        commitsSince: current.commits &- lastPass.progress.commits, sinceLastPass: now - lastPass.at)
+                }
                 let current = progress.snapshot
-                guard policy.passDue(
-                    logFrames: current.logFrames, atLastPass: last.progress.logFrames, pageSize: pageSize,
-                    commitsSince: current.commits &- last.progress.commits, sinceLastPass: now - last.at)
-                else { continue }
-                last = (current, now)
+                guard due(current, at: .now) else {
+                    // Asleep until a pass is due: with nothing committed since the last pass,
+                    // until the first commit (then the period runs); otherwise until the log has
+                    // grown enough (the growing commit wakes us) or the period ends.
+                    let quiet = current.commits == lastPass.progress.commits
+                    let deadline: DispatchTime = quiet
+                        ? .distantFuture
+                        : .now() + .nanoseconds(Self.nanoseconds(lastPass.at + policy.period - .now))
+                    _ = progress.wait(until: deadline) { snapshot in
+                        quiet ? snapshot.commits != lastPass.progress.commits : due(snapshot, at: lastPass.at)
+                    }
+                    continue
+                }
+                last = (current, .now)
                 // Busy (the writer held the lock past the timeout) or read-only disk: try next time.
                 _ = try? Self.checkpoint(connection, policy: policy, pageSize: pageSize)
+                passCount.value.add(1, ordering: .relaxed)
             }
             ended.signal()
         }
@@ -97,8 +124,17 @@ final class WALCheckpointer: Sendable {
             defer { stopped = true }
             return !stopped
         }
-        if wasRunning { _ = ended.wait(timeout: .now() + .seconds(3)) }
+        if wasRunning {
+            progress.interrupt()
+            _ = ended.wait(timeout: .now() + .seconds(3))
+        }
     }
 
     deinit { stop() }
+
+    /// A wait's length in whole nanoseconds, zero if already past.
+    private static func nanoseconds(_ duration: Duration) -> Int {
+        let (seconds, attoseconds) = duration.components
+        return max(0, Int(seconds) * 1_000_000_000 + Int(attoseconds / 1_000_000_000))
+    }
 }
