@@ -95,6 +95,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// Received entries dropped because the store could not commit them: by a failed commit,
         /// or unread during its back-off (fetched again later).
         public var inboundDroppedOnFailedCommit = 0
+
+        /// Every counter at 0.
+        public init() {}
     }
 
     /// Connections refused by the ZAP handler (unknown CURVE key), per address.
@@ -149,4 +152,35 @@ public struct ReplicaHealth: Sendable, Codable, Equatable {
     public var serving: Bool
     /// Every current problem; those with `failsHealth` make the node unhealthy.
     public var problems: [Problem]
+}
+
+extension ReplicaStatus.Counters {
+    /// A counter a node does not send counts 0: an older node's `status` has no counter added
+    /// since (`revokedConnectionsEnded`, ...), and a newer `replica-node status` still reads it
+    /// during a rolling upgrade.
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        func count(_ key: CodingKeys) throws -> Int { try container.decodeIfPresent(Int.self, forKey: key) ?? 0 }
+        self.init()
+        malformedDropped = try count(.malformedDropped)
+        oversizedDropped = try count(.oversizedDropped)
+        forgedOriginsDropped = try count(.forgedOriginsDropped)
+        futureTimestampsRejected = try count(.futureTimestampsRejected)
+        skewedHeartbeats = try count(.skewedHeartbeats)
+        updatesPublished = try count(.updatesPublished)
+        updateMessagesPublished = try count(.updateMessagesPublished)
+        updatesApplied = try count(.updatesApplied)
+        updatesRelayed = try count(.updatesRelayed)
+        syncEntriesReceived = try count(.syncEntriesReceived)
+        syncBytesReceived = try count(.syncBytesReceived)
+        syncRequestsServed = try count(.syncRequestsServed)
+        repairedUpdates = try count(.repairedUpdates)
+        repairsServed = try count(.repairsServed)
+        tombstonesCollected = try count(.tombstonesCollected)
+        expiredTombstonesDropped = try count(.expiredTombstonesDropped)
+        syncRequestsRefused = try count(.syncRequestsRefused)
+        handshakesFailed = try count(.handshakesFailed)
+        revokedConnectionsEnded = try count(.revokedConnectionsEnded)
+        inboundDroppedOnFailedCommit = try count(.inboundDroppedOnFailedCommit)
+    }
 }

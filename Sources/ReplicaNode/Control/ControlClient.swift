@@ -140,6 +140,32 @@ struct ControlClient {
         }
     }
 
+    /// A reply this client cannot decode: most often the node runs another version of
+    /// replica-node, whose reply has fields this one does not know or lacks ones it needs.
+    struct UnreadableReply: Error, CustomStringConvertible {
+        var dataDirectory: URL
+        var reason: String
+        var description: String {
+            "cannot read the reply of the node serving \(dataDirectory.path) (\(reason)); it may run another version of "
+                + "replica-node than this one (\(ReplicaNodeCommand.configuration.version)): use a client of the node's version"
+        }
+
+        /// What did not decode, by its path in the reply: "no field status.peers.0.trusted".
+        static func reason(_ error: any Error) -> String {
+            func path(_ keys: [any CodingKey]) -> String {
+                keys.map { $0.intValue.map(String.init) ?? $0.stringValue }.joined(separator: ".")
+            }
+            switch error as? DecodingError {
+            case .keyNotFound(let key, let context)?: return "no field " + path(context.codingPath + [key])
+            case .typeMismatch(_, let context)?, .valueNotFound(_, let context)?:
+                return "field \(path(context.codingPath)) is not what this version expects"
+            case .dataCorrupted(let context)?:
+                return context.codingPath.isEmpty ? context.debugDescription : "field \(path(context.codingPath)): \(context.debugDescription)"
+            default: return "\(error)"
+            }
+        }
+    }
+
     /// How often a wait for a reply looks at the connection's events.
     static let eventCheckInterval: Duration = .milliseconds(100)
 
@@ -160,7 +186,12 @@ struct ControlClient {
             if let deadline, ContinuousClock.now >= deadline { return nil }
         }
         guard let message = try socket.receive(), let body = message.frames.first else { return nil }
-        let reply = try JSONDecoder().decode(ControlReply.self, from: Data(body))
+        let reply: ControlReply
+        do {
+            reply = try JSONDecoder().decode(ControlReply.self, from: Data(body))
+        } catch {
+            throw UnreadableReply(dataDirectory: dataDirectory, reason: UnreadableReply.reason(error))
+        }
         if case .failure(let failure) = reply { throw failure }
         return reply
     }

@@ -85,11 +85,11 @@ enum ClientChecks {
         }
     }
 
-    /// A counter name whose slot keys (U+001F, `counter/`, the escaped name, `/`, an
-    /// incarnation) fit the key limit; the node would refuse the longer ones.
     /// The longest counter name, in bytes, whose slots' keys are within the key limit.
     static var longestCounterName: Int { ControlEndpoint.replicaLimits.maxKeyBytes - FamilyKey.counterSlotOverhead }
 
+    /// A counter name whose slot keys (U+001F, `counter/`, the escaped name, `/`, an
+    /// incarnation) fit the key limit; the node would refuse the longer ones.
     static func validate(counterName name: String) throws(ValidationError) {
         let key = FamilyKey.counterSlot(name, incarnation: UUID())
         do {
