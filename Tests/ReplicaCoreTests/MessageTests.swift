@@ -57,6 +57,17 @@ import Testing
         #expect(await eventually { await replicas[1].status().saveErrors.map(\.subject) == ["counter clicks"] })
     }
 
+    /// A failed commit's error (disk full) names the counter or log element, not its entry key.
+    @Test func saveFailuresNameTheCounterOrElement() {
+        let slot = FamilyKey.counterSlot("clicks", incarnation: UUID())
+        let counter = ReplicaError.saveFailed(key: slot, reason: "disk is full").description
+        #expect(counter == "could not save counter clicks: disk is full")
+        let element = ReplicaError.saveFailed(key: FamilyKey.logElement("drinks", id: "e1"), reason: "disk is full").description
+        #expect(element == "could not save element e1 of log drinks: disk is full")
+        #expect(!Self.isInternal(counter) && !Self.isInternal(element))
+        #expect(ReplicaError.saveFailed(key: "notes", reason: "disk is full").description == "could not save notes: disk is full")
+    }
+
     @Test func logErrorsNameTheElement() async throws {
         let replica = try makeReplicas(1)[0]
         let log = Drink.log()

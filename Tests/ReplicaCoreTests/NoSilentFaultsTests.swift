@@ -11,6 +11,33 @@ import Testing
     /// A heartbeat from a clock two minutes ahead keeps the sender alive and shows its clock, and
     /// does nothing else: no gap, no repair, no new incarnation or sequence taken (so no sync),
     /// although it announces a sequence jump and a new incarnation.
+    /// A seed that never answers (nothing listens at its address) left the node alone with a
+    /// passing health check. It is now an `isolated` problem naming the seed, cleared once a
+    /// member is heard.
+    @Test func aNodeWhoseSeedsNeverAnswerIsListedAsIsolated() async throws {
+        let (aPort, bPort) = (testPorts.pair(), testPorts.pair())
+        func configuration(_ id: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
+            var configuration = ReplicaConfiguration(
+                node: id, listen: Endpoint(host: "127.0.0.1", port: port), peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
+            configuration.heartbeatInterval = .milliseconds(100)
+            configuration.suspectAfter = .milliseconds(300)
+            configuration.downAfter = .milliseconds(500)
+            return configuration
+        }
+        let a = try Replica(configuration("a", aPort, bPort))
+        #expect(await eventually { await a.status().problems.contains { $0.kind == .isolated } })
+        let listed = try #require(await a.status().problems.first { $0.kind == .isolated })
+        #expect(listed.subject == "members")
+        #expect(listed.message.contains("127.0.0.1:\(bPort)"), "names the seed that never answered: \(listed.message)")
+        #expect(!listed.failsHealth, "an isolated node still serves")
+
+        let b = try Replica(configuration("b", bPort, aPort))
+        #expect(await eventually { await !a.status().problems.contains { $0.kind == .isolated } }, "b heard: no longer isolated")
+        #expect(await !b.status().problems.contains { $0.kind == .isolated })
+        await a.shutdown()
+        await b.shutdown()
+    }
+
     @Test func aFutureDatedHeartbeatChangesNothing() async throws {
         let peer = try FakePeer()
         let replica = try peer.makeNode()

@@ -100,6 +100,18 @@ import Testing
         #expect(try SQLiteStore(directory: directory.url, node: "n1").count == 20)
     }
 
+    /// A library user gets the path and the system's reason, not Foundation's error text.
+    @Test func aDataDirectoryThatCannotBeMadeSaysWhereAndWhy() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let file = directory.url.appendingPathComponent("afile")
+        try Data("x".utf8).write(to: file)
+        let target = file.appendingPathComponent("data")
+        #expect(throws: SQLiteStore.UnusableDataDirectory(path: target.path, reason: "not a directory")) {
+            try SQLiteStore(directory: target, node: "n1")
+        }
+    }
+
     @Test func refusesADataDirectoryOfAnotherNode() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

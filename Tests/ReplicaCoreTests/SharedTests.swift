@@ -112,6 +112,10 @@ import Testing
         // Overwriting keeps the quarantined copy; the error clears on the next good value.
         $settings.withLock { $0 = ["theme": "blue"] }
         try await $settings.save()
+        // Its own good save ends the error: the stored value is the one it just wrote (it
+        // stayed until another node wrote a good value).
+        #expect($settings.loadError == nil)
+        #expect(await eventually { await replicas[1].status().loadErrors.isEmpty })
         // "green" must be written after A has B's "blue", or the two are concurrent and the
         // tie-break may pick "blue".
         #expect(try await eventually { try await replicas[0].entry(for: "settings")?.payload == Array("{\"theme\":\"blue\"}".utf8) })
@@ -119,6 +123,34 @@ import Testing
         #expect(await eventually { $settings.loadError == nil && settings["theme"] == "green" })
         #expect(try await replicas[1].quarantined(key: "settings").map(\.entry.payload) == [garbage])
         #expect(await eventually { await replicas[1].status().loadErrors.isEmpty })
+    }
+
+    /// `withLock` then `save()`: one write. The save waits for the one `withLock` started,
+    /// which holds the change, instead of writing the same value under a second version (each
+    /// member's `values` then yielded it twice).
+    @Test func saveAfterWithLockWaitsForTheSaveInFlight() async throws {
+        let replica = try makeReplicas(1)[0]
+        @Shared(.replicated("once", on: replica)) var once = 0
+        let before = await replica.counterSnapshot().updatesPublished
+        $once.withLock { $0 = 1 }
+        try await $once.save()
+        #expect(await replica.counterSnapshot().updatesPublished - before == 1)
+        #expect(try await replica.entry(for: "once")?.payload == Array("1".utf8))
+        try await $once.save()
+        #expect(await replica.counterSnapshot().updatesPublished - before == 2, "an explicit save with none in flight still writes")
+    }
+
+    /// Status changes that change nothing are not announced to observers (a new `Shared` fired
+    /// one `onChange` with nothing changed: one extra render).
+    @Test func aStatusLeftAsItWasIsNoChange() {
+        typealias Status = KeyReference<ReplicatedKey<Int>>.Status
+        struct Failure: Error {}
+        #expect(Status(isLoading: false).isUnchanged(from: Status(isLoading: false)))
+        #expect(!Status(isLoading: true).isUnchanged(from: Status(isLoading: false)))
+        #expect(!Status(isLoading: false, loadError: Failure()).isUnchanged(from: Status(isLoading: false)))
+        #expect(!Status(isLoading: false).isUnchanged(from: Status(isLoading: false, saveError: Failure())))
+        #expect(!Status(isLoading: false, loadError: Failure()).isUnchanged(from: Status(isLoading: false, loadError: Failure())),
+                "errors are not comparable: a new one is a change")
     }
 
     @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))
@@ -138,7 +170,6 @@ import Testing
         #expect(notes.count == 512 * 1024, "the new value stays in memory")
         #expect(await !replica.status().saveErrors.isEmpty)
         #expect(try await replica.entry(for: "notes")?.payload == Array("\"saved\"".utf8), "reads keep working")
-
         try disk.unfill()
         try await $notes.save()
         #expect($notes.saveError == nil)

@@ -86,7 +86,8 @@ extension Replica {
         // (A batch of received entries only keeps the cached counter totals: increments held
         // meanwhile, for the clock check, are still to be committed, and their totals stand.)
         for write in local {
-            for request in write.requests { problems.raise(.save, request.key, reason) }
+            // Listed in the user's terms: one line per counter or log, not one per slot or element key.
+            for request in write.requests { problems.raise(.save, FamilyKey.subject(of: request.key), reason) }
         }
         refuse(local) { ReplicaError.saveFailed(key: $0.requests.first?.key ?? "", reason: reason) }
         problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "

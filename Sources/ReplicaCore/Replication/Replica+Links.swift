@@ -157,7 +157,25 @@ extension Replica {
             logger.info("no member heard for \(timing.downAfter); contacting the seeds again")
             contactSeeds()
         }
+        judgeIsolation(anyMemberAlive: anyAlive, now: now)
     }
+
+    /// Lists this node as `isolated` while it has heard no member for `Isolation.limit` (and
+    /// clears it once one is heard).
+    func judgeIsolation(anyMemberAlive: Bool, now: ContinuousClock.Instant) {
+        let hasMembersOrSeeds = !configuration.peers.isEmpty || !membership.active.isEmpty
+        guard let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) else {
+            if problems.clear(.isolated, Self.isolationSubject) != nil { logger.info("a member is heard again: no longer isolated") }
+            return
+        }
+        let pending = seeds.map(\.address.description)
+        let waiting = pending.isEmpty ? "" : " (seeds never answered: \(pending.joined(separator: ", ")))"
+        let message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
+            + "member is reached. Check that the seeds' addresses are right and reachable, and that members are up"
+        if problems.describe(.isolated, Self.isolationSubject, message) { logger.warning("isolated: \(message)") }
+    }
+
+    static let isolationSubject = "members"
 
     static let joinRetry: Duration = .seconds(2)
 }

@@ -75,6 +75,8 @@ public actor Replica: PollLoopOwner {
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
     /// When a node that hears no member asks its seeds again.
     var seedRecontact = SeedRecontact()
+    /// Set from the configuration's down time in `init`.
+    var isolation = Isolation(limit: .seconds(10))
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
@@ -167,6 +169,7 @@ public actor Replica: PollLoopOwner {
         epoch = try store.beginEpoch(atLeast: configuration.wallClock())
         nextPeriodicSync = .now + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
+        isolation = Isolation(limit: configuration.downAfter * 2)
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
         _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: .now)
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)

@@ -7,6 +7,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     case invalidKey(String)
     case valueTooLarge(size: Int, limit: Int)
     /// The write could not be made durable (read-only or full disk, ...). Nothing was published.
+    /// `key` is the entry's key; the message names it in the user's terms (`counter visits`,
+    /// not a slot's key).
     case saveFailed(key: String, reason: String)
     /// This node's clock is `offsetMillis` away from its members' median (theirs minus ours),
     /// beyond `limitMillis`: a write stamped now would reorder history, so it is refused.
@@ -18,7 +20,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .leaving: "this node is leaving the cluster: writes are refused (members would never receive them)"
         case .invalidKey(let reason): "invalid key: \(reason)"
         case .valueTooLarge(let size, let limit): "value of \(size) bytes exceeds the limit of \(limit) bytes"
-        case .saveFailed(let key, let reason): "could not save \(key): \(reason)"
+        case .saveFailed(let key, let reason): "could not save \(FamilyKey.subject(of: key)): \(reason)"
         case .clockSkew(let offset, let limit):
             "this node's clock is \(Self.seconds(-offset)) \(offset < 0 ? "ahead of" : "behind") its members' (median), "
                 + "beyond the \(Self.seconds(limit)) limit: writes are refused until the clock is fixed"

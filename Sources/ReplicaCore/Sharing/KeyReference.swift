@@ -42,6 +42,8 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     private var changeCount = 0
     private var savedChangeCount = 0
     private var isSaving = false
+    /// The local changes the save in flight covers (its value was taken after this many).
+    private var savingChangeCount = 0
     /// Local changes made since the save in flight took its value: saved when it finishes.
     private var saveAgain = false
     /// Waiting for the save in flight (or for the next one when `saveAgain`).
@@ -129,7 +131,15 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     }
 
     /// Changes the load and save status (observed as one property: they change together).
+    /// A change that leaves it as it was (an error cleared that was not there) is not announced:
+    /// observers would see a change with nothing changed (one extra render).
     private func updateStatus(_ change: (inout Status) -> Void) {
+        let changes = locked { () -> Bool in
+            var status = Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError)
+            change(&status)
+            return !status.isUnchanged(from: Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError))
+        }
+        guard changes else { return }
         announcing(\.status) {
             locked {
                 var status = Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError)
@@ -143,6 +153,13 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         var isLoading: Bool
         var loadError: (any Error)?
         var saveError: (any Error)?
+
+        /// The same flag and no errors where there were none (errors are not `Equatable`: a
+        /// new one always counts as a change).
+        func isUnchanged(from other: Status) -> Bool {
+            isLoading == other.isLoading && loadError == nil && other.loadError == nil
+                && saveError == nil && other.saveError == nil
+        }
     }
 
     var status: Status {
@@ -306,11 +323,19 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         }
         let start = locked { () -> (Value, Int)? in
             if isSaving {
+                // `withLock` then `save()`: the save in flight already holds every change, so
+                // wait for it. Saving the same value again would write it under a second
+                // version, which every member would then see as one more change.
+                if !saveAgain && changeCount == savingChangeCount {
+                    if let waiter { currentWaiters.append(waiter) }
+                    return nil
+                }
                 saveAgain = true
                 if let waiter { nextWaiters.append(waiter) }
                 return nil
             }
             isSaving = true
+            savingChangeCount = changeCount
             if let waiter { currentWaiters.append(waiter) }
             return (current, changeCount)
         }
@@ -343,6 +368,7 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
                 return (waiters, nil)
             }
             saveAgain = false
+            savingChangeCount = changeCount
             return (waiters, (current, changeCount))
         }
         for waiter in waiters { waiter.resume(with: result) }

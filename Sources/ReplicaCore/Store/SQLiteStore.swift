@@ -39,12 +39,20 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
+    /// The data directory cannot be made (a file in its path, no permission, a read-only disk).
+    public struct UnusableDataDirectory: Error, CustomStringConvertible, Equatable, Sendable {
+        public var path: String
+        public var reason: String
+        public var description: String { "cannot create data directory \(path): \(reason)" }
+    }
+
     /// The data directory belongs to another node.
     public struct ForeignDataDirectory: Error, CustomStringConvertible, Sendable {
         public var expected: NodeID
         public var found: NodeID
         public var description: String {
-            "the data directory belongs to node \(found), not \(expected); use --id \(found) or another --data directory"
+            "the data directory belongs to node \(found), not \(expected): start it as node \(found) "
+                + "(replica-node: --id \(found)), or give node \(expected) another data directory"
         }
     }
 
@@ -59,7 +67,11 @@ public final class SQLiteStore: ReplicaStore {
 
     init(directory: URL, node: NodeID, synchronous: String = "NORMAL", checkpointPolicy: WALCheckpointPolicy) throws {
         _ = Self.processSettings
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw UnusableDataDirectory(path: directory.path, reason: FileSystemReason.of(error))
+        }
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
         var moved: CorruptFileMovedAside?

@@ -10,7 +10,8 @@ struct Health: ClientCommand {
             a clock too far from the members' (its writes are refused), another process with \
             this node's id. Other problems are listed as "warning:" lines and do not fail (exit \
             0): save and load errors (a write refused, a value that cannot be read; see status), \
-            a member's clock, a member whose key is not trusted. A node that is not running \
+            a member's clock, a member whose key is not trusted, a node that has heard no \
+            member for a while (its writes reach no one). A node that is not running \
             fails too. Made for health checks (docker-compose, Kubernetes, monitors).
 
             Example:

@@ -54,7 +54,7 @@ final class MetricsServer: Sendable {
     /// Why binding failed, in one line: the system's reason for a socket error (`address
     /// already in use`), not NIO's description of the call that failed.
     static func reason(_ error: any Error) -> String {
-        if let error = error as? IOError { return FileProblem.systemMessage(error.errnoCode) }
+        if let error = error as? IOError { return FileSystemReason.systemMessage(error.errnoCode) }
         return "\(error)"
     }
 

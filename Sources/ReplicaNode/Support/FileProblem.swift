@@ -1,8 +1,5 @@
 import Foundation
-
-#if canImport(Glibc)
-import Glibc
-#endif
+import ReplicaCore
 
 /// A file or directory that could not be read or made, as one line naming the path and the
 /// system's reason (`cannot read key file keys/node1.key: no such file or directory`), instead
@@ -16,7 +13,7 @@ struct FileProblem: Error, CustomStringConvertible {
     init(action: String, path: String, error: any Error) {
         self.action = action
         self.path = path
-        reason = Self.reason(error)
+        reason = FileSystemReason.of(error)
     }
 
     var description: String { "\(action) \(path): \(reason)" }
@@ -30,38 +27,5 @@ struct FileProblem: Error, CustomStringConvertible {
         } catch {
             throw FileProblem(action: "cannot read", path: path, error: error)
         }
-    }
-
-    /// Why `error` happened, in the system's words: the errno behind it if there is one.
-    static func reason(_ error: any Error) -> String {
-        if let errno = errnoCode(error) { return systemMessage(errno) }
-        let error = error as NSError
-        if error.domain == NSCocoaErrorDomain {
-            switch CocoaError.Code(rawValue: error.code) {
-            case .fileNoSuchFile, .fileReadNoSuchFile: return systemMessage(ENOENT)
-            case .fileReadNoPermission, .fileWriteNoPermission: return systemMessage(EACCES)
-            case .fileReadInapplicableStringEncoding, .fileReadCorruptFile: return "not UTF-8 text"
-            case .fileWriteOutOfSpace: return systemMessage(ENOSPC)
-            case .fileWriteVolumeReadOnly: return systemMessage(EROFS)
-            case .fileWriteFileExists: return systemMessage(EEXIST)
-            default: break
-            }
-        }
-        return error.localizedDescription
-    }
-
-    /// The errno of a POSIX error, or of the POSIX error under a Foundation one.
-    static func errnoCode(_ error: any Error) -> Int32? {
-        if let posix = error as? POSIXError { return posix.code.rawValue }
-        let error = error as NSError
-        if error.domain == NSPOSIXErrorDomain { return Int32(error.code) }
-        if let underlying = error.userInfo[NSUnderlyingErrorKey] as? any Error { return errnoCode(underlying) }
-        return nil
-    }
-
-    /// `strerror`, starting lowercase as the rest of the line does: "no such file or directory".
-    static func systemMessage(_ code: Int32) -> String {
-        let text = String(cString: strerror(code))
-        return text.prefix(1).lowercased() + text.dropFirst()
     }
 }

@@ -61,4 +61,23 @@ import Testing
             #expect(contact == tick.contact, "at \(tick.at) ms")
         }
     }
+
+    /// `Isolation`: listed once no member has been heard for the limit, with seeds or members
+    /// to hear; cleared the moment one is heard; never for a node with nobody to hear.
+    @Test func aNodeThatHearsNoMemberIsListedAfterTheLimit() {
+        var isolation = Isolation(limit: .seconds(10))
+        func tick(_ ms: Int, alive: Bool = false, others: Bool = true) -> Duration? {
+            isolation.update(anyMemberAlive: alive, hasMembersOrSeeds: others, now: start + .milliseconds(ms))
+        }
+        #expect(tick(0) == nil, "alone from now")
+        #expect(tick(9_999) == nil)
+        #expect(tick(10_000) == .seconds(10))
+        #expect(tick(12_500) == .milliseconds(12_500), "how long, as it goes on")
+        #expect(tick(13_000, alive: true) == nil, "a member heard: over at once")
+        #expect(tick(14_000) == nil, "alone again: the time starts over")
+        #expect(tick(23_999) == nil)
+        #expect(tick(24_000) == .seconds(10))
+        #expect(tick(25_000, others: false) == nil, "nobody to hear (a cluster of one): never isolated")
+        #expect(tick(90_000, others: false) == nil)
+    }
 }

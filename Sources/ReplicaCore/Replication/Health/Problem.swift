@@ -20,6 +20,10 @@ public struct Problem: Sendable, Equatable, Codable {
         /// A member was announced whose key is not trusted here: it is not dialled, and its
         /// connections are refused.
         case trust
+        /// This node has heard no member for a while although it has members or seeds: its
+        /// writes stay here until one is reached (seeds that never answer, members all down,
+        /// or a partition).
+        case isolated
     }
 
     public var kind: Kind
@@ -43,12 +47,13 @@ public struct Problem: Sendable, Equatable, Codable {
     /// Whether `health` fails on it: this node cannot commit, or its clock would reorder
     /// history, or another process uses its id. The rest is listed for the operator but does
     /// not make the node unhealthy: a refused write was told to its caller and clears when its
-    /// key saves again, a load error names data to look at, and another member's clock or key
-    /// is that member's problem.
+    /// key saves again, a load error names data to look at, another member's clock or key
+    /// is that member's problem, and an isolated node still serves (during a partition, both
+    /// sides are isolated and both are fine).
     public var failsHealth: Bool {
         switch kind {
         case .commit, .clock, .identity: true
-        case .load, .save, .peerClock, .trust: false
+        case .load, .save, .peerClock, .trust, .isolated: false
         }
     }
 
@@ -76,6 +81,15 @@ struct ProblemBoard: Sendable {
         }
         problems[id] = Problem(kind: kind, subject: subject, message: message, since: date)
         return true
+    }
+
+    /// Raises a problem, or replaces the message of the one listed (its count and times stay):
+    /// a condition that goes on, described as it is now.
+    mutating func describe(_ kind: Problem.Kind, _ subject: String, _ message: String, at date: Date = Date()) -> Bool {
+        let id = Self.id(kind, subject)
+        guard problems[id] != nil else { return raise(kind, subject, message, at: date) }
+        problems[id]?.message = message
+        return false
     }
 
     /// Clears a problem; returns it if it was there.

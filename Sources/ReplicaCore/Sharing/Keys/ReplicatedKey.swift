@@ -182,7 +182,14 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
             defer { books.held = nil }
             return (books.held, books.subscriber)
         }
-        if case .success(let entry) = result { _ = advance(to: entry, on: replica) }
+        if case .success(let entry) = result {
+            _ = advance(to: entry, on: replica)
+            // The stored value is now the one just saved, which reads: a load error shown for
+            // an earlier value (or "no replica yet", for a save made as the key bound) is over.
+            // An entry held meanwhile, newer and unreadable, sets it again below.
+            clearLoadError(on: replica)
+            subscriber?.yieldErrorCleared()
+        }
         // Held changes go out before the save's caller resumes, while the reference still knows
         // whether newer local changes wait for the next save (then it keeps them).
         if let held, let subscriber { receive(held, on: replica, subscriber: subscriber) }
