@@ -76,6 +76,7 @@ import Testing
         for replica in [a, b] {
             let peer = await replica.status().peers.first { $0.id == "c" }
             #expect(peer?.state == .left, "acknowledged, so already known")
+            #expect(peer?.inSync == false, "a member that left is in sync with nothing (its last heartbeat was recent)")
         }
         // It stays left: no member re-dials it or brings it back.
         try await Task.sleep(for: .seconds(3))

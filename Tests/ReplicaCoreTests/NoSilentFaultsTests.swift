@@ -22,18 +22,45 @@ import Testing
             configuration.heartbeatInterval = .milliseconds(100)
             configuration.suspectAfter = .milliseconds(300)
             configuration.downAfter = .milliseconds(500)
+            configuration.clockCheckGrace = .milliseconds(300)
             return configuration
         }
         let a = try Replica(configuration("a", aPort, bPort))
+        try await a.write("offline", payload: Array("1".utf8))  // offline-first: accepted after the grace
         #expect(await eventually { await a.status().problems.contains { $0.kind == .isolated } })
         let listed = try #require(await a.status().problems.first { $0.kind == .isolated })
         #expect(listed.subject == "members")
         #expect(listed.message.contains("127.0.0.1:\(bPort)"), "names the seed that never answered: \(listed.message)")
+        #expect(listed.message.contains("unchecked clock"), "says its writes carry a clock never compared: \(listed.message)")
         #expect(!listed.failsHealth, "an isolated node still serves")
 
         let b = try Replica(configuration("b", bPort, aPort))
         #expect(await eventually { await !a.status().problems.contains { $0.kind == .isolated } }, "b heard: no longer isolated")
         #expect(await !b.status().problems.contains { $0.kind == .isolated })
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    /// `requireClockCheck`: a node that has reached no member since it started refuses writes
+    /// once the grace is over (rather than stamping them with a clock nobody compared), and
+    /// takes them as soon as its clock agrees with a member's.
+    @Test func aNodeThatRequiresAClockCheckRefusesWritesUntilItHasOne() async throws {
+        let (aPort, bPort) = (testPorts.pair(), testPorts.pair())
+        func configuration(_ id: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
+            var configuration = ReplicaConfiguration(
+                node: id, listen: Endpoint(host: "127.0.0.1", port: port), peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
+            configuration.heartbeatInterval = .milliseconds(100)
+            configuration.clockCheckGrace = .milliseconds(300)
+            configuration.requireClockCheck = true
+            return configuration
+        }
+        let a = try Replica(configuration("a", aPort, bPort))
+        await #expect(throws: ReplicaError.clockUnchecked) { try await a.write("k", payload: Array("1".utf8)) }
+        #expect(try await a.entry(for: "k") == nil, "nothing written")
+
+        let b = try Replica(configuration("b", bPort, aPort))
+        #expect(await eventually { (try? await a.write("k", payload: Array("2".utf8))) != nil }, "compared with b: writes go ahead")
+        #expect(await eventually { (try? await b.entry(for: "k"))?.payload == Array("2".utf8) })
         await a.shutdown()
         await b.shutdown()
     }

@@ -48,6 +48,32 @@ import Testing
         #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
     }
 
+    /// A node that leaves (the `leave` example of the help, run against the demo cluster) is a
+    /// clean stop: reported, and the others keep serving (it stopped the whole cluster, with
+    /// exit 1, so that the `forget` example after it found no node).
+    @Test func aNodeThatLeavesLeavesTheOthersRunning() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-leave-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let cluster = try RunningCommand(["cluster", "--nodes", "3", "--base-port", "\(try consecutivePortPairs(3) - 2)", "--insecure", "--data", root.path])
+        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
+        var serving = false
+        while let line = await cluster.output.next(timeout: .seconds(30)) {
+            if line.contains("Press Ctrl-C") { serving = true; break }
+        }
+        #expect(serving)
+        #expect(try replicaNode(["leave", "--data", root.appendingPathComponent("node3").path]).status == 0)
+        var reported = false
+        while let line = await cluster.output.next(timeout: .seconds(20)) {
+            if line.contains("node3 stopped cleanly") { reported = true; break }
+        }
+        #expect(reported, "the cluster says node3 stopped")
+        #expect(cluster.process.isRunning, "the cluster keeps running")
+        #expect(try replicaNode(["forget", "node3", "--data", root.appendingPathComponent("node1").path]).status == 0,
+                "the forget example that follows leave in the help works")
+        #expect(cluster.stop(SIGINT) == 0, "and stops cleanly on Ctrl-C")
+        #expect(nodeProcesses(under: root).isEmpty)
+    }
+
     /// A second `cluster` on the directory of a running one is refused before it touches
     /// anything: the running nodes' logs are the same files, not truncated, and the nodes still
     /// serve. A cluster started again later appends to the logs, after a line marking its start.

@@ -29,7 +29,10 @@ extension Replica {
             switch verdict {
             case .skewed(let median):
                 let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
-                problems.raise(.clock, identity.node.rawValue, error.description)
+                // Behind: what the members write looks stamped in the future and is refused here
+                // too, so reads on this node are stale until the clock is fixed.
+                let stale = median > 0 ? "; entries the members write look too far ahead and are refused here too, so reads on this node are stale" : ""
+                problems.raise(.clock, identity.node.rawValue, error.description + stale)
                 logger.error("\(error.description)")
                 refuse(commits.takeWrites()) { _ in error }
             case .agrees, .alone, .unverified:

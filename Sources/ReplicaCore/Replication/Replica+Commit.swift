@@ -5,6 +5,11 @@ import Foundation
 extension Replica {
     func flush() {
         guard !commits.isEmpty else { return }
+        // Writes held for the first comparison, which never came in the grace: refused when the
+        // configuration requires that check.
+        if configuration.requireClockCheck && clockCheck.isUnchecked(now: .now) && !commits.writes.isEmpty {
+            refuse(commits.takeWrites()) { _ in ReplicaError.clockUnchecked }
+        }
         // Until this node's clock has been compared with its members', local writes wait.
         let (writes, remote) = commits.takeBatch(holdingWrites: clockCheck.holdsWrites(now: .now))
         guard !writes.isEmpty || !remote.isEmpty else { return }
@@ -103,8 +108,10 @@ extension Replica {
     static let commitSubject = "store"
 
     /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members'
-    /// (each refusal counts in the clock problem).
+    /// (each refusal counts in the clock problem), and with `clockUnchecked` while it has never
+    /// been compared, under `requireClockCheck`.
     func refuseIfClockSkewed() throws {
+        if configuration.requireClockCheck && clockCheck.isUnchecked(now: .now) { throw ReplicaError.clockUnchecked }
         guard let offset = clockCheck.refusal else { return }
         let error = ReplicaError.clockSkew(offsetMillis: offset, limitMillis: clockCheck.limitMillis)
         problems.raise(.clock, identity.node.rawValue, error.description)

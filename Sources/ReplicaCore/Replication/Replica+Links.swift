@@ -170,8 +170,11 @@ extension Replica {
         }
         let pending = seeds.map(\.address.description)
         let waiting = pending.isEmpty ? "" : " (seeds never answered: \(pending.joined(separator: ", ")))"
+        let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
+            ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
+            : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
         let message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
-            + "member is reached. Check that the seeds' addresses are right and reachable, and that members are up"
+            + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
         if problems.describe(.isolated, Self.isolationSubject, message) { logger.warning("isolated: \(message)") }
     }
 

@@ -36,7 +36,10 @@ extension Replica {
                     relayedBy: relays[record.node],
                     epoch: session.stream.epoch,
                     lastSequence: session.stream.through == 0 ? nil : session.stream.through,
-                    inSync: session.heartbeat.map { $0.digestRoot == root && now - $0.receivedAt < session.timing(timing).suspectAfter } ?? false,
+                    // A member that left is in sync with nothing any more, however recent its
+                    // last heartbeat.
+                    inSync: record.status == .active
+                        && session.heartbeat.map { $0.digestRoot == root && now - $0.receivedAt < session.timing(timing).suspectAfter } ?? false,
                     sequenceGaps: session.stream.gaps,
                     syncsCompleted: session.stats.syncsCompleted,
                     repairsCompleted: session.stats.repairsCompleted,

@@ -45,6 +45,13 @@ public struct ReplicaConfiguration: Sendable {
     /// How long local writes wait, after members are first heard, for the first comparison of
     /// this node's clock with theirs (see `ClockCheck`); then they go ahead unchecked.
     public var clockCheckGrace: Duration = .seconds(3)
+    /// Refuse local writes (`ReplicaError.clockUnchecked`) until this node's clock has agreed
+    /// with a member's at least once since it started, instead of accepting them after
+    /// `clockCheckGrace`. Off by default, so that a node started where no member can be reached
+    /// (offline, in a partition) keeps working; then a wrong clock stamps its writes wrong (far
+    /// ahead, they win over later writes once members accept them; far behind, they lose to
+    /// earlier ones). A node with no seeds and no members (a cluster of one) is never held.
+    public var requireClockCheck = false
     /// Twice a second: a member is suspect after three missed heartbeats rather than one and a
     /// half, and a healed link is noticed (gaps, digests, clock) within half a second.
     public var heartbeatInterval: Duration = .milliseconds(500)

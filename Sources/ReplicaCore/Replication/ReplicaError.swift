@@ -13,6 +13,9 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// This node's clock is `offsetMillis` away from its members' median (theirs minus ours),
     /// beyond `limitMillis`: a write stamped now would reorder history, so it is refused.
     case clockSkew(offsetMillis: Int64, limitMillis: Int64)
+    /// `ReplicaConfiguration.requireClockCheck`: this node's clock has not been compared with a
+    /// member's since it started (none reached), so its writes are refused.
+    case clockUnchecked
 
     public var description: String {
         switch self {
@@ -21,6 +24,9 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .invalidKey(let reason): "invalid key: \(reason)"
         case .valueTooLarge(let size, let limit): "value of \(size) bytes exceeds the limit of \(limit) bytes"
         case .saveFailed(let key, let reason): "could not save \(FamilyKey.subject(of: key)): \(reason)"
+        case .clockUnchecked:
+            "this node's clock has not been compared with any member's since it started (none reached yet), and it "
+                + "requires that check: writes are refused until a member is reached"
         case .clockSkew(let offset, let limit):
             "this node's clock is \(Self.seconds(-offset)) \(offset < 0 ? "ahead of" : "behind") its members' (median), "
                 + "beyond the \(Self.seconds(limit)) limit: writes are refused until the clock is fixed"

@@ -19,8 +19,11 @@ struct Cluster: AsyncParsableCommand {
             Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
             --insecure runs them open instead. It prints commands to try from another terminal, \
             with paths that work from anywhere. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops every \
-            node (SIGTERM, then SIGKILL after 10 s; a second signal kills them at once); a node \
-            that exits by itself stops the others too, and the cluster exits with 1.
+            node (SIGTERM, then SIGKILL after 10 s; a second signal kills them at once). A node \
+            that stops cleanly by itself (`replica-node leave`, or a SIGTERM of its own) is \
+            reported and the others keep running; the cluster exits 0 once every node has. A \
+            node that fails (exits with an error, or is killed) stops the others too, and the \
+            cluster exits with 1.
 
             Example:
               replica-node cluster --nodes 3 --data cluster-data
@@ -121,6 +124,8 @@ struct Cluster: AsyncParsableCommand {
             print("Stopping \(ids.count) node(s) (signal \(signal)) ...")
         case .exited(let id, let status):
             Output.error("\(id) \(status) while the cluster was running (see \(root.appendingPathComponent("\(id).log").path)); stopping the other node(s)")
+        case .allStoppedCleanly:
+            print("Every node has stopped (they left, or were stopped one by one).")
         }
         Output.flush()
         let problems = await children.stopAll(root: root)
@@ -216,6 +221,8 @@ final class ClusterProcesses: Sendable {
         case signal(Int32)
         /// `status` says how: "exited with status 1", "was killed by signal 9".
         case exited(id: String, status: String)
+        /// Every node stopped cleanly on its own (each left, or was stopped one by one).
+        case allStoppedCleanly
     }
 
     private struct Child {
@@ -271,15 +278,26 @@ final class ClusterProcesses: Sendable {
     }
 
     private func exited(_ process: Process) {
-        let exit = state.withLock { state -> (id: String, stopping: Bool, status: String)? in
+        let clean = process.terminationReason == .exit && process.terminationStatus == 0
+        let exit = state.withLock { state -> (id: String, stopping: Bool, status: String, allExited: Bool)? in
             guard let index = state.children.firstIndex(where: { $0.process === process }) else { return nil }
             state.children[index].exit = process.terminationReason
             state.children[index].status = process.terminationStatus
-            return (state.children[index].id, state.stopping, Self.describe(process.terminationReason, process.terminationStatus))
+            return (state.children[index].id, state.stopping, Self.describe(process.terminationReason, process.terminationStatus),
+                    state.allExited)
         }
-        // A node that exits while the cluster runs (a port taken, a data directory held by a
-        // node left over from an earlier cluster, a crash) stops the cluster.
-        if let exit, !exit.stopping { stop(because: .exited(id: exit.id, status: exit.status)) }
+        guard let exit, !exit.stopping else { return }
+        if clean {
+            // It left the cluster (`leave`), or someone stopped it: a choice, not a failure. The
+            // others keep serving (the `leave` example of the help runs against this cluster).
+            Output.line("\(exit.id) stopped cleanly (it left the cluster, or was stopped); the other node(s) keep running")
+            Output.flush()
+            if exit.allExited { stop(because: .allStoppedCleanly) }
+        } else {
+            // A node that fails while the cluster runs (a port taken, a data directory held by a
+            // node left over from an earlier cluster, a crash) stops the cluster.
+            stop(because: .exited(id: exit.id, status: exit.status))
+        }
     }
 
     static func describe(_ reason: Process.TerminationReason, _ status: Int32) -> String {

@@ -65,6 +65,8 @@ struct Serve: AsyncParsableCommand {
 
     @Flag(help: "Publish every update as a message of its own, never as a batch: for a rolling upgrade from nodes that predate batches (docs/protocol.md, \"Mixed versions\").")
     var singleUpdates = false
+    @Flag(help: "Refuse writes until this node's clock has been compared with a member's since start, instead of accepting them after 3 s with no member reached (docs/operations.md, \"Clocks\").")
+    var requireClockCheck = false
 
     @Option(help: "SQLite synchronous mode: normal survives a crash of the process, full also a power cut.")
     var sync: SyncMode = .normal
@@ -279,6 +281,7 @@ struct Serve: AsyncParsableCommand {
             configuration.discoveryPort = settings.discoveryPort
             configuration.synchronous = sync.rawValue.uppercased()
             configuration.batchesUpdates = !singleUpdates
+            configuration.requireClockCheck = requireClockCheck
             configuration.security = security
             replica = try Replica(configuration, logger: logger)
             if let signal = stopping.signal {

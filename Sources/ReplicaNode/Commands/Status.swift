@@ -81,7 +81,7 @@ struct Status: ClientCommand {
             rows.append([
                 peer.id + (peer.trusted ? "" : " (untrusted)"), peer.address, peer.state.rawValue, TimeText.iso8601(peer.since),
                 lastSeen ?? "never",
-                peer.relayedBy.map { "relay \($0)" } ?? "direct",
+                peer.state == .left ? "-" : peer.relayedBy.map { "relay \($0)" } ?? "direct",
                 peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
                 peer.roundTripMillis.map { "\(Int($0.rounded())) ms" } ?? "-",
                 peer.clockOffsetMillis.map { TimeText.offset(seconds: Double($0) / 1000) } ?? "-",

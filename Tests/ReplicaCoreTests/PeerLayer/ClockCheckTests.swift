@@ -70,6 +70,25 @@ import Testing
         }
     }
 
+    /// "Unchecked": writes that would go ahead with a clock never compared since start (the
+    /// grace ran out with no member measured). Refused under `requireClockCheck`; a node that
+    /// agreed once and then lost its members (a partition) is not unchecked.
+    @Test func aClockNeverComparedIsUncheckedOnceTheGraceRunsOut() {
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        let start = ContinuousClock.now
+        func at(_ ms: Int, _ offsets: [Int64], unmeasured: Int) -> Bool {
+            _ = check.evaluate(offsets: offsets, unmeasured: unmeasured, now: start + .milliseconds(ms))
+            return check.isUnchecked(now: start + .milliseconds(ms))
+        }
+        #expect(!at(0, [], unmeasured: 0), "nobody to compare with: a cluster of one")
+        #expect(!at(100, [], unmeasured: 1), "held during the grace, not yet unchecked")
+        #expect(at(3_100, [], unmeasured: 1), "the grace ran out: unchecked")
+        #expect(!at(4_000, [5], unmeasured: 0), "compared: it agrees")
+        #expect(check.hasAgreed)
+        #expect(!at(9_000, [], unmeasured: 1), "members gone later: it was checked this run")
+        #expect(!at(20_000, [], unmeasured: 1))
+    }
+
     /// Which members `status` lists as `peerClock` problems (limit 60 s), seen from each node.
     @Test(arguments: [
         // This node is 90 s ahead of both members: they are with the median, so neither is

@@ -21,6 +21,8 @@ struct ClockCheck: Sendable {
     let limitMillis: Int64
     let grace: Duration
     private(set) var verdict: Verdict = .alone
+    /// Whether the clock has agreed with the members' at least once since start.
+    private(set) var hasAgreed = false
     private var unverifiedSince: ContinuousClock.Instant?
     /// Since when a "skewed" judgement has waited for members not measured yet.
     private var skewDeferredSince: ContinuousClock.Instant?
@@ -70,6 +72,7 @@ struct ClockCheck: Sendable {
         } else {
             unverifiedSince = nil
         }
+        if case .agrees = new { hasAgreed = true }
         guard new != verdict else { return nil }
         verdict = new
         return new
@@ -79,6 +82,13 @@ struct ClockCheck: Sendable {
     func holdsWrites(now: ContinuousClock.Instant) -> Bool {
         guard verdict == .unverified, let since = unverifiedSince else { return false }
         return now - since < grace
+    }
+
+    /// Whether local writes go ahead with a clock never compared: there is something to compare
+    /// with (members or seeds), it has never agreed since start, and the grace is over. Refused
+    /// under `requireClockCheck`, accepted (and listed) otherwise.
+    func isUnchecked(now: ContinuousClock.Instant) -> Bool {
+        !hasAgreed && verdict == .unverified && !holdsWrites(now: now)
     }
 
     /// Local writes are refused with this median offset.
