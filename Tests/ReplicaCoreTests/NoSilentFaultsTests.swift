@@ -8,24 +8,25 @@ import Testing
 /// are dropped and counted, and a node whose clock is wrong refuses to write rather than reorder
 /// history.
 @Suite(.serialized) struct NoSilentFaultsTests {
-    /// A heartbeat from a clock two minutes ahead keeps the sender alive and shows its clock, and
-    /// does nothing else: no gap, no repair, no new incarnation or sequence taken (so no sync),
-    /// although it announces a sequence jump and a new incarnation.
+    /// A replica on loopback `port` with one seed, and short timings: a member is down after
+    /// 0.5 s (so isolated after 1 s), and writes wait at most 0.3 s for a clock comparison.
+    static func seeded(_ id: NodeID, _ port: UInt16, seed: UInt16, requireClockCheck: Bool = false) throws -> Replica {
+        var configuration = ReplicaConfiguration(
+            node: id, listen: Endpoint(host: "127.0.0.1", port: port), peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
+        configuration.heartbeatInterval = .milliseconds(100)
+        configuration.suspectAfter = .milliseconds(300)
+        configuration.downAfter = .milliseconds(500)
+        configuration.clockCheckGrace = .milliseconds(300)
+        configuration.requireClockCheck = requireClockCheck
+        return try Replica(configuration)
+    }
+
     /// A seed that never answers (nothing listens at its address) left the node alone with a
     /// passing health check. It is now an `isolated` problem naming the seed, cleared once a
     /// member is heard.
     @Test func aNodeWhoseSeedsNeverAnswerIsListedAsIsolated() async throws {
         let (aPort, bPort) = (testPorts.pair(), testPorts.pair())
-        func configuration(_ id: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
-            var configuration = ReplicaConfiguration(
-                node: id, listen: Endpoint(host: "127.0.0.1", port: port), peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
-            configuration.heartbeatInterval = .milliseconds(100)
-            configuration.suspectAfter = .milliseconds(300)
-            configuration.downAfter = .milliseconds(500)
-            configuration.clockCheckGrace = .milliseconds(300)
-            return configuration
-        }
-        let a = try Replica(configuration("a", aPort, bPort))
+        let a = try Self.seeded("a", aPort, seed: bPort)
         try await a.write("offline", payload: Array("1".utf8))  // offline-first: accepted after the grace
         #expect(await eventually { await a.status().problems.contains { $0.kind == .isolated } })
         let listed = try #require(await a.status().problems.first { $0.kind == .isolated })
@@ -34,7 +35,7 @@ import Testing
         #expect(listed.message.contains("unchecked clock"), "says its writes carry a clock never compared: \(listed.message)")
         #expect(!listed.failsHealth, "an isolated node still serves")
 
-        let b = try Replica(configuration("b", bPort, aPort))
+        let b = try Self.seeded("b", bPort, seed: aPort)
         #expect(await eventually { await !a.status().problems.contains { $0.kind == .isolated } }, "b heard: no longer isolated")
         #expect(await !b.status().problems.contains { $0.kind == .isolated })
         await a.shutdown()
@@ -46,25 +47,20 @@ import Testing
     /// takes them as soon as its clock agrees with a member's.
     @Test func aNodeThatRequiresAClockCheckRefusesWritesUntilItHasOne() async throws {
         let (aPort, bPort) = (testPorts.pair(), testPorts.pair())
-        func configuration(_ id: NodeID, _ port: UInt16, _ seed: UInt16) -> ReplicaConfiguration {
-            var configuration = ReplicaConfiguration(
-                node: id, listen: Endpoint(host: "127.0.0.1", port: port), peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
-            configuration.heartbeatInterval = .milliseconds(100)
-            configuration.clockCheckGrace = .milliseconds(300)
-            configuration.requireClockCheck = true
-            return configuration
-        }
-        let a = try Replica(configuration("a", aPort, bPort))
+        let a = try Self.seeded("a", aPort, seed: bPort, requireClockCheck: true)
         await #expect(throws: ReplicaError.clockUnchecked) { try await a.write("k", payload: Array("1".utf8)) }
         #expect(try await a.entry(for: "k") == nil, "nothing written")
 
-        let b = try Replica(configuration("b", bPort, aPort))
+        let b = try Self.seeded("b", bPort, seed: aPort, requireClockCheck: true)
         #expect(await eventually { (try? await a.write("k", payload: Array("2".utf8))) != nil }, "compared with b: writes go ahead")
         #expect(await eventually { (try? await b.entry(for: "k"))?.payload == Array("2".utf8) })
         await a.shutdown()
         await b.shutdown()
     }
 
+    /// A heartbeat from a clock two minutes ahead keeps the sender alive and shows its clock, and
+    /// does nothing else: no gap, no repair, no new incarnation or sequence taken (so no sync),
+    /// although it announces a sequence jump and a new incarnation.
     @Test func aFutureDatedHeartbeatChangesNothing() async throws {
         let peer = try FakePeer()
         let replica = try peer.makeNode()

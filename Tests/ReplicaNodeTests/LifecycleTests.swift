@@ -29,13 +29,8 @@ import Testing
     @Test func aNodeThatExitsStopsTheClusterWithAnError() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-exit-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
-        let cluster = try RunningCommand(["cluster", "--nodes", "3", "--base-port", "\(try consecutivePortPairs(3) - 2)", "--insecure", "--data", root.path])
         defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        var serving = false
-        while let line = await cluster.output.next(timeout: .seconds(30)) {
-            if line.contains("Press Ctrl-C") { serving = true; break }
-        }
-        #expect(serving)
+        let cluster = try await Self.servingCluster(of: 3, in: root)
         let node2 = try #require(nodeProcesses(under: root, id: "node2").first)
         kill(node2, SIGKILL)
         var message: String?
@@ -54,13 +49,8 @@ import Testing
     @Test func aNodeThatLeavesLeavesTheOthersRunning() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-leave-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
-        let cluster = try RunningCommand(["cluster", "--nodes", "3", "--base-port", "\(try consecutivePortPairs(3) - 2)", "--insecure", "--data", root.path])
         defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        var serving = false
-        while let line = await cluster.output.next(timeout: .seconds(30)) {
-            if line.contains("Press Ctrl-C") { serving = true; break }
-        }
-        #expect(serving)
+        let cluster = try await Self.servingCluster(of: 3, in: root)
         #expect(try replicaNode(["leave", "--data", root.appendingPathComponent("node3").path]).status == 0)
         var reported = false
         while let line = await cluster.output.next(timeout: .seconds(20)) {
@@ -72,6 +62,17 @@ import Testing
                 "the forget example that follows leave in the help works")
         #expect(cluster.stop(SIGINT) == 0, "and stops cleanly on Ctrl-C")
         #expect(nodeProcesses(under: root).isEmpty)
+    }
+
+    /// `cluster --insecure` of `nodes` nodes in `root`, once it says it serves.
+    static func servingCluster(of nodes: Int, in root: URL) async throws -> RunningCommand {
+        let cluster = try RunningCommand(["cluster", "--nodes", "\(nodes)", "--base-port", "\(try consecutivePortPairs(nodes) - 2)", "--insecure", "--data", root.path])
+        var serving = false
+        while let line = await cluster.output.next(timeout: .seconds(30)) {
+            if line.contains("Press Ctrl-C") { serving = true; break }
+        }
+        #expect(serving, "the cluster started")
+        return cluster
     }
 
     /// A second `cluster` on the directory of a running one is refused before it touches
