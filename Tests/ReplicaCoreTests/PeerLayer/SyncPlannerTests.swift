@@ -215,6 +215,28 @@ import Testing
         var queue = CommitQueue()
         for _ in 0..<20 { _ = queue.failed("disk full", now: now) }
         #expect(queue.failure?.backoff == CommitQueue.maxBackoff)
+        #expect(queue.failure?.refetchBackoff == CommitQueue.maxRefetchBackoff)
+    }
+
+    /// The fetch of what was dropped tests the disk with everything missing (megabytes): while
+    /// the disk stays full it comes ever less often, up to once a minute, where received entries
+    /// are tried again every 5 s. (It came every 5 s: 2.87 MB each time in a tester's run.)
+    @Test func refetchesWhileTheDiskStaysFullComeLessAndLessOften() {
+        var queue = CommitQueue()
+        var at = now
+        _ = queue.failed("disk full", now: at)
+        var refetches: [Duration] = []
+        while at < now + .seconds(300) {
+            at += .milliseconds(50)
+            if queue.refetchDue(now: at) {
+                refetches.append(at - now)
+                _ = queue.failed("disk full", now: at)  // the fetched entries fail to commit too
+            }
+        }
+        #expect(refetches.count <= 12, "\(refetches)")
+        let gaps = zip(refetches.dropFirst(), refetches).map { $0 - $1 }
+        #expect(gaps.last.map { $0 >= .seconds(60) } == true, "once a minute at most, in the end: \(gaps)")
+        #expect(queue.failure?.backoff == CommitQueue.maxBackoff)
     }
 
 }

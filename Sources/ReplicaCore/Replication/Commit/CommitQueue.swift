@@ -35,10 +35,17 @@ struct CommitQueue: Sendable {
         var backoff: Duration
         /// A fetch of what was dropped was asked for since the last failure.
         var refetchAsked = false
+        /// When that fetch is next due, and the wait before it: it doubles up to
+        /// `maxRefetchBackoff`, longer than the inbound back-off, because each fetch brings
+        /// everything dropped (megabytes, for a node far behind) to test a disk that may still
+        /// be full. A commit that works (a local write, a live update) ends the failure sooner.
+        var refetchAt: ContinuousClock.Instant
+        var refetchBackoff: Duration
     }
 
     static let firstBackoff: Duration = .milliseconds(250)
     static let maxBackoff: Duration = .seconds(5)
+    static let maxRefetchBackoff: Duration = .seconds(60)
 
     private(set) var writes: [PendingWrite] = []
     private(set) var inbound: [Inbound] = []
@@ -86,18 +93,22 @@ struct CommitQueue: Sendable {
             current.message = message
             current.backoff = min(Self.maxBackoff, current.backoff * 2)
             current.retryAt = now + current.backoff
+            current.refetchBackoff = min(Self.maxRefetchBackoff, current.refetchBackoff * 2)
+            current.refetchAt = now + current.refetchBackoff
             current.refetchAsked = false
             failure = current
             return false
         }
-        failure = Failure(first: date, last: date, count: 1, message: message, retryAt: now + Self.firstBackoff, backoff: Self.firstBackoff)
+        failure = Failure(
+            first: date, last: date, count: 1, message: message, retryAt: now + Self.firstBackoff, backoff: Self.firstBackoff,
+            refetchAt: now + Self.firstBackoff, refetchBackoff: Self.firstBackoff)
         return true
     }
 
-    /// Whether to fetch again what was dropped: once per failure, when its back-off has passed
-    /// (the fetch brings entries to commit, which tells whether the store works again).
+    /// Whether to fetch again what was dropped: once per failure, when its refetch back-off has
+    /// passed (the fetch brings entries to commit, which tells whether the store works again).
     mutating func refetchDue(now: ContinuousClock.Instant) -> Bool {
-        guard let current = failure, !current.refetchAsked, now >= current.retryAt else { return false }
+        guard let current = failure, !current.refetchAsked, now >= current.refetchAt else { return false }
         failure?.refetchAsked = true
         return true
     }
