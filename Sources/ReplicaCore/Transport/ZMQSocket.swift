@@ -1,4 +1,5 @@
 import CZMQ
+import Synchronization
 
 /// A libzmq socket with a safe Swift surface.
 ///
@@ -30,6 +31,14 @@ public final class ZMQSocket: @unchecked Sendable {
     public let kind: Kind
     private let context: ZMQContext  // keeps the context alive while this socket is open
     private(set) var handle: UnsafeMutableRawPointer?
+    /// Numbers the monitors' inproc endpoints.
+    private static let monitorNumbers = Atomic<UInt64>(0)
+
+    /// A monitor was started on this socket (`monitor(_:)`): stopped before the socket closes.
+    private var isMonitored = false
+    /// For a monitor's PAIR: the socket it reports on, whose monitor it stops when it closes
+    /// first. Both are used on one thread (the socket's owner), as libzmq requires.
+    private weak var monitoredSocket: ZMQSocket?
 
     init(context: ZMQContext, kind: Kind) throws(ZMQError) {
         guard let handle = zmq_socket(context.handle, kind.rawValue) else { throw .last("zmq_socket") }
@@ -42,10 +51,27 @@ public final class ZMQSocket: @unchecked Sendable {
     deinit { close() }
 
     /// Closes the socket; later calls do nothing.
+    ///
+    /// A monitored socket stops its monitor first, and so does a monitor's reading end that
+    /// closes before the socket it reports on. libzmq reports events from its I/O thread, and
+    /// closing a socket ends its connections there (`disconnected`): once the reading end is
+    /// closed, such a report waits for a reader forever inside the I/O thread, and every socket
+    /// of the context goes silent (a node hearing no member and heard by none after a member
+    /// left: zeromq/libzmq#3575). Stopping the monitor, on the owning thread, closes libzmq's end
+    /// of it before any such report.
     public func close() {
         guard let handle else { return }
         self.handle = nil
+        stopMonitoring()
+        monitoredSocket?.stopMonitoring()  // this is a monitor's reading end, closing first
         zmq_close(handle)
+    }
+
+    /// Stops the monitor started on this socket, if any (a no-op once closed).
+    private func stopMonitoring() {
+        guard isMonitored else { return }
+        isMonitored = false
+        if let handle { zmq_socket_monitor(handle, nil, 0) }
     }
 
     private func open(_ operation: String) throws(ZMQError) -> UnsafeMutableRawPointer {
@@ -184,14 +210,19 @@ public final class ZMQSocket: @unchecked Sendable {
     }
 
     /// Starts a socket monitor for `events` and returns the PAIR socket that receives them; read
-    /// them with ``receiveMonitorEvent()``. The caller owns and closes the returned socket (libzmq
-    /// stops the monitor itself when this socket closes).
+    /// them with ``receiveMonitorEvent()``. The caller owns and closes the returned socket; this
+    /// socket's `close()` stops the monitor first (see there).
     public func monitor(_ events: [MonitorEvent]) throws(ZMQError) -> ZMQSocket {
         let handle = try open("monitor")
-        let endpoint = "inproc://replica-monitor-\(UInt(bitPattern: handle))"
+        // A name never used before in this process: one made from the socket's address was
+        // refused (EADDRINUSE) when a new socket got the address of a closed one whose monitor
+        // libzmq had not unbound yet.
+        let endpoint = "inproc://replica-monitor-\(Self.monitorNumbers.add(1, ordering: .relaxed).newValue)"
         let bits = events.reduce(Int32(0)) { $0 | $1.bits }
         guard zmq_socket_monitor(handle, endpoint, bits) == 0 else { throw .last("zmq_socket_monitor") }
+        isMonitored = true
         let pair = try ZMQSocket(context: context, kind: .pair)
+        pair.monitoredSocket = self
         try pair.connect(endpoint)
         return pair
     }
