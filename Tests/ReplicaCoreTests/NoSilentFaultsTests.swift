@@ -254,6 +254,12 @@ import Testing
 
         #expect(await eventually { (try? await a.write("x", payload: Array("1".utf8))) != nil })
         #expect(await eventually { await b.counterSnapshot().futureTimestampsRejected >= 1 })
+        // Its clock problem says its reads are stale, and still does after a refused write.
+        func clockMessage() async -> String { await b.status().problems.first { $0.kind == .clock }?.message ?? "" }
+        #expect(await eventually { await clockMessage().contains("reads on this node are stale") })
+        await #expect(throws: ReplicaError.self) { try await b.write("refused", payload: Array("1".utf8)) }
+        let afterRefusal = await clockMessage()
+        #expect(afterRefusal.contains("reads on this node are stale"), "\(afterRefusal)")
         // A sync with a completes after the refusal (a periodic one).
         let syncs = await b.status().peers.first { $0.id == "a" }?.syncsCompleted ?? 0
         #expect(await eventually { (await b.status().peers.first { $0.id == "a" }?.syncsCompleted ?? 0) > syncs })

@@ -21,7 +21,7 @@ extension Replica {
         clock.extraDriftMillis = clockCheck.allowanceMillis
         // A node with seeds or members has something to compare with, even before it hears them:
         // until it has (or the grace runs out), its clock is unverified and local writes wait.
-        if offsets.isEmpty && unmeasured == 0 && (!configuration.peers.isEmpty || !membership.active.isEmpty) {
+        if offsets.isEmpty && unmeasured == 0 && hasMembersOrSeeds {
             unmeasured = 1
         }
         if let verdict = clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
@@ -29,10 +29,7 @@ extension Replica {
             switch verdict {
             case .skewed(let median):
                 let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
-                // Behind: what the members write looks stamped in the future and is refused here
-                // too, so reads on this node are stale until the clock is fixed.
-                let stale = median > 0 ? "; entries the members write look too far ahead and are refused here too, so reads on this node are stale" : ""
-                problems.raise(.clock, identity.node.rawValue, error.description + stale)
+                problems.raise(.clock, identity.node.rawValue, clockProblemMessage(error))
                 logger.error("\(error.description)")
                 refuse(commits.takeWrites()) { _ in error }
             case .agrees, .alone, .unverified:
@@ -42,7 +39,17 @@ extension Replica {
             }
         }
         judgeMemberClocks(measured, median: ClockCheck.median(offsets))
+        // A node that refuses writes for want of a first comparison fails health from then on,
+        // written to or not (cleared once its clock agrees: the verdict changes above).
+        if configuration.requireClockCheck && clockCheck.isUnchecked(now: now),
+           problems.describe(.clock, identity.node.rawValue, ReplicaError.clockUnchecked.description) {
+            logger.error("\(ReplicaError.clockUnchecked.description)")
+        }
     }
+
+    /// Whether this node has anyone to hear (seeds or members): otherwise it is a cluster of one,
+    /// whose clock has nothing to be compared with and which is never isolated.
+    var hasMembersOrSeeds: Bool { !configuration.peers.isEmpty || !membership.active.isEmpty }
 
     /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
     /// clock has been judged (a member behind ours but with the median is not the wrong one).

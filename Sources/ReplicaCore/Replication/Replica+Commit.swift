@@ -5,13 +5,15 @@ import Foundation
 extension Replica {
     func flush() {
         guard !commits.isEmpty else { return }
-        // Writes held for the first comparison, which never came in the grace: refused when the
-        // configuration requires that check.
-        if configuration.requireClockCheck && clockCheck.isUnchecked(now: .now) && !commits.writes.isEmpty {
-            refuse(commits.takeWrites()) { _ in ReplicaError.clockUnchecked }
+        // One look at the clock for the whole batch: queued writes are refused (a skewed clock,
+        // or one never compared under `requireClockCheck`), held (until the first comparison,
+        // at most the grace), or committed.
+        let now = ContinuousClock.now
+        if !commits.writes.isEmpty, let error = clockRefusal(now: now) {
+            refuse(commits.takeWrites()) { _ in error }
         }
-        // Until this node's clock has been compared with its members', local writes wait.
-        let (writes, remote) = commits.takeBatch(holdingWrites: clockCheck.holdsWrites(now: .now))
+        let (writes, remote) = commits.takeBatch(
+            holdingWrites: clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) == .hold)
         guard !writes.isEmpty || !remote.isEmpty else { return }
         let local = writes.map { write in
             (entries: write.requests.map { request in
@@ -107,15 +109,30 @@ extension Replica {
     /// The subject of the problem of failing commits.
     static let commitSubject = "store"
 
-    /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members'
-    /// (each refusal counts in the clock problem), and with `clockUnchecked` while it has never
-    /// been compared, under `requireClockCheck`.
+    /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members',
+    /// and with `clockUnchecked` while it has never been compared, under `requireClockCheck`.
     func refuseIfClockSkewed() throws {
-        if configuration.requireClockCheck && clockCheck.isUnchecked(now: .now) { throw ReplicaError.clockUnchecked }
-        guard let offset = clockCheck.refusal else { return }
-        let error = ReplicaError.clockSkew(offsetMillis: offset, limitMillis: clockCheck.limitMillis)
-        problems.raise(.clock, identity.node.rawValue, error.description)
-        throw error
+        if let error = clockRefusal(now: .now) { throw error }
+    }
+
+    /// The error a local write meets now, if the clock refuses it; each refusal counts in the
+    /// `clock` problem.
+    func clockRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
+        let error: ReplicaError
+        switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
+        case .accept, .hold: return nil
+        case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
+        case .refuseUnchecked: error = .clockUnchecked
+        }
+        problems.raise(.clock, identity.node.rawValue, clockProblemMessage(error))
+        return error
+    }
+
+    /// The `clock` problem's message for a refusal: a clock behind also refuses what the members
+    /// write (it looks stamped in the future), so reads on this node are stale meanwhile.
+    func clockProblemMessage(_ error: ReplicaError) -> String {
+        guard case .clockSkew(let median, _) = error, median > 0 else { return error.description }
+        return error.description + "; entries the members write look too far ahead and are refused here too, so reads on this node are stale"
     }
 
     /// Publishes this commit's local winners: in batches of consecutive sequences, each cut at

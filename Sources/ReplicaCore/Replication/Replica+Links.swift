@@ -163,7 +163,6 @@ extension Replica {
     /// Lists this node as `isolated` while it has heard no member for `Isolation.limit` (and
     /// clears it once one is heard).
     func judgeIsolation(anyMemberAlive: Bool, now: ContinuousClock.Instant) {
-        let hasMembersOrSeeds = !configuration.peers.isEmpty || !membership.active.isEmpty
         guard let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) else {
             if problems.clear(.isolated, Self.isolationSubject) != nil { logger.info("a member is heard again: no longer isolated") }
             return

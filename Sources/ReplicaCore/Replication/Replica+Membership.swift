@@ -196,9 +196,8 @@ extension Replica {
         for problem in problems.of(.trust) where !subjects.contains(problem.subject) {
             problems.clear(.trust, problem.subject)
         }
-        // A listed member's message is replaced when its reason or address changes (it moved,
-        // or came back with another key); an unchanged one is left as it is, not counted again.
-        let listed = Dictionary(problems.of(.trust).map { ($0.subject, $0.message) }, uniquingKeysWith: { first, _ in first })
+        // A listed member's message follows its reason and address (it moved, or came back with
+        // another key), without counting it again.
         for record in refused {
             let reason: String
             if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
@@ -210,7 +209,7 @@ extension Replica {
             }
             let message = "member \(record.node) at \(record.address): \(reason); it is not dialled and "
                 + "cannot connect, so nothing replicates with it. Trust its key (ID.pub in the trust directory) or forget it"
-            if listed[record.node.rawValue] != message { problems.raise(.trust, record.node.rawValue, message) }
+            problems.describe(.trust, record.node.rawValue, message)
         }
     }
 

@@ -8,8 +8,8 @@ import Synchronization
 /// SQLite's automatic checkpoint runs inside whichever commit crosses the WAL size limit, so
 /// one commit in a few thousand stalls the replica's loop for tens of milliseconds (copying
 /// pages and fsyncing): that was the p99 latency. Here a second connection checkpoints in small
-/// passes, whenever the writer has added a megabyte to the log or half a second has passed
-/// since a commit (it sleeps until a commit makes a pass due: `WALProgress`):
+/// passes, whenever the writer has added a megabyte to the log, or half a second after the last
+/// pass once anything was committed (it sleeps until a commit makes a pass due: `WALProgress`):
 /// PASSIVE, which never blocks the writer, and a RESTART when the log has grown long, which
 /// keeps it bounded under sustained writes (see `WALCheckpointPolicy`).
 final class WALCheckpointer: Sendable {

@@ -6,8 +6,8 @@ import Synchronization
 /// checkpointer reads it instead of the log file's size, which a rewound log keeps.
 ///
 /// The checkpointer sleeps until a commit makes a pass due, rather than polling: it arms a
-/// condition (`wake(when:)`), and the commit that meets it signals the checkpointer once. An
-/// idle store wakes nobody.
+/// condition (`wait(until:orWhen:)`), and the commit that meets it signals the checkpointer
+/// once. An idle store wakes nobody.
 final class WALProgress: Sendable {
     struct Snapshot: Equatable, Sendable {
         var commits = 0

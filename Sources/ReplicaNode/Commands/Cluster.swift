@@ -283,8 +283,9 @@ final class ClusterProcesses: Sendable {
             guard let index = state.children.firstIndex(where: { $0.process === process }) else { return nil }
             state.children[index].exit = process.terminationReason
             state.children[index].status = process.terminationStatus
-            return (state.children[index].id, state.stopping, Self.describe(process.terminationReason, process.terminationStatus),
-                    state.allExited)
+            // Stopping already (a signal was handled, or another node failed): its exit is part of that.
+            return (state.children[index].id, state.stopping || state.reason != nil,
+                    Self.describe(process.terminationReason, process.terminationStatus), state.allExited)
         }
         guard let exit, !exit.stopping else { return }
         if clean {

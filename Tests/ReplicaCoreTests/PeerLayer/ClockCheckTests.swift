@@ -89,6 +89,21 @@ import Testing
         #expect(!at(20_000, [], unmeasured: 1))
     }
 
+    /// The one decision about local writes, at one instant (flush and submit both ask it, so a
+    /// grace that runs out between two looks cannot let a write through unchecked).
+    @Test func localWritesAreAcceptedHeldOrRefusedByOneDecision() {
+        let start = ContinuousClock.now
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        _ = check.evaluate(offsets: [], unmeasured: 1, now: start)
+        #expect(check.localWrites(now: start + .seconds(1), requiringCheck: true) == .hold)
+        #expect(check.localWrites(now: start + .seconds(3), requiringCheck: true) == .refuseUnchecked)
+        #expect(check.localWrites(now: start + .seconds(3), requiringCheck: false) == .accept, "offline-first by default")
+        _ = check.evaluate(offsets: [90_000, 90_000], unmeasured: 0, now: start + .seconds(4))
+        #expect(check.localWrites(now: start + .seconds(4), requiringCheck: false) == .refuseSkewed(medianMillis: 90_000))
+        _ = check.evaluate(offsets: [10], unmeasured: 0, now: start + .seconds(5))
+        #expect(check.localWrites(now: start + .seconds(5), requiringCheck: true) == .accept)
+    }
+
     /// Which members `status` lists as `peerClock` problems (limit 60 s), seen from each node.
     @Test(arguments: [
         // This node is 90 s ahead of both members: they are with the median, so neither is

@@ -215,6 +215,11 @@ import Testing
         var queue = CommitQueue()
         for _ in 0..<20 { _ = queue.failed("disk full", now: now) }
         #expect(queue.failure?.backoff == CommitQueue.maxBackoff)
+        // The fetch's back-off grows with failed fetches only, to its own cap.
+        for round in 1...20 {
+            _ = queue.refetchDue(now: now + .seconds(100 * round))
+            _ = queue.failed("disk full", now: now + .seconds(100 * round))
+        }
         #expect(queue.failure?.refetchBackoff == CommitQueue.maxRefetchBackoff)
     }
 
@@ -234,6 +239,10 @@ import Testing
             }
         }
         #expect(refetches.count <= 12, "\(refetches)")
+        // Live entries failing between two fetches leave the fetch's schedule as it was.
+        let scheduled = queue.failure?.refetchAt
+        _ = queue.failed("disk full", now: at)
+        #expect(queue.failure?.refetchAt == scheduled)
         let gaps = zip(refetches.dropFirst(), refetches).map { $0 - $1 }
         #expect(gaps.last.map { $0 >= .seconds(60) } == true, "once a minute at most, in the end: \(gaps)")
         #expect(queue.failure?.backoff == CommitQueue.maxBackoff)

@@ -93,8 +93,12 @@ struct CommitQueue: Sendable {
             current.message = message
             current.backoff = min(Self.maxBackoff, current.backoff * 2)
             current.retryAt = now + current.backoff
-            current.refetchBackoff = min(Self.maxRefetchBackoff, current.refetchBackoff * 2)
-            current.refetchAt = now + current.refetchBackoff
+            // Only a failure that follows a fetch (its entries failed too) puts the next one off
+            // longer; failures of live entries meanwhile leave the fetch's schedule alone.
+            if current.refetchAsked {
+                current.refetchBackoff = min(Self.maxRefetchBackoff, current.refetchBackoff * 2)
+                current.refetchAt = now + current.refetchBackoff
+            }
             current.refetchAsked = false
             failure = current
             return false

@@ -91,6 +91,26 @@ struct ClockCheck: Sendable {
         !hasAgreed && verdict == .unverified && !holdsWrites(now: now)
     }
 
+    /// What happens to a local write now.
+    enum LocalWrites: Equatable, Sendable {
+        case accept
+        /// Waiting for the first comparison (at most the grace).
+        case hold
+        /// The clock is beyond the limit from the members' median (theirs minus ours).
+        case refuseSkewed(medianMillis: Int64)
+        /// Never compared since start, and the configuration requires it (`requireClockCheck`).
+        case refuseUnchecked
+    }
+
+    /// The one decision about local writes, at one instant: refused while skewed, held during
+    /// the grace, refused after it when never compared and `requiringCheck`, accepted otherwise.
+    func localWrites(now: ContinuousClock.Instant, requiringCheck: Bool) -> LocalWrites {
+        if let median = refusal { return .refuseSkewed(medianMillis: median) }
+        if holdsWrites(now: now) { return .hold }
+        if requiringCheck && isUnchecked(now: now) { return .refuseUnchecked }
+        return .accept
+    }
+
     /// Local writes are refused with this median offset.
     var refusal: Int64? {
         if case .skewed(let median) = verdict { return median }

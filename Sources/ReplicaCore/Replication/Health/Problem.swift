@@ -84,7 +84,8 @@ struct ProblemBoard: Sendable {
     }
 
     /// Raises a problem, or replaces the message of the one listed (its count and times stay):
-    /// a condition that goes on, described as it is now.
+    /// a condition that goes on, described as it is now. Returns true if the problem is new.
+    @discardableResult
     mutating func describe(_ kind: Problem.Kind, _ subject: String, _ message: String, at date: Date = Date()) -> Bool {
         let id = Self.id(kind, subject)
         guard problems[id] != nil else { return raise(kind, subject, message, at: date) }

@@ -182,11 +182,10 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
             defer { books.held = nil }
             return (books.held, books.subscriber)
         }
-        if case .success(let entry) = result {
-            _ = advance(to: entry, on: replica)
-            // The stored value is now the one just saved, which reads: a load error shown for
-            // an earlier value (or "no replica yet", for a save made as the key bound) is over.
-            // An entry held meanwhile, newer and unreadable, sets it again below.
+        // The value shown is now the one just saved, which reads: a load error shown for an
+        // earlier value (or "no replica yet", for a save made as the key bound) is over. An entry
+        // held meanwhile, newer and unreadable, sets it again below.
+        if case .success(let entry) = result, advance(to: entry, on: replica) {
             clearLoadError(on: replica)
             subscriber?.yieldErrorCleared()
         }
