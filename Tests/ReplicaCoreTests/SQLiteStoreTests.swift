@@ -116,7 +116,9 @@ import Testing
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         _ = try SQLiteStore(directory: directory.url, node: "n1")
-        #expect(throws: SQLiteStore.ForeignDataDirectory.self) { try SQLiteStore(directory: directory.url, node: "n2") }
+        let error = #expect(throws: SQLiteStore.ForeignDataDirectory.self) { try SQLiteStore(directory: directory.url, node: "n2") }
+        #expect(error?.description == "the data directory belongs to node n1, not n2: start it as node n1 "
+            + "(replica-node: --id n1), or give node n2 another data directory", "words for library and CLI users alike")
     }
 
     @Test func aCorruptFileIsMovedAsideNotOverwritten() throws {

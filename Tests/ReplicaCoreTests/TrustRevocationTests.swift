@@ -35,6 +35,8 @@ import Testing
         // wrote meanwhile reaches b.
         await a.updateTrust(trusted: [keys[1].publicKey], keyOwners: [keys[1].publicKey: "r2"])
         #expect(await a.status().problems.isEmpty)
+        #expect(await a.status().refusedHandshakes.isEmpty, "a key trusted now is no longer listed as refused")
+        #expect(await a.counterSnapshot().untrustedHandshakesRefused >= 1, "the count since start stays")
         #expect(await eventually(timeout: .seconds(20)) { (try? await b.entry(for: "while-revoked")) != nil })
         #expect(await eventually { await b.status().peers.first { $0.id == "r1" }?.state == .alive })
         for replica in replicas { await replica.shutdown() }

@@ -21,6 +21,26 @@ import Testing
         #expect(decoded.updatesApplied == 7)
     }
 
+    /// Every counter, each with its own value, survives encoding and decoding (a counter added
+    /// later and left out of `Counters.init(from:)` would come back as 0), and each one missing
+    /// from a reply reads as 0 while the others keep their values.
+    @Test func everyCounterRoundTripsAndEachMayBeMissing() throws {
+        let labels = Mirror(reflecting: ReplicaStatus.Counters()).children.compactMap(\.label)
+        #expect(labels.count >= 21)
+        let full = Dictionary(uniqueKeysWithValues: labels.enumerated().map { ($1, $0 + 1) })
+        let decoded = try JSONDecoder().decode(ReplicaStatus.Counters.self, from: JSONSerialization.data(withJSONObject: full))
+        let reencoded = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(decoded)) as? [String: Int])
+        #expect(reencoded == full)
+        for label in labels {
+            var partial = full
+            partial.removeValue(forKey: label)
+            let read = try JSONDecoder().decode(ReplicaStatus.Counters.self, from: JSONSerialization.data(withJSONObject: partial))
+            let values = try #require(try JSONSerialization.jsonObject(with: JSONEncoder().encode(read)) as? [String: Int])
+            #expect(values[label] == 0, "\(label)")
+            #expect(values.filter { $0.key != label } == partial)
+        }
+    }
+
     @Test func anUnreadableReplyNamesTheFieldAndTheVersions() throws {
         let missing = #"{"status": {"_0": {}}}"#
         var reason = ""

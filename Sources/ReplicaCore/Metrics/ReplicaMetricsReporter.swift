@@ -57,7 +57,7 @@ public struct ReplicaMetricsReporter: Sendable {
             total(Name.dropped, [("cause", "expired_tombstone")]) { $0.counters.expiredTombstonesDropped },
             total(Name.dropped, [("cause", "sync_refused")]) { $0.counters.syncRequestsRefused },
             total(Name.dropped, [("cause", "failed_handshake")]) { $0.counters.handshakesFailed },
-            total(Name.dropped, [("cause", "untrusted_key")]) { $0.refusedHandshakes.reduce(0) { $0 + $1.count } },
+            total(Name.dropped, [("cause", "untrusted_key")]) { $0.counters.untrustedHandshakesRefused },
             total(Name.dropped, [("cause", "revoked_key")]) { $0.counters.revokedConnectionsEnded },
         ]
         func gauge(_ label: String) -> Gauge { Gauge(label: label, dimensions: [node], factory: factory) }

@@ -47,6 +47,12 @@ extension Replica {
         endConnections(acceptedConnections.revoke { isTrusted(z85: $0) })
     }
 
+    /// Forgets the refusals of keys trusted now: `status` lists what is still refused (the
+    /// count since start stays in `untrustedHandshakesRefused`).
+    func forgetRefusalsOfTrustedKeys() {
+        refusedHandshakes = refusedHandshakes.filter { !($0.value.publicKey.map(isTrusted(z85:)) ?? false) }
+    }
+
     private func isTrusted(z85 key: String) -> Bool {
         CurveKeyPair.rawBytes(ofZ85: key).map { trustedKeys.contains($0) } ?? false
     }
@@ -71,11 +77,13 @@ extension Replica {
         if mechanism == "CURVE" && trustedKeys.contains(key) {
             return [Array("1.0".utf8), requestID, Array("200".utf8), Array("OK".utf8), Array((keyText ?? "").utf8), []]
         }
-        var refusal = refusedHandshakes[address] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())
+        // By address and key: two nodes on one host (or one node that changed its key) are two rows.
+        let row = address + " " + (keyText ?? "-")
+        var refusal = refusedHandshakes[row] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())
         refusal.count += 1
         refusal.last = Date()
-        refusal.publicKey = keyText
-        refusedHandshakes[address] = refusal
+        refusedHandshakes[row] = refusal
+        counters.untrustedHandshakesRefused += 1
         if refusal.count == 1 || refusal.count % 100 == 0 {
             logger.warning("refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
         }

@@ -171,6 +171,7 @@ extension Replica {
         keyOwners = byKey
         logger.info("trust updated: \(keys.count) key(s)")
         cutRevokedConnections()
+        forgetRefusalsOfTrustedKeys()
         let now = ContinuousClock.now
         for record in membership.active {
             let admitted = isAdmitted(record)

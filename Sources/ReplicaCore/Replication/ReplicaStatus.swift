@@ -89,6 +89,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var syncRequestsRefused = 0
         /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
         public var handshakesFailed = 0
+        /// CURVE handshakes refused because their key is not trusted, since start
+        /// (`refusedHandshakes` lists the current ones, by address and key).
+        public var untrustedHandshakesRefused = 0
         /// Connections to our sockets ended because the key they proved was revoked (removed
         /// from the trusted keys) after their handshake.
         public var revokedConnectionsEnded = 0
@@ -100,7 +103,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public init() {}
     }
 
-    /// Connections refused by the ZAP handler (unknown CURVE key), per address.
+    /// Connections refused by the ZAP handler (unknown CURVE key), per address and key; a key
+    /// trusted since is no longer listed.
     public struct RefusedHandshake: Sendable, Codable, Equatable {
         public var address: String
         public var publicKey: String?
@@ -180,6 +184,7 @@ extension ReplicaStatus.Counters {
         expiredTombstonesDropped = try count(.expiredTombstonesDropped)
         syncRequestsRefused = try count(.syncRequestsRefused)
         handshakesFailed = try count(.handshakesFailed)
+        untrustedHandshakesRefused = try count(.untrustedHandshakesRefused)
         revokedConnectionsEnded = try count(.revokedConnectionsEnded)
         inboundDroppedOnFailedCommit = try count(.inboundDroppedOnFailedCommit)
     }
