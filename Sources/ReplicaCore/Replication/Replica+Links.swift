@@ -168,7 +168,7 @@ extension Replica {
             return
         }
         let pending = seeds.map(\.address.description)
-        let waiting = pending.isEmpty ? "" : " (seeds never answered: \(pending.joined(separator: ", ")))"
+        let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
         let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
             ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
             : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")

@@ -135,19 +135,22 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     /// observers would see a change with nothing changed (one extra render).
     private func updateStatus(_ change: (inout Status) -> Void) {
         let changes = locked { () -> Bool in
-            var status = Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError)
+            var status = lockedStatus
             change(&status)
-            return !status.isUnchanged(from: Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError))
+            return !status.isUnchanged(from: lockedStatus)
         }
         guard changes else { return }
         announcing(\.status) {
             locked {
-                var status = Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError)
+                var status = lockedStatus
                 change(&status)
                 (loading, lastLoadError, lastSaveError) = (status.isLoading, status.loadError, status.saveError)
             }
         }
     }
+
+    /// The status as the guarded properties hold it (read under the lock).
+    private var lockedStatus: Status { Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError) }
 
     struct Status {
         var isLoading: Bool
@@ -164,7 +167,7 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
 
     var status: Status {
         registrar.access(self, keyPath: \.status)
-        return locked { Status(isLoading: loading, loadError: lastLoadError, saveError: lastSaveError) }
+        return locked { lockedStatus }
     }
 
     // MARK: Reading

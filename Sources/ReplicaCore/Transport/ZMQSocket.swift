@@ -53,12 +53,12 @@ public final class ZMQSocket: @unchecked Sendable {
     /// Closes the socket; later calls do nothing.
     ///
     /// A monitored socket stops its monitor first, and so does a monitor's reading end that
-    /// closes before the socket it reports on. libzmq reports events from its I/O thread, and
-    /// closing a socket ends its connections there (`disconnected`): once the reading end is
-    /// closed, such a report waits for a reader forever inside the I/O thread, and every socket
-    /// of the context goes silent (a node hearing no member and heard by none after a member
-    /// left: zeromq/libzmq#3575). Stopping the monitor, on the owning thread, closes libzmq's end
-    /// of it before any such report.
+    /// closes before the socket it reports on, as libzmq's maintainers advise (zeromq/libzmq#3575,
+    /// #2083). libzmq reports events from its I/O thread with blocking sends, and closing a
+    /// socket ends its connections there (`disconnected`): a report meant for a reading end that
+    /// is gone can wait inside the I/O thread, which serves every socket of the context.
+    /// Stopping the monitor, on the owning thread, closes libzmq's end of it first. (Not
+    /// reproduced here; see `SocketMonitorTests`.)
     public func close() {
         guard let handle else { return }
         self.handle = nil
