@@ -102,10 +102,12 @@ struct Cluster: AsyncParsableCommand {
                 ids.append(id)
             }
         } catch {
+            children.finishedLaunching()
             Output.error("cannot start the nodes: \(error)")
             _ = await children.stopAll(root: root)
             throw ExitCode.failure
         }
+        children.finishedLaunching()
         if children.reason == nil {
             print("Starting \(nodes) node(s) in \(root.path) "
                 + (insecure ? "WITHOUT encryption or authentication (--insecure) ..." : "with CURVE keys from \(keys.path) ..."))
@@ -236,6 +238,8 @@ final class ClusterProcesses: Sendable {
         var children: [Child] = []
         var reason: StopReason?
         var stopping = false
+        /// Nodes are still being started: a node that already stopped cleanly is not "every node".
+        var launching = true
         var waiters: [CheckedContinuation<StopReason, Never>] = []
         /// The exit of every child has been recorded.
         var allExited: Bool { children.allSatisfy { $0.exit != nil } }
@@ -256,15 +260,34 @@ final class ClusterProcesses: Sendable {
         }
     }
 
+    /// Whether node `id` has been started and its exit recorded.
+    func hasExited(_ id: String) -> Bool {
+        state.withLock { $0.children.contains { $0.id == id && $0.exit != nil } }
+    }
+
+    /// Every node has been started (or starting stopped): from now on, the last node to stop
+    /// cleanly ends the cluster, including one that stopped before this was called.
+    func finishedLaunching() {
+        let (reason, waiters) = state.withLock { state in
+            state.launching = false
+            let allStopped = !state.children.isEmpty && state.allExited && !state.stopping
+            return allStopped ? Self.settle(.allStoppedCleanly, in: &state) : (nil, [])
+        }
+        if let reason { for waiter in waiters { waiter.resume(returning: reason) } }
+    }
+
     /// Records why the cluster stops (the first reason wins) and wakes whoever waits for it.
     func stop(because reason: StopReason) {
-        let waiters = state.withLock { state -> [CheckedContinuation<StopReason, Never>] in
-            guard state.reason == nil else { return [] }
-            state.reason = reason
-            defer { state.waiters.removeAll() }
-            return state.waiters
-        }
-        for waiter in waiters { waiter.resume(returning: reason) }
+        let (settled, waiters) = state.withLock { Self.settle(reason, in: &$0) }
+        if let settled { for waiter in waiters { waiter.resume(returning: settled) } }
+    }
+
+    /// Sets the reason unless one is set, and hands back the waiters to wake (outside the lock).
+    private static func settle(_ reason: StopReason, in state: inout State) -> (StopReason?, [CheckedContinuation<StopReason, Never>]) {
+        guard state.reason == nil else { return (nil, []) }
+        state.reason = reason
+        defer { state.waiters.removeAll() }
+        return (reason, state.waiters)
     }
 
     func waitForStopReason() async -> StopReason {
@@ -277,28 +300,35 @@ final class ClusterProcesses: Sendable {
         }
     }
 
+    /// Records a node's exit and, in the same critical section, whether it stops the cluster, so
+    /// that whoever sees the exit also sees its consequence.
     private func exited(_ process: Process) {
         let clean = process.terminationReason == .exit && process.terminationStatus == 0
-        let exit = state.withLock { state -> (id: String, stopping: Bool, status: String, allExited: Bool)? in
+        let outcome = state.withLock { state -> (id: String, reason: StopReason?, waiters: [CheckedContinuation<StopReason, Never>])? in
             guard let index = state.children.firstIndex(where: { $0.process === process }) else { return nil }
             state.children[index].exit = process.terminationReason
             state.children[index].status = process.terminationStatus
+            let id = state.children[index].id
             // Stopping already (a signal was handled, or another node failed): its exit is part of that.
-            return (state.children[index].id, state.stopping || state.reason != nil,
-                    Self.describe(process.terminationReason, process.terminationStatus), state.allExited)
-        }
-        guard let exit, !exit.stopping else { return }
-        if clean {
-            // It left the cluster (`leave`), or someone stopped it: a choice, not a failure. The
-            // others keep serving (the `leave` example of the help runs against this cluster).
-            Output.line("\(exit.id) stopped cleanly (it left the cluster, or was stopped); the other node(s) keep running")
-            Output.flush()
-            if exit.allExited { stop(because: .allStoppedCleanly) }
-        } else {
+            guard !state.stopping, state.reason == nil else { return nil }
+            if clean {
+                // It left the cluster (`leave`), or someone stopped it: a choice, not a failure.
+                // The others keep serving (the `leave` example of the help runs against this cluster).
+                guard state.allExited, !state.launching else { return (id, nil, []) }
+                let (reason, waiters) = Self.settle(.allStoppedCleanly, in: &state)
+                return (id, reason, waiters)
+            }
             // A node that fails while the cluster runs (a port taken, a data directory held by a
             // node left over from an earlier cluster, a crash) stops the cluster.
-            stop(because: .exited(id: exit.id, status: exit.status))
+            let (reason, waiters) = Self.settle(.exited(id: id, status: Self.describe(process.terminationReason, process.terminationStatus)), in: &state)
+            return (id, reason, waiters)
         }
+        guard let outcome else { return }
+        if clean {
+            Output.line("\(outcome.id) stopped cleanly (it left the cluster, or was stopped); the other node(s) keep running")
+            Output.flush()
+        }
+        if let reason = outcome.reason { for waiter in outcome.waiters { waiter.resume(returning: reason) } }
     }
 
     static func describe(_ reason: Process.TerminationReason, _ status: Int32) -> String {
