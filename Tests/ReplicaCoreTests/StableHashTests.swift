@@ -75,4 +75,11 @@ import Testing
         #expect(Set([ExactKey("caf\u{E9}"), ExactKey("cafe\u{301}"), ExactKey("caf\u{E9}")]).count == 2)
         #expect("cafe\u{301}/x".hasKeyPrefix("cafe") && !"cafe\u{301}/x".hasKeyPrefix("caf\u{E9}"))
     }
+
+    /// `status` shows a root as protocol.md writes it: 16 digits, leading zeros kept.
+    @Test func digestRootsShowAsSixteenHexDigits() {
+        #expect(ReplicaStatus.digestText(0x003c_6423_2f09_9630) == "003c64232f099630")
+        #expect(ReplicaStatus.digestText(0) == "0000000000000000")
+        #expect(ReplicaStatus.digestText(.max) == "ffffffffffffffff")
+    }
 }

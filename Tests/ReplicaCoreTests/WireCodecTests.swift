@@ -72,7 +72,7 @@ import Testing
         let members = Self.samples.first { $0.kind == .members }!
         #expect(codec.publishFrame(members).first == 0x6d)
         let request = codec.encode(Self.samples.first { $0.kind == .syncRequest }!)
-        #expect(throws: WireError.unknownKind(3)) { try codec.decodePublished([0x68] + request) }
+        #expect(throws: WireError.misplacedKind(3, socket: "PUB/SUB")) { try codec.decodePublished([0x68] + request) }
     }
 
     @Test func aRelayedUpdateMustBeWrittenByItsSource() {
@@ -124,6 +124,29 @@ import Testing
         bytes[1] = WireCodec.protocolVersion
         bytes[2] = 77
         #expect(throws: WireError.unknownKind(77)) { try codec.decode(bytes) }
+    }
+
+    /// Published sequences start at 1 (0 means "nothing published yet" in a heartbeat), in every
+    /// kind that carries one: an update or relay at 0 is malformed, as a batch starting at 0 is.
+    @Test func aPublishedSequenceOfZeroIsRefused() {
+        let entry = Entry(key: "k", version: Version(timestamp: .zero, node: "n"), payload: [1])
+        #expect(throws: WireError.invalidField("update sequence 0")) {
+            try codec.decode(codec.encode(.update(Update(origin: "n", sequence: 0, entry: entry))))
+        }
+        #expect(throws: WireError.invalidField("relay sequence 0")) {
+            try codec.decode(codec.encode(.relay(RelayedUpdate(origin: "m", source: "n", sourceEpoch: 1, sequence: 0, entry: entry))))
+        }
+        #expect(throws: Never.self) { try codec.decode(codec.encode(.update(Update(origin: "n", sequence: 1, entry: entry)))) }
+    }
+
+    /// What a dropped message's log line says: counts are not bytes, a misplaced kind is named,
+    /// and a message cut short by the receiver says there were more frames.
+    @Test func dropReasonsSayWhatWasWrong() {
+        #expect(WireError.tooLarge(field: "member count", size: 1025, limit: 1024).description == "member count 1025 exceeds the limit of 1024")
+        #expect(WireError.tooLarge(field: "key", size: 1025, limit: 1024).description == "key of 1025 bytes exceeds the limit of 1024")
+        #expect(WireError.misplacedKind(1, socket: "the sync ROUTER").description == "message kind 1 (update) does not belong on the sync ROUTER")
+        #expect(WireError.wrongFrameCount(1, more: true).description == "unexpected number of frames (more than 1)")
+        #expect(WireError.wrongFrameCount(3).description == "unexpected number of frames (3)")
     }
 
     @Test func oversizedFieldsAreRejectedBeforeAllocation() {

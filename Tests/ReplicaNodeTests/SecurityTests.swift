@@ -70,6 +70,49 @@ import Testing
         #expect(try cluster.client(2, ["get", "secret"]).status == 1)
     }
 
+    /// A `.pub` file that holds no key (half written, or garbled) used to stop every re-read
+    /// of the trust directory, silently: a key removed meanwhile stayed trusted. Now the bad
+    /// file is left out and listed as a `trust` problem naming it, and the removal revokes.
+    @Test func aBrokenPubFileNeitherBlocksARevocationNorPassesUnseen() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-trust-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let keys = root.appendingPathComponent("keys")
+        for id in ["node1", "node2"] { #expect(try replicaNode(["keygen", "--id", id, "--out", keys.path]).status == 0) }
+        let trustOf1 = root.appendingPathComponent("trust1")
+        try FileManager.default.createDirectory(at: trustOf1, withIntermediateDirectories: true)
+        for id in ["node1", "node2"] {
+            try FileManager.default.copyItem(at: keys.appendingPathComponent("\(id).pub"), to: trustOf1.appendingPathComponent("\(id).pub"))
+        }
+        let cluster = try ProcessCluster(size: 2, name: "trust-broken") { _ in
+            [
+                "node1": ["--key", keys.appendingPathComponent("node1.key").path, "--trust", trustOf1.path],
+                "node2": ["--key", keys.appendingPathComponent("node2.key").path, "--trust", keys.path],
+            ]
+        }
+        defer { cluster.stop() }
+        func peerState() throws -> String? {
+            ((try cluster.status(0)?["peers"] as? [[String: Any]])?.first { $0["id"] as? String == "node2" })?["state"] as? String
+        }
+        #expect(try await eventually { try peerState() == "alive" })
+
+        try Data("partial-garb\n".utf8).write(to: trustOf1.appendingPathComponent("node9.pub"))
+        try FileManager.default.removeItem(at: trustOf1.appendingPathComponent("node2.pub"))
+        func trustProblem() throws -> String? {
+            ((try cluster.status(0)?["problems"] as? [[String: Any]])?.first {
+                $0["kind"] as? String == "trust" && $0["subject"] as? String == trustOf1.path
+            })?["message"] as? String
+        }
+        #expect(try await eventually(timeout: .seconds(15)) {
+            ((try cluster.status(0)?["counters"] as? [String: Any])?["revokedConnectionsEnded"] as? Int ?? 0) > 0
+        }, "node2's key was revoked although node9.pub is broken")
+        #expect(try await eventually(timeout: .seconds(10)) { try trustProblem() != nil }, "the broken file is listed")
+        let message = try trustProblem() ?? ""
+        #expect(message.contains("node9.pub"), "names the bad file: \(message)")
+
+        try FileManager.default.removeItem(at: trustOf1.appendingPathComponent("node9.pub"))
+        #expect(try await eventually(timeout: .seconds(10)) { try trustProblem() == nil }, "cleared once the file is gone")
+    }
+
     @Test func theControlSocketIsReachableOnlyThroughAPrivateDirectory() async throws {
         let cluster = try ProcessCluster(size: 1, name: "private")
         defer { cluster.stop() }

@@ -15,7 +15,9 @@ extension Replica {
             for descriptor in report.closed { acceptedConnections.closed(descriptor) }
             if report.failedHandshakes > 0 {
                 counters.handshakesFailed += report.failedHandshakes
-                logger.warning("refused \(report.failedHandshakes) connection(s) that failed the CURVE handshake (plain or malformed client)")
+                warn("failed_handshake", "refused \(report.failedHandshakes) incoming connection(s) that failed the CURVE handshake: "
+                    + "a client without CURVE, one that expects another public key for this node (an old key of it, or another "
+                    + "node's key given to it), or garbage")
             }
         }
         guard let authenticator else { return }

@@ -110,14 +110,17 @@ extension Replica {
     static let commitSubject = "store"
 
     /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members',
-    /// and with `clockUnchecked` while it has never been compared, under `requireClockCheck`.
+    /// with `clockUnchecked` while it has never been compared, under `requireClockCheck`, and
+    /// with `identityClash` while another process uses this node's id.
     func refuseIfClockSkewed() throws {
         if let error = clockRefusal(now: .now) { throw error }
     }
 
-    /// The error a local write meets now, if the clock refuses it; each refusal counts in the
-    /// `clock` problem.
+    /// The error a local write meets now, if another process uses our id (listed as `identity`
+    /// when it was found) or the clock refuses it (each clock refusal counts in the `clock`
+    /// problem).
     func clockRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
+        if let rival = identityClash.rival { return .identityClash(address: rival.address.description) }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
         case .accept, .hold: return nil

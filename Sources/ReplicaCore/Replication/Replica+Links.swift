@@ -122,7 +122,7 @@ extension Replica {
         guard let seed = seeds.first(where: { $0.id == id }) else { return }
         while let message = try? seed.dealer.receive(maxFrames: 1) {
             do {
-                guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count, more: message.truncated) }
                 guard case .members(let members) = try codec.decode(message.frames[0]) else { throw WireError.invalidField("join reply") }
                 if members.origin == identity.node {
                     logger.debug("seed \(seed.address) is this node itself")
@@ -160,20 +160,28 @@ extension Replica {
         judgeIsolation(anyMemberAlive: anyAlive, now: now)
     }
 
-    /// Lists this node as `isolated` while it has heard no member for `Isolation.limit` (and
-    /// clears it once one is heard).
+    /// Lists this node as `isolated` while it has heard no member for `Isolation.limit`, or has
+    /// heard members that none of which reports hearing it (and clears it once that is over).
     func judgeIsolation(anyMemberAlive: Bool, now: ContinuousClock.Instant) {
-        guard let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) else {
-            if problems.clear(.isolated, Self.isolationSubject) != nil { logger.info("a member is heard again: no longer isolated") }
+        let anyMemberHearsUs = sessions.values.contains { $0.heartbeat?.reports[identity.node]?.hearsDirectly == true }
+        let message: String
+        if let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) {
+            let pending = seeds.map(\.address.description)
+            let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
+            let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
+                ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
+                : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
+            message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
+                + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
+        } else if let unheard = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberHearsUs, now: now) {
+            message = "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
+                + "here reach no one. Usually its key is not trusted by them (a key that is not its own, or a new key not yet "
+                + "copied to their trust directories: see their trust problems), or its address (--advertise) is wrong, or "
+                + "links work one way only"
+        } else {
+            if problems.clear(.isolated, Self.isolationSubject) != nil { logger.info("members hear this node again: no longer isolated") }
             return
         }
-        let pending = seeds.map(\.address.description)
-        let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
-        let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
-            ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
-            : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
-        let message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
-            + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
         if problems.describe(.isolated, Self.isolationSubject, message) { logger.warning("isolated: \(message)") }
     }
 

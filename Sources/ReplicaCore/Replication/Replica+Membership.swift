@@ -6,13 +6,30 @@ extension Replica {
     /// Merges member records (a join reply, an exchange, an announcement) and acts on what changed.
     func mergeMembers(_ records: [MemberRecord], from source: NodeID) {
         let now = ContinuousClock.now
+        let ours = membership.local
         let result = membership.merge(records, wallMillis: configuration.wallClock())
-        if result.reasserted {
+        if let rival = result.reassertedAgainst {
             logger.warning("\(source) holds a record of this node that would replace ours (a forget, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
+            if identityClash.overridden(by: rival, ours: ours, now: now) { raiseIdentityClash(rival) }
         }
         for change in result.changes { apply(change, now: now) }
         if !result.announce.isEmpty { announce(result.announce) }
         if !result.changes.isEmpty { refreshTrustProblems() }
+    }
+
+    /// Another process uses our id: listed (health fails) and local writes refused until it stops
+    /// (`IdentityClash`).
+    private func raiseIdentityClash(_ rival: MemberRecord) {
+        let message = ReplicaError.identityClash(address: rival.address.description).description
+        problems.raise(.identity, identity.node.rawValue, message)
+        logger.error("\(message)")
+    }
+
+    /// The clash is over once no member has held a rival's record for the window.
+    func judgeIdentityClash(now: ContinuousClock.Instant) {
+        if identityClash.tick(now: now), problems.clear(.identity, identity.node.rawValue) != nil {
+            logger.info("no other process has claimed id \(identity.node) for \(identityClash.window): writes are accepted again")
+        }
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
@@ -190,11 +207,24 @@ extension Replica {
     /// An active member that is not admitted here is a `trust` problem until it is trusted,
     /// leaves or is forgotten: it is neither dialled nor let in, so nothing it writes arrives
     /// and nothing written here reaches it, which the operator must see.
+    /// What is wrong with a trust source the embedding program re-reads (a `.pub` file that holds
+    /// no key, a directory that cannot be read), as a `trust` problem whose subject is `source`;
+    /// nil clears it. The node keeps the trust the program last gave it (`updateTrust`).
+    public func noteTrustSource(_ source: String, problem: String?) {
+        if let problem {
+            troubledTrustSources.insert(source)
+            if problems.describe(.trust, source, problem) { logger.warning("trust source \(source): \(problem)") }
+        } else if troubledTrustSources.remove(source) != nil {
+            problems.clear(.trust, source)
+            logger.info("trust source \(source) reads cleanly again")
+        }
+    }
+
     func refreshTrustProblems() {
         guard curve != nil else { return }
         let refused = membership.active.filter { !isAdmitted($0) }
         let subjects = Set(refused.map(\.node.rawValue))
-        for problem in problems.of(.trust) where !subjects.contains(problem.subject) {
+        for problem in problems.of(.trust) where !subjects.contains(problem.subject) && !troubledTrustSources.contains(problem.subject) {
             problems.clear(.trust, problem.subject)
         }
         // A listed member's message follows its reason and address (it moved, or came back with

@@ -115,6 +115,7 @@ extension Replica {
             nextTombstoneSweep = now + configuration.tombstoneSweepInterval
         }
         checkClock(now: now)
+        judgeIdentityClash(now: now)
         if commits.refetchDue(now: now) {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
             planner.wantCatchUp(.commitFailed)

@@ -20,7 +20,7 @@ extension Replica {
             }
             guard let message else { return false }
             do {
-                guard !message.truncated, let frame = message.frames.first else { throw WireError.wrongFrameCount(message.frames.count) }
+                guard !message.truncated, let frame = message.frames.first else { throw WireError.wrongFrameCount(message.frames.count, more: message.truncated) }
                 let bytes = frame.count
                 let decoded = try codec.decodePublished(frame)
                 guard decoded.origin == node else {

@@ -23,7 +23,7 @@ extension Replica {
             uptimeSeconds: (now - started) / .seconds(1),
             entryCount: store.count,
             liveEntryCount: store.liveCount,
-            digest: String(root, radix: 16),
+            digest: ReplicaStatus.digestText(root),
             security: curve != nil ? "curve" : "insecure",
             peers: membership.listed.compactMap { record in
                 guard let session = sessions[record.node] else { return nil }

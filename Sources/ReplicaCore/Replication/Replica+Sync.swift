@@ -96,7 +96,7 @@ extension Replica {
             }
             guard let message else { return }
             do {
-                guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count, more: message.truncated) }
                 let decoded = try codec.decode(message.frames[0])
                 guard decoded.origin == node else {
                     dropForged(decoded.origin, on: node)
@@ -107,7 +107,7 @@ extension Replica {
                 switch decoded {
                 case .syncChunk(let chunk): receive(chunk, bytes: message.frames[0].count, from: node, now: now)
                 case .members(let members): receiveMembersReply(members, from: node)
-                default: throw WireError.unknownKind(decoded.kind.rawValue)
+                default: throw WireError.misplacedKind(decoded.kind.rawValue, socket: "a sync DEALER")
                 }
             } catch {
                 dropMalformed(error, from: node.rawValue)

@@ -20,13 +20,13 @@ extension Replica {
             guard let message else { return }
             guard admitsConnection(message.sender) else { continue }
             do {
-                guard message.frames.count == 2, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count) }
+                guard message.frames.count == 2, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count, more: message.truncated) }
                 let client = message.frames[0]
                 switch try codec.decode(message.frames[1]) {
                 case .syncRequest(let request): acceptSync(request, from: client, now: now)
                 case .repairRequest(let request): acceptRepair(request, from: client, on: syncServer, now: now)
                 case .members(let members): serveMembers(members, to: client, on: syncServer)
-                case let other: throw WireError.unknownKind(other.kind.rawValue)
+                case let other: throw WireError.misplacedKind(other.kind.rawValue, socket: "the sync ROUTER")
                 }
             } catch {
                 dropMalformed(error, from: "sync client")

@@ -77,6 +77,11 @@ public actor Replica: PollLoopOwner {
     var seedRecontact = SeedRecontact()
     /// Set from the configuration's down time in `init`.
     var isolation = Isolation(limit: .seconds(10))
+    /// Trust sources with a problem listed under their own subject (`noteTrustSource`), which
+    /// the member-by-member trust problems leave alone.
+    var troubledTrustSources: Set<String> = []
+    /// Whether another process uses our id (`identity` problem; local writes refused meanwhile).
+    var identityClash = IdentityClash(window: .seconds(10))
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
@@ -170,6 +175,8 @@ public actor Replica: PollLoopOwner {
         nextPeriodicSync = .now + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         isolation = Isolation(limit: configuration.downAfter * 2)
+        // Long enough that the rival's next re-assertion (a round of gossip) falls inside it.
+        identityClash = IdentityClash(window: max(configuration.downAfter * 2, .seconds(10)))
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
         _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: .now)
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)

@@ -16,6 +16,10 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `ReplicaConfiguration.requireClockCheck`: this node's clock has not been compared with a
     /// member's since it started (none reached), so its writes are refused.
     case clockUnchecked
+    /// Another process uses this node's id (members hold its record, at `address`): writes are
+    /// refused while it does, since two processes writing as one node overwrite each other's
+    /// counter slots.
+    case identityClash(address: String)
 
     public var description: String {
         switch self {
@@ -27,6 +31,10 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .clockUnchecked:
             "this node's clock has not been compared with any member's since it started (none reached yet), and it "
                 + "requires that check: writes are refused until a member is reached"
+        case .identityClash(let address):
+            "another process uses this node's id (members hold its record, at \(address)): writes are refused until one of "
+                + "the two stops, since two processes writing as one node overwrite each other's counters. Give each node "
+                + "its own --id and data directory (a copied data directory is the same node)"
         case .clockSkew(let offset, let limit):
             "this node's clock is \(Self.seconds(-offset)) \(offset < 0 ? "ahead of" : "behind") its members' (median), "
                 + "beyond the \(Self.seconds(limit)) limit: writes are refused until the clock is fixed"

@@ -2,6 +2,13 @@ import Foundation
 
 /// A snapshot of a replica for `replica-node status` (and its `--json`).
 public struct ReplicaStatus: Sendable, Codable, Equatable {
+    /// A digest root as `status` shows it and docs/protocol.md writes it: 16 lowercase hex
+    /// digits, leading zeros kept, so that roots line up and compare as text.
+    public static func digestText(_ root: UInt64) -> String {
+        let digits = String(root, radix: 16)
+        return String(repeating: "0", count: 16 - digits.count) + digits
+    }
+
     /// One member as this node sees it.
     public struct Peer: Sendable, Codable, Equatable {
         public var id: String
@@ -124,7 +131,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
     public var uptimeSeconds: Double
     public var entryCount: Int
     public var liveEntryCount: Int
-    /// The root of the store digest, hex. Equal digests mean equal replicated state.
+    /// The root of the store digest, 16 hex digits (`digestText`). Equal digests mean equal
+    /// replicated state.
     public var digest: String
     /// "curve" or "insecure".
     public var security: String

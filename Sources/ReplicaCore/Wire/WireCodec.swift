@@ -75,7 +75,7 @@ public struct WireCodec: Sendable {
         case .update, .updates, .heartbeat, .members, .relay:
             guard frame.prefix(topicLength).elementsEqual(Self.topic(of: message)) else { throw .topicMismatch }
         case .syncRequest, .syncChunk, .repairRequest:
-            throw .unknownKind(message.kind.rawValue)  // sync messages never travel on PUB/SUB
+            throw .misplacedKind(message.kind.rawValue, socket: "PUB/SUB")  // sync messages never travel there
         }
         return message
     }
@@ -162,6 +162,7 @@ public struct WireCodec: Sendable {
         switch kind {
         case .update:
             let sequence = try reader.readUInt64()
+            guard sequence >= 1 else { throw .invalidField("update sequence 0") }
             let entry = try readEntry(&reader)
             guard entry.version.node == origin else { throw .invalidField("update written by another node") }
             message = .update(Update(origin: origin, sequence: sequence, entry: entry))
@@ -252,6 +253,7 @@ public struct WireCodec: Sendable {
             let source = try readNode(&reader)
             let sourceEpoch = try reader.readUInt64()
             let sequence = try reader.readUInt64()
+            guard sequence >= 1 else { throw .invalidField("relay sequence 0") }
             let entry = try readEntry(&reader)
             guard entry.version.node == source else { throw .invalidField("relayed update written by another node") }
             message = .relay(RelayedUpdate(origin: origin, source: source, sourceEpoch: sourceEpoch, sequence: sequence, entry: entry))

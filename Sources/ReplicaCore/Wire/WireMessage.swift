@@ -23,6 +23,20 @@ public enum WireMessage: Equatable, Sendable {
 
     public enum Kind: UInt8, Sendable {
         case update = 1, heartbeat = 2, syncRequest = 3, syncChunk = 4, repairRequest = 5, members = 6, relay = 7, updates = 8
+
+        /// As docs/protocol.md names it, for messages about a dropped message.
+        public var name: String {
+            switch self {
+            case .update: "update"
+            case .heartbeat: "heartbeat"
+            case .syncRequest: "sync request"
+            case .syncChunk: "sync chunk"
+            case .repairRequest: "repair request"
+            case .members: "members"
+            case .relay: "relay"
+            case .updates: "updates"
+            }
+        }
     }
 
     public var kind: Kind {

@@ -205,20 +205,24 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// Re-reads the trust directory or file every 2 s and hands changes to the replica, so that
-    /// trust is extended (or withdrawn) without a restart. An unreadable trust path keeps the
-    /// trust as it was, with a warning.
+    /// trust is extended (or withdrawn) without a restart. A `.pub` file (or line) that holds no
+    /// valid key is left out and listed as a `trust` problem, and the others apply: a broken
+    /// file must not hold back the revocation of another key. A trust path that cannot be read
+    /// at all keeps the trust as it was, listed the same way.
     static func watchTrust(_ path: URL, replica: Replica, logger: Logger) async {
         var last: [String: String]?
         while !Task.isCancelled {
             do {
-                let trusted = try KeyFiles.readTrust(path)
-                if trusted != last {
-                    if last != nil { logger.info("trust \(path.path) changed: \(trusted.count) key(s)") }
-                    await replica.updateTrust(trusted: Set(trusted.values), keyOwners: owners(trusted))
-                    last = trusted
+                let read = try KeyFiles.readTrust(path, skippingBadEntries: true)
+                if read.trusted != last {
+                    if last != nil { logger.info("trust \(path.path) changed: \(read.trusted.count) key(s)") }
+                    await replica.updateTrust(trusted: Set(read.trusted.values), keyOwners: owners(read.trusted))
+                    last = read.trusted
                 }
+                await replica.noteTrustSource(path.path, problem: read.skipped.isEmpty ? nil
+                    : read.skipped.joined(separator: "; ") + " (not trusted; the other keys apply)")
             } catch {
-                logger.warning("cannot re-read trust \(path.path): \(error); keeping the trust as it was")
+                await replica.noteTrustSource(path.path, problem: "cannot be read: \(error); the trust read before is kept until it can")
             }
             try? await Task.sleep(for: .seconds(2))
         }

@@ -39,7 +39,12 @@ enum KeyFiles {
         guard let secret = fields["secret-key"], CurveKeyPair.isValidKey(secret) else {
             throw Invalid(message: "\(url.path) has no valid secret-key line (make one with replica-node keygen)")
         }
-        let keys = try CurveKeyPair(secretKey: secret)
+        let keys: CurveKeyPair
+        do {
+            keys = try CurveKeyPair(secretKey: secret)
+        } catch {
+            throw Invalid(message: "\(url.path): secret-key is not a usable CURVE secret key (\(error)); make a new pair with replica-node keygen")
+        }
         if let stated = fields["public-key"], stated != keys.publicKey {
             throw Invalid(message: "\(url.path): public-key does not belong to secret-key")
         }
@@ -56,12 +61,31 @@ enum KeyFiles {
     }
 
     /// Node id -> public key, from a directory of `ID.pub` files or a file of `ID KEY` lines.
+    /// Any bad file or line is an error (at start-up, where the operator is watching).
     static func readTrust(_ url: URL) throws -> [String: String] {
+        let read = try readTrust(url, skippingBadEntries: false)
+        return read.trusted
+    }
+
+    /// A trust source read while the node runs: the keys of its good entries, and what was
+    /// skipped and why (a `.pub` file or line that holds no valid key is not trusted, but does
+    /// not stop the others from being read: removing a key must revoke it even while another
+    /// file is being written, or was left broken).
+    struct TrustRead: Equatable {
+        var trusted: [String: String]
+        var skipped: [String]
+    }
+
+    static func readTrust(_ url: URL, skippingBadEntries skipping: Bool) throws -> TrustRead {
         var isDirectory: ObjCBool = false
         guard FileManager.default.fileExists(atPath: url.path, isDirectory: &isDirectory) else {
             throw Invalid(message: "trust path \(url.path) does not exist")
         }
-        var trusted: [String: String] = [:]
+        var result = TrustRead(trusted: [:], skipped: [])
+        func bad(_ message: String) throws {
+            guard skipping else { throw Invalid(message: message) }
+            result.skipped.append(message)
+        }
         if isDirectory.boolValue {
             let names: [String]
             do {
@@ -70,12 +94,19 @@ enum KeyFiles {
                 throw FileProblem(action: "cannot read trust directory", path: url.relativePath, error: error)
             }
             for name in names.sorted() where name.hasSuffix(".pub") {
-                let text = try read(url.appendingPathComponent(name), what: "public key file")
+                let text: String
+                do {
+                    text = try read(url.appendingPathComponent(name), what: "public key file")
+                } catch {
+                    try bad("\(error)")
+                    continue
+                }
                 let keys = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
                 guard keys.count == 1, CurveKeyPair.isValidKey(keys[0]) else {
-                    throw Invalid(message: "\(name) in \(url.path) must hold one Z85 public key")
+                    try bad("\(name) in \(url.path) must hold one Z85 public key")
+                    continue
                 }
-                trusted[String(name.dropLast(4))] = keys[0]
+                result.trusted[String(name.dropLast(4))] = keys[0]
             }
         } else {
             for (number, line) in try read(url, what: "trust file").split(separator: "\n", omittingEmptySubsequences: false).enumerated() {
@@ -83,12 +114,13 @@ enum KeyFiles {
                 if text.isEmpty || text.hasPrefix("#") { continue }
                 let parts = text.split(separator: " ", omittingEmptySubsequences: true).map(String.init)
                 guard parts.count == 2, CurveKeyPair.isValidKey(parts[1]) else {
-                    throw Invalid(message: "\(url.path) line \(number + 1): expected 'ID PUBLIC-KEY'")
+                    try bad("\(url.path) line \(number + 1): expected 'ID PUBLIC-KEY'")
+                    continue
                 }
-                trusted[parts[0]] = parts[1]
+                result.trusted[parts[0]] = parts[1]
             }
         }
-        guard !trusted.isEmpty else { throw Invalid(message: "no public keys found in \(url.path)") }
-        return trusted
+        guard !result.trusted.isEmpty else { throw Invalid(message: "no public keys found in \(url.path)") }
+        return result
     }
 }

@@ -80,4 +80,21 @@ import Testing
         #expect(tick(25_000, others: false) == nil, "nobody to hear (a cluster of one): never isolated")
         #expect(tick(90_000, others: false) == nil)
     }
+
+    /// `Isolation.unheard`: members heard, none hearing us (a key they do not trust, a one-way
+    /// link), for the limit; over as soon as one reports hearing us, or when none is heard
+    /// (then it is the other kind of isolation).
+    @Test func aNodeThatNoMemberHearsIsListedAfterTheLimit() {
+        var isolation = Isolation(limit: .seconds(10))
+        func tick(_ ms: Int, alive: Bool = true, hearsUs: Bool = false) -> Duration? {
+            isolation.unheard(anyMemberAlive: alive, anyMemberHearsUs: hearsUs, now: start + .milliseconds(ms))
+        }
+        #expect(tick(0) == nil)
+        #expect(tick(9_999) == nil)
+        #expect(tick(10_000) == .seconds(10))
+        #expect(tick(11_000, hearsUs: true) == nil, "a member hears us: over at once")
+        #expect(tick(12_000) == nil, "the time starts over")
+        #expect(tick(22_000) == .seconds(10))
+        #expect(tick(23_000, alive: false) == nil, "nobody heard: not this kind")
+    }
 }

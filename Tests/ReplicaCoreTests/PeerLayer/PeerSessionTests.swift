@@ -41,6 +41,13 @@ import Testing
     static let rows: [Row] = [
         Row(name: "a steady heartbeat does nothing", events: up + [.heartbeat(at: 1000)], last: []),
         Row(name: "a new incarnation wants a sync", events: up + [.heartbeat(incarnation: 3, at: 1000)], last: [.wantSync(.newIncarnation)]),
+        Row(name: "a new incarnation with a lower epoch (data replaced, clock behind) is a new stream: its gaps are repaired",
+            events: up + [.update(1, at: 10), .update(2, at: 20), .heartbeat(epoch: 5, incarnation: 3, at: 1000), .update(1, at: 1010),
+                          .update(4, at: 1020), .tick(at: 1030)],
+            last: [.requestRepair(2...3)]),
+        Row(name: "the old incarnation's losses are not repaired from the new one (the sync brings them)",
+            events: up + [.update(1, at: 10), .update(5, at: 20), .heartbeat(epoch: 9, incarnation: 3, at: 1000), .tick(at: 1030)],
+            last: []),
         Row(name: "a new epoch (restart) wants a sync", events: up + [.heartbeat(epoch: 8, at: 1000)], last: [.wantSync(.peerRestarted)]),
         Row(name: "digests that differ while both are quiet want a sync", ourRoot: 5,
             events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 9, at: 2000)], last: [.wantSync(.digestsDiffer)]),

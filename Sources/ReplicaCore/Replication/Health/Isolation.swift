@@ -1,5 +1,6 @@
-/// How long this node has heard no member while it has members or seeds to hear, and when that
-/// becomes a problem the operator must see (`Problem.Kind.isolated`).
+/// How long this node has heard no member while it has members or seeds to hear, or has been
+/// heard by none while it hears them, and when that becomes a problem the operator must see
+/// (`Problem.Kind.isolated`).
 ///
 /// Until then writes made here stay here. A seed that never answers (a wrong address, a
 /// firewall) or members all down looked healthy before: `health` passed, and only `status`'s
@@ -18,7 +19,22 @@ struct Isolation: Equatable, Sendable {
     /// One tick: how long the node has been alone, once that reaches `limit` (nil before, and
     /// whenever a member is heard or there is nobody to hear).
     mutating func update(anyMemberAlive: Bool, hasMembersOrSeeds: Bool, now: ContinuousClock.Instant) -> Duration? {
-        guard !anyMemberAlive, hasMembersOrSeeds else {
+        Self.held(!anyMemberAlive && hasMembersOrSeeds, since: &since, limit: limit, now: now)
+    }
+
+    /// Since when members are heard but none hears this node.
+    private(set) var unheardSince: ContinuousClock.Instant?
+
+    /// One tick: how long members have been heard here while none reports hearing this node
+    /// (its key is not trusted there, or the link works one way only), once that reaches
+    /// `limit`. Writes made here then reach no one either, although every member looks alive.
+    mutating func unheard(anyMemberAlive: Bool, anyMemberHearsUs: Bool, now: ContinuousClock.Instant) -> Duration? {
+        Self.held(anyMemberAlive && !anyMemberHearsUs, since: &unheardSince, limit: limit, now: now)
+    }
+
+    /// How long `condition` has held, once that reaches `limit`; it starts over when it breaks.
+    private static func held(_ condition: Bool, since: inout ContinuousClock.Instant?, limit: Duration, now: ContinuousClock.Instant) -> Duration? {
+        guard condition else {
             since = nil
             return nil
         }

@@ -40,9 +40,11 @@ struct Membership: Sendable {
         var changes: [Change] = []
         /// Records that changed this table: to be announced to the other members.
         var announce: [MemberRecord] = []
-        /// Someone holds a record of this node that would replace our own (another life of our
-        /// id, or an operator's `forget`): we re-assert ourselves with a later epoch.
-        var reasserted = false
+        /// Someone holds a record of this node that would replace our own (another process with
+        /// our id, or an operator's `forget`): we re-assert ourselves with a later epoch. The
+        /// record that would have replaced ours (the last, if several did).
+        var reassertedAgainst: MemberRecord?
+        var reasserted: Bool { reassertedAgainst != nil }
     }
 
     /// Members to dial: active, not this node.
@@ -67,7 +69,7 @@ struct Membership: Sendable {
                     // Saturating, although the codec bounds epochs to 48 bits: a trap here
                     // would crash this node at every start for as long as members hold it.
                     local.epoch = max(record.epoch == .max ? .max : record.epoch + 1, wallMillis)
-                    result.reasserted = true
+                    result.reassertedAgainst = record
                     result.announce.append(local)
                 }
                 continue

@@ -162,6 +162,16 @@ struct OriginStream: Equatable, Sendable {
         return .gap(lost)
     }
 
+    /// The origin is another incarnation (its data directory was replaced): its stream starts
+    /// over from its next heartbeat, whatever that heartbeat's epoch. Epochs only grow within an
+    /// incarnation (the store keeps the last one); a new one may start below the old one's when
+    /// its clock is behind, and its heartbeats would otherwise be taken for an older life's.
+    mutating func beginIncarnation() {
+        epoch = 0
+        through = 0
+        missing.removeAll()
+    }
+
     private mutating func restart(epoch: UInt64, through: UInt64) {
         self.epoch = epoch
         self.through = through

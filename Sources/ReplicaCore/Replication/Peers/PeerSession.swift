@@ -174,6 +174,10 @@ struct PeerSession: Sendable {
         var actions = heardDirectly(now: now)
         echo = (message.wallMillis, now)
         if let known = incarnation, known != message.incarnation {
+            // What the old incarnation published and we lost can no longer be repaired from it;
+            // the sync brings whatever of it reached others.
+            stream.beginIncarnation()
+            forgetLosses(restartedThrough: 0)
             actions.append(.wantSync(.newIncarnation))
         }
         incarnation = message.incarnation
