@@ -54,16 +54,19 @@ public final class ZMQSocket: @unchecked Sendable {
     ///
     /// A monitored socket stops its monitor first, and so does a monitor's reading end that
     /// closes before the socket it reports on, as libzmq's maintainers advise (zeromq/libzmq#3575,
-    /// #2083). libzmq reports events from its I/O thread with blocking sends, and closing a
-    /// socket ends its connections there (`disconnected`): a report meant for a reading end that
-    /// is gone can wait inside the I/O thread, which serves every socket of the context.
-    /// Stopping the monitor, on the owning thread, closes libzmq's end of it first. (Not
-    /// reproduced here; see `SocketMonitorTests`.)
+    /// #2083). libzmq reports events from its I/O thread with blocking sends: once the reading
+    /// end is closed, libzmq's end of the monitor can no longer write (its pipe waits for a
+    /// delimiter it never reads), and the next event, such as the `disconnected` of a connection
+    /// that ends while the socket closes, blocks the I/O thread for good, and with it every
+    /// socket of the context: the node goes deaf. Stopping the monitor, on the owning thread,
+    /// closes libzmq's end of it first. (Seen: `SocketMonitorTests`, and a node that stopped
+    /// hearing anyone after a member left.)
     public func close() {
         guard let handle else { return }
-        self.handle = nil
+        // While the handle is still set: stopping the monitor needs it.
         stopMonitoring()
         monitoredSocket?.stopMonitoring()  // this is a monitor's reading end, closing first
+        self.handle = nil
         zmq_close(handle)
     }
 
