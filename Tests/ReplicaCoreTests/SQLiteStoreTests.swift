@@ -153,6 +153,44 @@ import Testing
         #expect(store.count == 0)
     }
 
+    /// A write-ahead log whose header is damaged was ignored by SQLite without a word, with the
+    /// commits in it. It is now moved aside and reported. The header check itself is run on the
+    /// real log SQLite wrote first: a valid log must pass it (checksum included).
+    @Test func aDamagedWriteAheadLogIsKeptAsideAndReported() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let log = directory.url.appendingPathComponent(SQLiteStore.fileName + "-wal")
+        do {
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
+            _ = try store.merge([Self.entry("a", 1)])
+            store.closeForWriting()
+        }
+        let written = try Data(contentsOf: log)
+        #expect(written.count > 32, "the commit is in the log (no checkpoint on close)")
+        #expect(SQLiteStore.logDamage(at: log.path) == nil, "SQLite's own header passes the check")
+
+        var damaged = written
+        damaged.replaceSubrange(0..<8, with: [UInt8](repeating: 0x41, count: 8))
+        try damaged.write(to: log)
+        #expect(SQLiteStore.logDamage(at: log.path) == "its header is not a write-ahead log's")
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        let moved = try #require(store.damagedLogMovedAside)
+        #expect(try Data(contentsOf: URL(fileURLWithPath: moved.movedTo)) == damaged, "kept byte for byte")
+        #expect(moved.description.contains("not in the store"))
+
+        store.closeForWriting()
+
+        let probe = directory.url.appendingPathComponent("probe-wal")
+        var badChecksum = written
+        badChecksum[20] ^= 0xff  // the second salt, under the checksum
+        try badChecksum.write(to: probe)
+        #expect(SQLiteStore.logDamage(at: probe.path) == "its header checksum does not match")
+        try Data(written.prefix(10)).write(to: probe)
+        #expect(SQLiteStore.logDamage(at: probe.path) == "its header is cut short: 10 of 32 bytes")
+        try Data().write(to: probe)
+        #expect(SQLiteStore.logDamage(at: probe.path) == nil, "an empty log is a rewound one")
+    }
+
     /// Corruption inside the entries' cells, the pages' structure intact (counting rows still
     /// passes): found by reading every row at start, and the file is moved aside like any
     /// corrupt one. (The full read ran outside the corruption check: the node did not start.)
@@ -213,6 +251,17 @@ import Testing
     /// close could hit a file another thread had just opened under the same number: a store's
     /// database, which then failed with "disk I/O error". Here one thread is refused again and
     /// again while another opens a file and checks that its descriptor stays open.
+    /// A lock file that cannot be made says which directory and why, in the system's words
+    /// (it was `Error Domain=NSPOSIXErrorDomain Code=30 ...` on a read-only file system).
+    @Test func aDirectoryThatCannotHoldTheLockSaysWhy() {
+        let missing = URL(fileURLWithPath: "/nonexistent-\(UUID().uuidString.prefix(6))/data")
+        #expect(throws: DataDirectoryLock.Unusable(directory: missing.path, reason: "no such file or directory")) {
+            _ = try DataDirectoryLock(directory: missing)
+        }
+        let text = DataDirectoryLock.Unusable(directory: "/d", reason: "read-only file system").description
+        #expect(text == "cannot use data directory /d: cannot create its lock file: read-only file system (a node needs a data directory it can write)")
+    }
+
     @Test func aRefusedLockClosesOnlyItsOwnDescriptor() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -158,12 +158,14 @@ public actor Replica: PollLoopOwner {
             heartbeatInterval: configuration.heartbeatInterval, suspectAfter: configuration.suspectAfter,
             downAfter: configuration.downAfter, requestTimeout: configuration.syncTimeout)
         var corruption: SQLiteStore.CorruptFileMovedAside?
+        var damagedLog: SQLiteStore.DamagedLogMovedAside?
         switch configuration.storage {
         case .memory:
             store = MemoryStore(node: configuration.node)
         case .directory(let url):
             let sqlite = try SQLiteStore(directory: url, node: configuration.node, synchronous: configuration.synchronous)
             corruption = sqlite.recoveredFromCorruption
+            damagedLog = sqlite.damagedLogMovedAside
             store = sqlite
         }
         identity = store.identity
@@ -224,6 +226,9 @@ public actor Replica: PollLoopOwner {
         }
         if let corruption {
             problems.raise(.load, corruption.originalPath, corruption.description)
+        }
+        if let damagedLog {
+            problems.raise(.load, damagedLog.originalPath, damagedLog.description)
         }
         loop = PollLoop(name: "replica-\(configuration.node)")
         // Whatever the cluster wrote while this node was away comes with one sync, from the

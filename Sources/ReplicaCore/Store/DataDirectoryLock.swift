@@ -25,6 +25,16 @@ public final class DataDirectoryLock: @unchecked Sendable {
         }
     }
 
+    /// The lock file cannot be made or opened (a read-only file system, no permission): the
+    /// directory cannot hold a node's data either.
+    public struct Unusable: Error, CustomStringConvertible, Equatable, Sendable {
+        public var directory: String
+        public var reason: String
+        public var description: String {
+            "cannot use data directory \(directory): cannot create its lock file: \(reason) (a node needs a data directory it can write)"
+        }
+    }
+
     public init(directory: URL) throws {
         // `self.fd` is set only once the lock is held. A class whose stored properties are all
         // set runs its `deinit` even when `init` then throws: setting `fd` before the refusal
@@ -34,7 +44,7 @@ public final class DataDirectoryLock: @unchecked Sendable {
         let path = directory.appendingPathComponent("lock").path
         let descriptor = open(path, O_RDWR | O_CREAT | O_CLOEXEC, 0o600)
         guard descriptor >= 0 else {
-            throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO)
+            throw Unusable(directory: directory.path, reason: FileSystemReason.systemMessage(errno))
         }
         guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             var buffer = [UInt8](repeating: 0, count: 32)

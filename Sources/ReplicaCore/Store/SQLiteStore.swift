@@ -19,6 +19,8 @@ public final class SQLiteStore: ReplicaStore {
     public let url: URL
     /// Set when the file found at start-up could not be opened and was moved aside.
     public let recoveredFromCorruption: CorruptFileMovedAside?
+    /// Set when the write-ahead log found at start-up was damaged and was moved aside.
+    public let damagedLogMovedAside: DamagedLogMovedAside?
     private let database: DatabaseQueue
     private let checkpointer: WALCheckpointer
     /// Fed by SQLite's WAL hook on the writer's connection (retained by the hook until `deinit`
@@ -36,6 +38,20 @@ public final class SQLiteStore: ReplicaStore {
         public var description: String {
             "database \(originalPath) could not be opened (\(reason)); kept as it was (with its -wal and -shm) at \(movedTo), "
                 + "and a fresh one started: see docs/operations.md, \"A corrupt database\""
+        }
+    }
+
+    /// A write-ahead log whose header is not a valid one. SQLite ignores such a log without a
+    /// word, and with it every commit it held since the last checkpoint; it is moved aside
+    /// instead, and listed, so that the loss is seen (and the file can be examined).
+    public struct DamagedLogMovedAside: Error, CustomStringConvertible, Sendable {
+        public var originalPath: String
+        public var movedTo: String
+        public var reason: String
+        public var description: String {
+            "write-ahead log \(originalPath) is damaged (\(reason)): the commits it held since the last checkpoint are not "
+                + "in the store. Kept as it was at \(movedTo). Members send back what they hold (a sync); writes that only "
+                + "this node had are lost: see docs/operations.md, \"A corrupt database\""
         }
     }
 
@@ -75,6 +91,8 @@ public final class SQLiteStore: ReplicaStore {
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
         var moved: CorruptFileMovedAside?
+        // Before SQLite opens the log (and, finding it invalid, starts it over).
+        damagedLogMovedAside = try Self.moveAsideIfDamaged(log: url.path + "-wal")
         let opened: (database: DatabaseQueue, index: StoreIndex)
         // The shared-memory index is rebuilt by whatever opens the database; a copy taken first
         // is what gets kept if the files turn out to be corrupt.
@@ -250,6 +268,46 @@ public final class SQLiteStore: ReplicaStore {
         guard header == Data("SQLite format 3\0".utf8) else {
             throw DatabaseError(resultCode: .SQLITE_NOTADB, message: "not an SQLite database (its header is damaged)")
         }
+    }
+
+    /// Why the write-ahead log at `path` is damaged, or nil if it is absent, empty (checkpointed
+    /// and rewound) or has a valid header. The header (docs: sqlite.org/fileformat.html, "WAL
+    /// File Format") is 32 bytes: a magic number (0x377f0682 or 0x377f0683, whose low bit says
+    /// the byte order of its checksums), the format version 3007000, the page size (a power of
+    /// two from 512 to 65536), the checkpoint sequence, two salts, and a checksum of the first
+    /// 24 bytes.
+    static func logDamage(at path: String) -> String? {
+        guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
+        defer { try? handle.close() }
+        guard let header = try? handle.read(upToCount: 32), !header.isEmpty else { return nil }
+        guard header.count == 32 else { return "its header is cut short: \(header.count) of 32 bytes" }
+        let bytes = [UInt8](header)
+        func bigEndian(_ offset: Int) -> UInt32 { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+        let magic = bigEndian(0)
+        guard magic == 0x377f_0682 || magic == 0x377f_0683 else { return "its header is not a write-ahead log's" }
+        guard bigEndian(4) == 3_007_000 else { return "unknown format version \(bigEndian(4))" }
+        let pageSize = bigEndian(8)
+        guard pageSize >= 512 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0 else {
+            return "invalid page size \(pageSize)"
+        }
+        // Checksum words are read big-endian when the magic's low bit is set, little-endian otherwise.
+        func word(_ offset: Int) -> UInt32 { magic & 1 == 1 ? bigEndian(offset) : bigEndian(offset).byteSwapped }
+        var (s0, s1): (UInt32, UInt32) = (0, 0)
+        for offset in stride(from: 0, to: 24, by: 8) {
+            s0 = s0 &+ word(offset) &+ s1
+            s1 = s1 &+ word(offset + 4) &+ s0
+        }
+        guard s0 == bigEndian(24), s1 == bigEndian(28) else { return "its header checksum does not match" }
+        return nil
+    }
+
+    /// Moves a damaged write-ahead log (see `logDamage`) to `<log>.damaged-<UTC timestamp>`.
+    private static func moveAsideIfDamaged(log path: String) throws -> DamagedLogMovedAside? {
+        guard let reason = logDamage(at: path) else { return nil }
+        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+        let target = path + ".damaged-" + stamp
+        try FileManager.default.moveItem(atPath: path, toPath: target)
+        return DamagedLogMovedAside(originalPath: path, movedTo: target, reason: reason)
     }
 
     /// Renames the file and its WAL companion to `<name>.corrupt-<UTC timestamp>` and writes the

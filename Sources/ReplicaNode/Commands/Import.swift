@@ -56,18 +56,23 @@ struct Import: ClientCommand {
         var progress = ImportProgress(total: total)
         var written = 0
         var inFlight = 0
-        for batch in batches {
-            if inFlight == Self.window {
+        do {
+            for batch in batches {
+                if inFlight == Self.window {
+                    written += try receiveWritten(client)
+                    inFlight -= 1
+                    progress.show(written)
+                }
+                try client.send(.importLines(batch.lines))
+                inFlight += 1
+            }
+            for _ in 0..<inFlight {
                 written += try receiveWritten(client)
-                inFlight -= 1
                 progress.show(written)
             }
-            try client.send(.importLines(batch.lines))
-            inFlight += 1
-        }
-        for _ in 0..<inFlight {
-            written += try receiveWritten(client)
-            progress.show(written)
+        } catch {
+            progress.finish(written)
+            throw Interrupted(written: written, total: total, cause: error)
         }
         progress.finish(written)
         if options.json {
@@ -75,7 +80,19 @@ struct Import: ClientCommand {
             object.field("written", written)
             Output.json(object.closed)
         } else {
-            Output.line("OK \(written) keys")
+            Output.line("OK \(written) \(written == 1 ? "key" : "keys")")
+        }
+    }
+
+    /// An import that stopped part-way (the node stopped, or stopped answering): what was
+    /// written, so that the user knows where things stand.
+    struct Interrupted: Error, CustomStringConvertible {
+        var written: Int
+        var total: Int
+        var cause: any Error
+        var description: String {
+            "\(cause); \(written) of \(total) keys were written (each batch is all or nothing, and a batch in flight may "
+                + "have been written too); importing the file again writes every key again (newer writes to those keys since are replaced)"
         }
     }
 

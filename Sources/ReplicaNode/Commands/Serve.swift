@@ -114,9 +114,16 @@ struct Serve: AsyncParsableCommand {
         guard let listenText = listen ?? environment["REPLICA_LISTEN"], !listenText.isEmpty else {
             throw ValidationError("Missing --listen HOST:PORT (or REPLICA_LISTEN).")
         }
-        guard let endpoint = Endpoint(listenText) else {
+        guard var endpoint = Endpoint(listenText) else {
             throw ValidationError("Invalid --listen '\(listenText)': expected HOST:PORT with PORT in 1...65534.")
         }
+        // libzmq binds an address or an interface name, not a host name ("localhost" failed
+        // with "No such device", after the data directory was made): resolve names here.
+        guard let bindable = Self.bindableHost(endpoint.host) else {
+            throw ValidationError("Invalid --listen '\(listenText)': '\(endpoint.host)' is not an IP address, an interface "
+                + "or a name this machine resolves; give an IP address (0.0.0.0 listens on every interface).")
+        }
+        endpoint.host = bindable
         let peerTexts = peers.isEmpty
             ? (environment["REPLICA_PEERS"] ?? "").split(separator: ",").map(String.init).filter { !$0.isEmpty }
             : peers
@@ -175,6 +182,12 @@ struct Serve: AsyncParsableCommand {
             discoveryPort = UInt16(discoverText) ?? Self.defaultDiscoveryPort
         }
         if discoveryPort == 0 { throw ValidationError("Invalid --discover port 0.") }
+        let socketPath = ControlEndpoint.socketPath(in: URL(fileURLWithPath: dataText))
+        guard socketPath.utf8.count <= ControlEndpoint.maxSocketPathBytes else {
+            throw ValidationError("The data directory's path is too long: its control socket \(socketPath) is "
+                + "\(socketPath.utf8.count) bytes, and a Unix socket's path may hold \(ControlEndpoint.maxSocketPathBytes). "
+                + "Use a shorter --data path (or a shorter symbolic link to it).")
+        }
         return Settings(
             id: node, listen: endpoint, peers: peerEndpoints, peerIDs: peerIDs, data: URL(fileURLWithPath: dataText),
             keyFile: keyText.map { URL(fileURLWithPath: $0) }, trustPath: trustText.map { URL(fileURLWithPath: $0) },
@@ -367,6 +380,27 @@ struct Serve: AsyncParsableCommand {
         for directory in directories {
             guard rmdir(directory.path) == 0 || errno == ENOENT else { return }
         }
+    }
+
+    /// `host` as libzmq can bind it: an IP address, `*` or an interface name as given, a host
+    /// name as its first IPv4 address (else IPv6); nil when it is none of these.
+    static func bindableHost(_ host: String) -> String? {
+        var v4 = in_addr(), v6 = in6_addr()
+        if host == "*" || inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 || if_nametoindex(host) != 0 {
+            return host
+        }
+        var hints = addrinfo()
+        hints.ai_socktype = Int32(SOCK_STREAM.rawValue)
+        var found: UnsafeMutablePointer<addrinfo>?
+        guard getaddrinfo(host, nil, &hints, &found) == 0, let first = found else { return nil }
+        defer { freeaddrinfo(first) }
+        var addresses: [(family: Int32, text: String)] = []
+        for info in sequence(first: first, next: { $0.pointee.ai_next }) {
+            var buffer = [CChar](repeating: 0, count: Int(NI_MAXHOST))
+            guard getnameinfo(info.pointee.ai_addr, info.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
+            addresses.append((info.pointee.ai_family, String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
+        }
+        return (addresses.first { $0.family == AF_INET } ?? addresses.first)?.text
     }
 
     /// Why `--discover` on `listen` sends no beacon, or nil if there is a broadcast address to

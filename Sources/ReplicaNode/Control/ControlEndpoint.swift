@@ -14,6 +14,9 @@ enum ControlEndpoint {
     /// clients check before sending (`import`, so that no batch is refused half-way).
     static let replicaLimits = WireLimits.standard
 
+    /// The longest path a Unix socket can bind (`sun_path` holds 108 bytes with its NUL).
+    static let maxSocketPathBytes = 107
+
     static func socketPath(in dataDirectory: URL) -> String {
         dataDirectory.standardizedFileURL.appendingPathComponent(socketName).path
     }

@@ -35,6 +35,11 @@ actor ControlServer: PollLoopOwner {
     /// The last message of a watch that could not be queued yet (the client's queue was full):
     /// tried again every `pendingRetry` until `giveUpAt`.
     private var pendingEnds: [[UInt8]: PendingEnd] = [:]
+    /// Last messages given up on (the client read nothing for `pendingLimit`), kept for the
+    /// client's next `watchCheck`, so that it learns why its watch ended rather than a guess.
+    /// Bounded: the oldest are dropped past `undeliveredLimit`.
+    private var undeliveredEnds: [(client: [UInt8], reply: ControlReply)] = []
+    static let undeliveredLimit = 64
     /// Requests read and not answered yet.
     private var inFlight = 0
     /// False once the node is stopping: requests read from then on are refused.
@@ -171,7 +176,13 @@ actor ControlServer: PollLoopOwner {
                 startWatching(prefix: prefix, for: client)
                 continue
             case .watchCheck:
-                send(watchers[client] != nil ? .watching : .failure(Self.unknownWatchFailure), to: client)
+                if watchers[client] != nil {
+                    send(.watching, to: client)
+                } else if let index = undeliveredEnds.firstIndex(where: { $0.client == client }) {
+                    send(undeliveredEnds.remove(at: index).reply, to: client)
+                } else {
+                    send(.failure(Self.unknownWatchFailure), to: client)
+                }
                 continue
             default:
                 break
@@ -221,6 +232,7 @@ actor ControlServer: PollLoopOwner {
         let replica = replica
         watchers.removeValue(forKey: client)?.task.cancel()
         pendingEnds[client] = nil
+        undeliveredEnds.removeAll { $0.client == client }
         nextWatchID += 1
         let id = nextWatchID
         let task = Task {
@@ -285,7 +297,12 @@ actor ControlServer: PollLoopOwner {
         for (client, pending) in pendingEnds {
             let delivery = send(pending.reply, to: client)
             if delivery != .full || finally || now >= pending.giveUpAt {
-                if delivery == .full { logger.warning("the last message of a watch could not be sent: its client does not read") }
+                if delivery == .full {
+                    logger.warning("the last message of a watch could not be sent: its client does not read (kept for its next check)")
+                    undeliveredEnds.removeAll { $0.client == client }
+                    undeliveredEnds.append((client, pending.reply))
+                    if undeliveredEnds.count > Self.undeliveredLimit { undeliveredEnds.removeFirst() }
+                }
                 pendingEnds[client] = nil
             }
         }
@@ -323,7 +340,7 @@ actor ControlServer: PollLoopOwner {
     static let lostChangesFailure = ControlFailure(
         .shutDown, "the watch ended: changes were lost: it read too slowly and the node's queue for it filled up (watch again; a narrower prefix sends less)")
     static let unknownWatchFailure = ControlFailure(
-        .invalidRequest, "the watch ended: the node no longer has it (it restarted since the watch began)")
+        .invalidRequest, "the watch ended: the node no longer has it (it restarted since the watch began, or ended it while this client was not reading)")
 
     /// The answer to every request but `watch` (served by the loop itself).
     private static func answer(_ request: ControlRequest, replica: Replica) async throws -> ControlReply {

@@ -1,0 +1,35 @@
+import Foundation
+@testable import ReplicaNode
+import Testing
+
+/// `serve --listen HOST:PORT`: libzmq binds an address or an interface, not a host name; a name
+/// is resolved before anything is made (`localhost` failed at bind with "No such device", after
+/// the data directory had been created).
+@Suite struct ListenAddressTests {
+    @Test(arguments: [
+        ("127.0.0.1", "127.0.0.1"), ("0.0.0.0", "0.0.0.0"), ("::1", "::1"), ("*", "*"), ("lo", "lo"),
+        ("localhost", "127.0.0.1"),
+    ])
+    func bindableHosts(_ given: String, _ bound: String) {
+        #expect(Serve.bindableHost(given) == bound)
+    }
+
+    @Test func aNameThatDoesNotResolveIsRefusedBeforeAnythingIsMade() throws {
+        #expect(Serve.bindableHost("no-such-host.invalid") == nil)
+        let data = FileManager.default.temporaryDirectory.appendingPathComponent("replica-listen-\(UUID().uuidString.prefix(6))")
+        let result = try replicaNode(["serve", "--id", "n1", "--listen", "no-such-host.invalid:7000", "--insecure", "--data", data.path])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("is not an IP address, an interface or a name this machine resolves"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: data.path), "no data directory made")
+    }
+
+    /// A data path too long for its control socket (a Unix socket's path holds 107 bytes) is
+    /// refused up front, saying so; it failed at bind with "File name too long".
+    @Test func aDataPathTooLongForTheControlSocketIsRefused() throws {
+        let data = "/tmp/" + String(repeating: "d", count: 110)
+        let result = try replicaNode(["serve", "--id", "n1", "--listen", "127.0.0.1:7000", "--insecure", "--data", data])
+        #expect(result.status == 64)
+        #expect(result.stderr.contains("path is too long"), "\(result.stderr)")
+        #expect(!FileManager.default.fileExists(atPath: data))
+    }
+}
