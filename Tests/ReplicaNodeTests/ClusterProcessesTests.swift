@@ -64,4 +64,15 @@ import Testing
         }
         #expect(id == "node1" && status == "exited with status 1")
     }
+
+    /// The hints `cluster` prints must work when pasted into a shell, whatever the data path.
+    @Test(arguments: [
+        ("/tmp/cluster-data/node1", "/tmp/cluster-data/node1"),
+        ("/tmp/dä ta/node1", "'/tmp/dä ta/node1'"),
+        ("/tmp/it's/node1", "'/tmp/it'\\''s/node1'"),
+        ("", "''"),
+    ])
+    func hintPathsArePastable(_ path: String, _ word: String) {
+        #expect(Cluster.shellWord(path) == word)
+    }
 }

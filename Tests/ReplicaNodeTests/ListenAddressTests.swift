@@ -32,4 +32,15 @@ import Testing
         #expect(result.stderr.contains("path is too long"), "\(result.stderr)")
         #expect(!FileManager.default.fileExists(atPath: data))
     }
+
+    /// A flag wins over its variable: --key and --trust on the command line override a
+    /// REPLICA_INSECURE=1 in the environment (it was refused as a contradiction); --insecure
+    /// with them still contradicts itself.
+    @Test func keyFlagsWinOverInsecureFromTheEnvironment() throws {
+        let base = ["--id", "n1", "--listen", "127.0.0.1:7000", "--data", "/tmp/replica-flags"]
+        let flags = try Serve.parse(base + ["--key", "/tmp/k/n1.key", "--trust", "/tmp/k"])
+        let settings = try flags.settings(environment: ["REPLICA_INSECURE": "1"])
+        #expect(settings.keyFile?.path == "/tmp/k/n1.key")
+        #expect(throws: (any Error).self) { try Serve.parse(base + ["--insecure", "--key", "/tmp/k/n1.key", "--trust", "/tmp/k"]).settings(environment: [:]) }
+    }
 }

@@ -92,6 +92,37 @@ import Testing
         #expect([0, 130].contains(process.terminationStatus))
     }
 
+    /// A copy of a running node's data directory, started next to it (an outside tester's case:
+    /// both took increments into one counter slot, increments were lost, and every node stayed
+    /// healthy). The two keep replacing each other's member record; now that is an `identity`
+    /// problem: health fails, and writes are refused with the reason.
+    @Test func aCopiedDataDirectoryStartedNextToItsOriginalIsAnIdentityProblem() async throws {
+        let cluster = try ProcessCluster(size: 2, name: "clash")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.client(1, ["set", "before", "1"]).status == 0 })
+        let copy = cluster.root.appendingPathComponent("node2-copy")
+        try FileManager.default.createDirectory(at: copy, withIntermediateDirectories: true)
+        for name in try FileManager.default.contentsOfDirectory(atPath: cluster.nodes[1].data.path) where name.hasPrefix("replica.sqlite") {
+            try FileManager.default.copyItem(at: cluster.nodes[1].data.appendingPathComponent(name), to: copy.appendingPathComponent(name))
+        }
+        let twin = try RunningCommand([
+            "serve", "--id", "node2", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure", "--data", copy.path,
+            "--peer", "node1@127.0.0.1:\(cluster.nodes[0].port)",
+        ])
+        defer { twin.stop() }
+        func clash(_ data: URL) throws -> Bool {
+            let status = try replicaNode(["status", "--json", "--data", data.path])
+            guard status.status == 0, let json = try JSONSerialization.jsonObject(with: Data(status.stdout.utf8)) as? [String: Any] else { return false }
+            return (json["problems"] as? [[String: Any]] ?? []).contains { $0["kind"] as? String == "identity" }
+        }
+        #expect(try await eventually(timeout: .seconds(30)) { try clash(cluster.nodes[1].data) || clash(copy) }, "the clash is listed")
+        let listed = try clash(cluster.nodes[1].data) ? cluster.nodes[1].data : copy
+        #expect(try replicaNode(["health", "--data", listed.path]).status != 0, "health fails")
+        let increment = try replicaNode(["incr", "visits", "--data", listed.path])
+        #expect(increment.status == 1)
+        #expect(increment.stderr.contains("another process uses this node's id"), "\(increment.stderr)")
+    }
+
     /// kill -9 leaves recent commits in the WAL; then the first page is damaged. The database, its
     /// WAL and SHM must be kept exactly as they were (no checkpoint into the damaged file, no WAL
     /// deleted), reported, and a fresh database must take over.

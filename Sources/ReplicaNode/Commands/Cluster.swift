@@ -171,9 +171,9 @@ struct Cluster: AsyncParsableCommand {
         for (index, id) in ids.enumerated() {
             print("\(id.padding(toLength: 8, withPad: " ", startingAt: 0))\(addresses[index].padding(toLength: 18, withPad: " ", startingAt: 0))\(root.appendingPathComponent(id).path)")
         }
-        let first = root.appendingPathComponent("node1").path
-        let last = root.appendingPathComponent("node\(nodes)").path
-        let command = Self.commandName(for: executable)
+        let first = Self.shellWord(root.appendingPathComponent("node1").path)
+        let last = Self.shellWord(root.appendingPathComponent("node\(nodes)").path)
+        let command = Self.shellWord(Self.commandName(for: executable))
         print("""
 
             Try, from another terminal:
@@ -184,6 +184,15 @@ struct Cluster: AsyncParsableCommand {
             Logs: \(root.path)/nodeK.log. Press Ctrl-C to stop all nodes.
             """)
         Output.flush()  // a reader of a pipe sees the hints now, not at exit
+    }
+
+    /// `text` as one word for a POSIX shell: as it is when it holds only characters no shell
+    /// treats specially, else in single quotes (a `'` inside as `'\''`). A hint's paths must
+    /// survive pasting, spaces and all.
+    static func shellWord(_ text: String) -> String {
+        let plain = Set("abcdefghijklmnopqrstuvwxyzABCDEFGHIJKLMNOPQRSTUVWXYZ0123456789/._-+=:@,%")
+        if !text.isEmpty && text.allSatisfy(plain.contains) { return text }
+        return "'" + text.replacingOccurrences(of: "'", with: "'\\''") + "'"
     }
 
     /// `replica-node` if that name finds this executable on $PATH, else its absolute path: a

@@ -129,9 +129,14 @@ struct Serve: AsyncParsableCommand {
             : peers
         let keyText = key ?? environment["REPLICA_KEY"].flatMap { $0.isEmpty ? nil : $0 }
         let trustText = trust ?? environment["REPLICA_TRUST"].flatMap { $0.isEmpty ? nil : $0 }
-        let open = insecure || ["1", "true", "yes"].contains(environment["REPLICA_INSECURE"]?.lowercased() ?? "")
+        // A flag wins over a variable: --key or --trust given on the command line override
+        // REPLICA_INSECURE from the environment (a compose file's default, say).
+        let insecureFromEnvironment = ["1", "true", "yes"].contains(environment["REPLICA_INSECURE"]?.lowercased() ?? "")
+        let open = insecure || (insecureFromEnvironment && key == nil && trust == nil)
         if open && (keyText != nil || trustText != nil) {
-            throw ValidationError("--insecure cannot be combined with --key or --trust.")
+            throw ValidationError(insecure
+                ? "--insecure cannot be combined with --key or --trust."
+                : "REPLICA_INSECURE cannot be combined with REPLICA_KEY or REPLICA_TRUST.")
         }
         if !open && (keyText == nil || trustText == nil) {
             throw ValidationError("Cluster sockets must be authenticated: pass --key FILE and --trust DIR|FILE (make keys with 'replica-node keygen'), or run open with --insecure.")
