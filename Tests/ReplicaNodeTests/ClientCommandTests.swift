@@ -44,6 +44,8 @@ import Testing
         let shown = try #require(try cluster.client(0, ["keys", "--all"]).stdout.split(separator: "\n").first { $0.hasPrefix("␟counter/visits/") })
         let slot = FamilyKey.marker + shown.dropFirst()
         #expect(FamilyKey.isReserved(slot))
+        let exact = try JSONSerialization.jsonObject(with: Data(try cluster.client(0, ["keys", "--all", "--json"]).stdout.utf8)) as? [String]
+        #expect(exact?.contains(slot) == true, "--json keeps the key exact, so that a program can pass it back")
 
         let set = try cluster.client(0, ["set", slot, "1"])
         let delete = try cluster.client(0, ["delete", slot])

@@ -13,7 +13,10 @@ import Testing
         let cases = [
             ("{\"key\":\"a\",\"value\":1}\n\n{\"key\":\"b\",\"value\":[1,}\n", "line 3: not a JSON object"),
             ("{\"key\":\"a\",\"value\":1}\n{\"key\":\"b\"}\n", "line 2: missing \"value\""),
-            ("{\"key\":7,\"value\":1}\n", "line 1: missing string \"key\""),
+            ("{\"key\":7,\"value\":1}\n", "line 1: \"key\" must be a string"),
+            ("{\"key\":\"\",\"value\":1}\n", "line 1: \"key\" is empty"),
+            ("{\"value\":1}\n", "line 1: missing \"key\""),
+            ("\u{FEFF}{\"key\":\"a\",\"value\":1}\n", "line 1: the file starts with a UTF-8 byte order mark"),
             ("[1,2]\n", "line 1: not a JSON object"),
             ("{\"key\":\"\\u001Fcounter/x/y\",\"value\":1}\n", "line 1: keys starting with U+001F are reserved"),
         ]

@@ -64,3 +64,29 @@ struct JSONTextTests {
         #expect(TimeText.offset(seconds: 2.5) == "+2.5 s")
     }
 }
+
+/// What `set` says about a value that is not JSON: a bare word gets the quoting hint, an empty
+/// or broken value does not (the hint misled: the value was cut short, not unquoted).
+@Suite struct InvalidValueMessageTests {
+    private func message(_ text: String) -> String {
+        do {
+            _ = try ClientChecks.validatedValue(Array(text.utf8), from: "")
+            return ""
+        } catch {
+            return error.message
+        }
+    }
+
+    @Test func aBareWordGetsTheQuotingHint() {
+        #expect(message("hello") == "invalid JSON value: hello (strings need quotes: '\"text\"')")
+    }
+
+    @Test func anEmptyValueSaysSo() {
+        #expect(message("") == "no JSON value: it is empty")
+        #expect(message("  \n") == "no JSON value: it is empty")
+    }
+
+    @Test func aValueCutShortGetsNoHint() {
+        #expect(message("{\"a\": [1,") == "invalid JSON value: {\"a\": [1,")
+    }
+}

@@ -8,7 +8,8 @@ struct Keys: ClientCommand {
         discussion: """
             Counter slots and drink-log elements are stored under keys starting with the reserved \
             character U+001F; they are hidden unless --all is given, which shows U+001F as ␟ \
-            (use `counter` and `drinks list` to read them).
+            in text (--json keeps the key exact, as \\u001f); use `counter` and `drinks list` \
+            to read them.
 
             Examples:
               replica-node keys --data cluster-data/node1
@@ -21,7 +22,8 @@ struct Keys: ClientCommand {
 
     func perform(with client: ControlClient) throws {
         var keys = try client.call(.keys(prefix: prefix), expecting: \.keys)
-        keys = all ? keys.map(FamilyKey.readable) : keys.filter { !FamilyKey.isReserved($0) }
-        if options.json { try Output.json(encoding: keys) } else { keys.forEach(Output.line) }
+        if !all { keys = keys.filter { !FamilyKey.isReserved($0) } }
+        // JSON keeps each key exact (a program may pass it back); text shows U+001F as ␟.
+        if options.json { try Output.json(encoding: keys) } else { keys.map(FamilyKey.readable).forEach(Output.line) }
     }
 }

@@ -107,7 +107,12 @@ enum ClientChecks {
     static func validatedValue(_ json: [UInt8], from source: String) throws(ValidationError) -> [UInt8] {
         guard let value = JSONText.minified(json) else {
             let shown = json.count > 200 ? String(decoding: json.prefix(200), as: UTF8.self) + "..." : String(decoding: json, as: UTF8.self)
-            throw ValidationError("invalid JSON value\(source.isEmpty ? "" : " in " + source): \(shown) (strings need quotes: '\"text\"')")
+            let place = source.isEmpty ? "" : " in " + source
+            guard json.contains(where: { !JSONScanner.isWhitespace($0) }) else { throw ValidationError("no JSON value\(place): it is empty") }
+            // The quoting hint only where a bare word was given (text, true-ish words): not for
+            // a value cut short or otherwise broken.
+            let bareWord = json.first { !JSONScanner.isWhitespace($0) }.map { ($0 | 0x20) >= UInt8(ascii: "a") && ($0 | 0x20) <= UInt8(ascii: "z") } ?? false
+            throw ValidationError("invalid JSON value\(place): \(shown)" + (bareWord ? " (strings need quotes: '\"text\"')" : ""))
         }
         do {
             try ControlEndpoint.replicaLimits.validate(payload: value)

@@ -50,11 +50,15 @@ enum JSONLines {
 
     /// The key and value of one line, or nil for a blank line.
     private static func parse(_ line: UnsafeBufferPointer<UInt8>, number: Int) throws(BadLine) -> (key: String, value: JSONScanner.Value)? {
+        if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) {
+            throw BadLine(line: number, reason: "the file starts with a UTF-8 byte order mark (EF BB BF): save it without one")
+        }
         var scanner = JSONScanner(line)
         scanner.skipWhitespace()
         if scanner.atEnd { return nil }
         var key: String?
         var keyIsString = false
+        var sawKey = false
         var value: JSONScanner.Value?
         do {
             try scanner.expect(UInt8(ascii: "{"), "'{'")
@@ -69,9 +73,11 @@ enum JSONLines {
                     case "key" where scanner.next == UInt8(ascii: "\""):
                         key = try scanner.readString()
                         keyIsString = true
+                        sawKey = true
                     case "key":
                         _ = try scanner.scanValue()
                         keyIsString = false
+                        sawKey = true
                     case "value":
                         value = try scanner.scanValue()
                     default:
@@ -85,7 +91,9 @@ enum JSONLines {
         } catch {
             throw BadLine(line: number, reason: "not a JSON object (\(error))")
         }
-        guard keyIsString, let key, !key.isEmpty else { throw BadLine(line: number, reason: "missing string \"key\"") }
+        guard sawKey else { throw BadLine(line: number, reason: "missing \"key\"") }
+        guard keyIsString, let key else { throw BadLine(line: number, reason: "\"key\" must be a string (a JSON number or other value is not a key)") }
+        guard !key.isEmpty else { throw BadLine(line: number, reason: "\"key\" is empty") }
         guard !FamilyKey.isReserved(key) else { throw BadLine(line: number, reason: ReservedKey.message) }
         guard let value else { throw BadLine(line: number, reason: "missing \"value\"") }
         return (key, value)
