@@ -130,3 +130,20 @@ import Testing
         #expect(FamilyKey.counterSlotOverhead == 46, "the marker, counter/, the slash and a 36-character incarnation")
     }
 }
+
+/// Slots written on different nodes can add up past `Int.max` although each node refuses to
+/// overflow its own: the snapshot says so instead of showing the wrapped sum as if it were right.
+@Suite struct CounterOverflowTests {
+    private func slot(_ incarnation: String, _ node: NodeID, _ total: Int) -> Entry {
+        Entry(key: FamilyKey.counterPrefix("c") + incarnation, version: Version(timestamp: HybridTimestamp(rawValue: 1 << 16), node: node),
+              schema: CounterFamily.slotSchema, payload: Array(String(total).utf8))
+    }
+
+    @Test func slotsThatAddUpPastTheLimitAreAProblem() {
+        let over = CounterFamily.snapshot("c", entries: [slot("a", "n1", .max), slot("b", "n2", 10)])
+        #expect(over.problems.contains { $0.contains("add up beyond") })
+        let fine = CounterFamily.snapshot("c", entries: [slot("a", "n1", .max), slot("b", "n2", 10), slot("d", "n3", -20)])
+        #expect(fine.value == .max - 10)
+        #expect(fine.problems.isEmpty, "an overflow undone by a later slot is no problem: the sum is right")
+    }
+}

@@ -44,3 +44,16 @@ import Testing
         #expect(throws: (any Error).self) { try Serve.parse(base + ["--insecure", "--key", "/tmp/k/n1.key", "--trust", "/tmp/k"]).settings(environment: [:]) }
     }
 }
+
+/// `serve` warns about a secret key file others can read.
+@Suite struct KeyFileModeTests {
+    @Test func aKeyFileOthersCanReadIsWarnedAbout() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-keymode-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        #expect(try replicaNode(["keygen", "--id", "n1", "--out", directory.path]).status == 0)
+        let key = directory.appendingPathComponent("n1.key")
+        #expect(KeyFiles.exposure(of: key) == nil, "keygen makes it 0600")
+        try FileManager.default.setAttributes([.posixPermissions: 0o644], ofItemAtPath: key.path)
+        #expect(KeyFiles.exposure(of: key)?.contains("mode 644") == true)
+    }
+}

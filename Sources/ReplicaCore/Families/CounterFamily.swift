@@ -45,15 +45,22 @@ public struct CounterFamily: EntryFamily {
     public static func snapshot(_ name: String, entries: [Entry]) -> CounterSnapshot {
         let prefix = FamilyKey.counterPrefix(name)
         var snapshot = CounterSnapshot(name: name, value: 0, slots: [], problems: [])
+        var exact: Int128 = 0
         for entry in entries where entry.key.hasKeyPrefix(prefix) {
             do {
                 let total = try total(of: entry)
                 snapshot.value &+= total
+                exact += Int128(total)
                 snapshot.slots.append(.init(
                     incarnation: String(entry.key.dropFirst(prefix.count)), node: entry.version.node.rawValue, total: total))
             } catch {
                 snapshot.problems.append(error.description)
             }
+        }
+        // Each node refuses an increment that would overflow its own slot, but slots written on
+        // different nodes can still add up past the limit: say so rather than show a wrapped sum.
+        if Int(exactly: exact) == nil {
+            snapshot.problems.append("the slots of counter \(name) add up beyond \(Int.max) (the largest integer): the value shown wrapped around and is wrong")
         }
         return snapshot
     }

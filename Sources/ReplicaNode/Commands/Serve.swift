@@ -280,6 +280,7 @@ struct Serve: AsyncParsableCommand {
             // What can be refused without touching the data directory comes first (key and
             // trust files, the metrics address), so such a refusal creates nothing.
             let security = try security(for: settings)
+            if let keyFile = settings.keyFile, let warning = KeyFiles.exposure(of: keyFile) { logger.warning("\(warning)") }
             if let endpoint = settings.metrics {
                 // The backend first: the replica makes its commit metrics when it starts.
                 let registry = MetricsServer.bootstrapMetrics()

@@ -51,6 +51,15 @@ enum KeyFiles {
         return keys
     }
 
+    /// A warning when the secret key file can be read by others than its owner (keygen makes it
+    /// 0600; a copy or an archive may not keep that), nil otherwise.
+    static func exposure(of url: URL) -> String? {
+        guard let mode = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.posixPermissions] as? Int,
+              mode & 0o077 != 0 else { return nil }
+        return "the secret key file \(url.path) can be read by other users (mode \(String(mode & 0o777, radix: 8))): "
+            + "anyone who reads it can join the cluster as this node; run chmod 600 on it"
+    }
+
     /// The text of `url`, or a `FileProblem` naming it as `what` ("key file").
     private static func read(_ url: URL, what: String) throws -> String {
         do {
