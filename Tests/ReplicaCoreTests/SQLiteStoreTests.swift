@@ -155,7 +155,8 @@ import Testing
 
     /// A write-ahead log whose header is damaged was ignored by SQLite without a word, with the
     /// commits in it. It is now moved aside and reported. The header check itself is run on the
-    /// real log SQLite wrote first: a valid log must pass it (checksum included).
+    /// real log SQLite wrote first: a valid log must pass it (checksum included); a header that
+    /// is valid but of an unknown version is not moved (a newer SQLite's log).
     @Test func aDamagedWriteAheadLogIsKeptAsideAndReported() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -167,12 +168,12 @@ import Testing
         }
         let written = try Data(contentsOf: log)
         #expect(written.count > 32, "the commit is in the log (no checkpoint on close)")
-        #expect(SQLiteStore.logDamage(at: log.path) == nil, "SQLite's own header passes the check")
+        #expect(try SQLiteStore.logDamage(at: log.path) == nil, "SQLite's own header passes the check")
 
         var damaged = written
         damaged.replaceSubrange(0..<8, with: [UInt8](repeating: 0x41, count: 8))
         try damaged.write(to: log)
-        #expect(SQLiteStore.logDamage(at: log.path) == "its header is not a write-ahead log's")
+        #expect(try SQLiteStore.logDamage(at: log.path) == "its header is not a write-ahead log's")
         let store = try SQLiteStore(directory: directory.url, node: "n1")
         let moved = try #require(store.damagedLogMovedAside)
         #expect(try Data(contentsOf: URL(fileURLWithPath: moved.movedTo)) == damaged, "kept byte for byte")
@@ -184,11 +185,34 @@ import Testing
         var badChecksum = written
         badChecksum[20] ^= 0xff  // the second salt, under the checksum
         try badChecksum.write(to: probe)
-        #expect(SQLiteStore.logDamage(at: probe.path) == "its header checksum does not match")
+        #expect(try SQLiteStore.logDamage(at: probe.path) == "its header checksum does not match")
+        var header = Array(written.prefix(32))
+        header.replaceSubrange(8..<12, with: [0, 0, 0, 9])  // page size 9 (bytes 8-11), checksum recomputed below
+        func checksummed(_ bytes: [UInt8]) -> [UInt8] {
+            func word(_ offset: Int) -> UInt32 { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+            let bigEndian = bytes[3] & 1 == 1
+            var (s0, s1): (UInt32, UInt32) = (0, 0)
+            for offset in stride(from: 0, to: 24, by: 8) {
+                let (a, b) = bigEndian ? (word(offset), word(offset + 4)) : (word(offset).byteSwapped, word(offset + 4).byteSwapped)
+                s0 = s0 &+ a &+ s1
+                s1 = s1 &+ b &+ s0
+            }
+            return Array(bytes[0..<24]) + withUnsafeBytes(of: s0.bigEndian, Array.init) + withUnsafeBytes(of: s1.bigEndian, Array.init)
+        }
+        try Data(checksummed(header) + written.dropFirst(32)).write(to: probe)
+        #expect(try SQLiteStore.logDamage(at: probe.path)?.hasPrefix("invalid page size") == true)
+        header = Array(written.prefix(32))
+        header[7] = header[7] &+ 1  // format version 3007001, a valid checksum: a newer SQLite's log
+        try Data(checksummed(header) + written.dropFirst(32)).write(to: probe)
+        #expect(throws: SQLiteStore.UnknownLogFormat.self, "not damage: left alone, and the store refuses to open") {
+            try SQLiteStore.logDamage(at: probe.path)
+        }
+        try Data(written.prefix(32)).write(to: probe)
+        #expect(try SQLiteStore.logDamage(at: probe.path) == nil, "a header without frames holds no commit")
         try Data(written.prefix(10)).write(to: probe)
-        #expect(SQLiteStore.logDamage(at: probe.path) == "its header is cut short: 10 of 32 bytes")
+        #expect(try SQLiteStore.logDamage(at: probe.path) == nil, "nor does a log of 32 bytes or less (SQLite reads it as empty)")
         try Data().write(to: probe)
-        #expect(SQLiteStore.logDamage(at: probe.path) == nil, "an empty log is a rewound one")
+        #expect(try SQLiteStore.logDamage(at: probe.path) == nil, "an empty log is a rewound one")
     }
 
     /// Corruption inside the entries' cells, the pages' structure intact (counting rows still
@@ -246,11 +270,6 @@ import Testing
         _ = try SQLiteStore(directory: directory.url, node: "n1")
     }
 
-    /// A refused lock closes its own descriptor once. It used to close it a second time from
-    /// `deinit` (which runs when a fully initialised object's `init` throws), and that second
-    /// close could hit a file another thread had just opened under the same number: a store's
-    /// database, which then failed with "disk I/O error". Here one thread is refused again and
-    /// again while another opens a file and checks that its descriptor stays open.
     /// A lock file that cannot be made says which directory and why, in the system's words
     /// (it was `Error Domain=NSPOSIXErrorDomain Code=30 ...` on a read-only file system).
     @Test func aDirectoryThatCannotHoldTheLockSaysWhy() {
@@ -262,6 +281,11 @@ import Testing
         #expect(text == "cannot use data directory /d: cannot create its lock file: read-only file system (a node needs a data directory it can write)")
     }
 
+    /// A refused lock closes its own descriptor once. It used to close it a second time from
+    /// `deinit` (which runs when a fully initialised object's `init` throws), and that second
+    /// close could hit a file another thread had just opened under the same number: a store's
+    /// database, which then failed with "disk I/O error". Here one thread is refused again and
+    /// again while another opens a file and checks that its descriptor stays open.
     @Test func aRefusedLockClosesOnlyItsOwnDescriptor() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -42,6 +42,8 @@ import Testing
         let settings = try flags.settings(environment: ["REPLICA_INSECURE": "1"])
         #expect(settings.keyFile?.path == "/tmp/k/n1.key")
         #expect(throws: (any Error).self) { try Serve.parse(base + ["--insecure", "--key", "/tmp/k/n1.key", "--trust", "/tmp/k"]).settings(environment: [:]) }
+        let insecure = try Serve.parse(base + ["--insecure"]).settings(environment: ["REPLICA_KEY": "/tmp/k/n1.key", "REPLICA_TRUST": "/tmp/k"])
+        #expect(insecure.keyFile == nil, "--insecure wins over the variables")
     }
 }
 

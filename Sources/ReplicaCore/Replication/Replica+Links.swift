@@ -163,7 +163,14 @@ extension Replica {
     /// Lists this node as `isolated` while it has heard no member for `Isolation.limit`, or has
     /// heard members that none of which reports hearing it (and clears it once that is over).
     func judgeIsolation(anyMemberAlive: Bool, now: ContinuousClock.Instant) {
-        let anyMemberHearsUs = sessions.values.contains { $0.heartbeat?.reports[identity.node]?.hearsDirectly == true }
+        // Only the reports of members alive now, in a recent heartbeat: a member that left or died
+        // keeps its last report. While this node's clock is refused (the `clock` problem), the
+        // members' heartbeats look skewed and are not read: that problem says what is wrong.
+        let anyMemberHearsUs = problems.contains(.clock, identity.node.rawValue) || sessions.values.contains { session in
+            guard session.record.status == .active, session.liveness.state == .alive, let heartbeat = session.heartbeat,
+                  now - heartbeat.receivedAt < timing.suspectAfter else { return false }
+            return heartbeat.reports[identity.node]?.hearsDirectly == true
+        }
         let message: String
         if let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) {
             let pending = seeds.map(\.address.description)

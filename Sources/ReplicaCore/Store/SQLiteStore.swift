@@ -270,26 +270,22 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
-    /// Why the write-ahead log at `path` is damaged, or nil if it is absent, empty (checkpointed
-    /// and rewound) or has a valid header. The header (docs: sqlite.org/fileformat.html, "WAL
-    /// File Format") is 32 bytes: a magic number (0x377f0682 or 0x377f0683, whose low bit says
-    /// the byte order of its checksums), the format version 3007000, the page size (a power of
-    /// two from 512 to 65536), the checkpoint sequence, two salts, and a checksum of the first
-    /// 24 bytes.
-    static func logDamage(at path: String) -> String? {
+    /// Why the write-ahead log at `path` is damaged, or nil if it is absent, holds no frame (32
+    /// bytes or less: SQLite then treats it as empty, and no commit can be in it) or has a valid
+    /// header. The header (sqlite.org/fileformat.html, "WAL File Format") is 32 bytes: a magic
+    /// number (0x377f0682 or 0x377f0683, whose low bit says the byte order of its checksums),
+    /// the format version 3007000, the page size (a power of two from 512 to 65536), the
+    /// checkpoint sequence, two salts, and a checksum of the first 24 bytes. A header whose
+    /// checksum holds but whose version is unknown is not damage: a newer SQLite's log, which
+    /// SQLite refuses to open (`UnknownLogFormat`), and which must not be moved aside.
+    static func logDamage(at path: String) throws -> String? {
         guard let handle = FileHandle(forReadingAtPath: path) else { return nil }
         defer { try? handle.close() }
-        guard let header = try? handle.read(upToCount: 32), !header.isEmpty else { return nil }
-        guard header.count == 32 else { return "its header is cut short: \(header.count) of 32 bytes" }
-        let bytes = [UInt8](header)
+        guard let header = try? handle.read(upToCount: 33), header.count > 32 else { return nil }
+        let bytes = [UInt8](header.prefix(32))
         func bigEndian(_ offset: Int) -> UInt32 { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
         let magic = bigEndian(0)
         guard magic == 0x377f_0682 || magic == 0x377f_0683 else { return "its header is not a write-ahead log's" }
-        guard bigEndian(4) == 3_007_000 else { return "unknown format version \(bigEndian(4))" }
-        let pageSize = bigEndian(8)
-        guard pageSize >= 512 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0 else {
-            return "invalid page size \(pageSize)"
-        }
         // Checksum words are read big-endian when the magic's low bit is set, little-endian otherwise.
         func word(_ offset: Int) -> UInt32 { magic & 1 == 1 ? bigEndian(offset) : bigEndian(offset).byteSwapped }
         var (s0, s1): (UInt32, UInt32) = (0, 0)
@@ -298,12 +294,25 @@ public final class SQLiteStore: ReplicaStore {
             s1 = s1 &+ word(offset + 4) &+ s0
         }
         guard s0 == bigEndian(24), s1 == bigEndian(28) else { return "its header checksum does not match" }
+        guard bigEndian(4) == 3_007_000 else { throw UnknownLogFormat(path: path, version: bigEndian(4)) }
+        let pageSize = bigEndian(8)
+        guard pageSize >= 512 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0 else { return "invalid page size \(pageSize)" }
         return nil
+    }
+
+    /// A write-ahead log with a valid header of a format this SQLite does not know: left alone.
+    public struct UnknownLogFormat: Error, CustomStringConvertible, Sendable {
+        public var path: String
+        public var version: UInt32
+        public var description: String {
+            "write-ahead log \(path) has format version \(version), which this program's SQLite does not read "
+                + "(written by a newer one?): it is left as it is; start the node with the program that wrote it"
+        }
     }
 
     /// Moves a damaged write-ahead log (see `logDamage`) to `<log>.damaged-<UTC timestamp>`.
     private static func moveAsideIfDamaged(log path: String) throws -> DamagedLogMovedAside? {
-        guard let reason = logDamage(at: path) else { return nil }
+        guard let reason = try logDamage(at: path) else { return nil }
         let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
         let target = path + ".damaged-" + stamp
         try FileManager.default.moveItem(atPath: path, toPath: target)

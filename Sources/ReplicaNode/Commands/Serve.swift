@@ -121,16 +121,23 @@ struct Serve: AsyncParsableCommand {
         // with "No such device", after the data directory was made): resolve names here.
         guard let bindable = Self.bindableHost(endpoint.host) else {
             throw ValidationError("Invalid --listen '\(listenText)': '\(endpoint.host)' is not an IP address, an interface "
-                + "or a name this machine resolves; give an IP address (0.0.0.0 listens on every interface).")
+                + "or a name this machine resolves to an IPv4 address; give an IP address (0.0.0.0 listens on every interface).")
+        }
+        // Debian maps the machine's own name to 127.0.1.1: "--listen myhost:7000" would listen
+        // (and be advertised) on loopback, out of reach of members on other machines.
+        if bindable != endpoint.host, bindable.hasPrefix("127."), endpoint.host.lowercased() != "localhost" {
+            throw ValidationError("Invalid --listen '\(listenText)': '\(endpoint.host)' resolves to \(bindable), a loopback "
+                + "address other machines cannot reach; give the address to listen on (0.0.0.0 for every interface), or "
+                + "\(bindable) if loopback is meant.")
         }
         endpoint.host = bindable
         let peerTexts = peers.isEmpty
             ? (environment["REPLICA_PEERS"] ?? "").split(separator: ",").map(String.init).filter { !$0.isEmpty }
             : peers
-        let keyText = key ?? environment["REPLICA_KEY"].flatMap { $0.isEmpty ? nil : $0 }
-        let trustText = trust ?? environment["REPLICA_TRUST"].flatMap { $0.isEmpty ? nil : $0 }
-        // A flag wins over a variable: --key or --trust given on the command line override
-        // REPLICA_INSECURE from the environment (a compose file's default, say).
+        // A flag wins over a variable, both ways: --insecure over REPLICA_KEY and REPLICA_TRUST,
+        // --key or --trust over REPLICA_INSECURE (below).
+        let keyText = key ?? (insecure ? nil : environment["REPLICA_KEY"].flatMap { $0.isEmpty ? nil : $0 })
+        let trustText = trust ?? (insecure ? nil : environment["REPLICA_TRUST"].flatMap { $0.isEmpty ? nil : $0 })
         let insecureFromEnvironment = ["1", "true", "yes"].contains(environment["REPLICA_INSECURE"]?.lowercased() ?? "")
         let open = insecure || (insecureFromEnvironment && key == nil && trust == nil)
         if open && (keyText != nil || trustText != nil) {
@@ -224,21 +231,27 @@ struct Serve: AsyncParsableCommand {
 
     /// Re-reads the trust directory or file every 2 s and hands changes to the replica, so that
     /// trust is extended (or withdrawn) without a restart. A `.pub` file (or line) that holds no
-    /// valid key is left out and listed as a `trust` problem, and the others apply: a broken
-    /// file must not hold back the revocation of another key. A trust path that cannot be read
+    /// valid key is listed as a `trust` problem and keeps the key it held at the last read (if
+    /// any), and the others apply: a broken file must not hold back the revocation of another
+    /// key, nor revoke its own while it is being rewritten. A trust path that cannot be read
     /// at all keeps the trust as it was, listed the same way.
     static func watchTrust(_ path: URL, replica: Replica, logger: Logger) async {
         var last: [String: String]?
         while !Task.isCancelled {
             do {
                 let read = try KeyFiles.readTrust(path, skippingBadEntries: true)
-                if read.trusted != last {
-                    if last != nil { logger.info("trust \(path.path) changed: \(read.trusted.count) key(s)") }
-                    await replica.updateTrust(trusted: Set(read.trusted.values), keyOwners: owners(read.trusted))
-                    last = read.trusted
+                // A file being rewritten reads as broken for a moment: the key it held before
+                // stays trusted (removing the file is what revokes it).
+                var trusted = read.trusted
+                for id in read.skippedIDs { if let key = last?[id] { trusted[id] = key } }
+                if trusted != last {
+                    if last != nil { logger.info("trust \(path.path) changed: \(trusted.count) key(s)") }
+                    await replica.updateTrust(trusted: Set(trusted.values), keyOwners: owners(trusted))
+                    last = trusted
                 }
                 await replica.noteTrustSource(path.path, problem: read.skipped.isEmpty ? nil
-                    : read.skipped.joined(separator: "; ") + " (not trusted; the other keys apply)")
+                    : read.skipped.joined(separator: "; ") + " (a key it held before stays trusted until it is fixed or removed; "
+                        + "the other keys apply)")
             } catch {
                 await replica.noteTrustSource(path.path, problem: "cannot be read: \(error); the trust read before is kept until it can")
             }
@@ -389,7 +402,7 @@ struct Serve: AsyncParsableCommand {
     }
 
     /// `host` as libzmq can bind it: an IP address, `*` or an interface name as given, a host
-    /// name as its first IPv4 address (else IPv6); nil when it is none of these.
+    /// name as its first IPv4 address; nil when it is none of these.
     static func bindableHost(_ host: String) -> String? {
         var v4 = in_addr(), v6 = in6_addr()
         if host == "*" || inet_pton(AF_INET, host, &v4) == 1 || inet_pton(AF_INET6, host, &v6) == 1 || if_nametoindex(host) != 0 {
@@ -406,7 +419,9 @@ struct Serve: AsyncParsableCommand {
             guard getnameinfo(info.pointee.ai_addr, info.pointee.ai_addrlen, &buffer, socklen_t(buffer.count), nil, 0, NI_NUMERICHOST) == 0 else { continue }
             addresses.append((info.pointee.ai_family, String(decoding: buffer.prefix { $0 != 0 }.map { UInt8(bitPattern: $0) }, as: UTF8.self)))
         }
-        return (addresses.first { $0.family == AF_INET } ?? addresses.first)?.text
+        // IPv4 only: sockets here do not enable IPv6, so a name that resolves to IPv6 alone
+        // would fail at bind.
+        return addresses.first { $0.family == AF_INET }?.text
     }
 
     /// Why `--discover` on `listen` sends no beacon, or nil if there is a broadcast address to

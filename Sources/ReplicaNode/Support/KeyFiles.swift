@@ -54,7 +54,8 @@ enum KeyFiles {
     /// A warning when the secret key file can be read by others than its owner (keygen makes it
     /// 0600; a copy or an archive may not keep that), nil otherwise.
     static func exposure(of url: URL) -> String? {
-        guard let mode = (try? FileManager.default.attributesOfItem(atPath: url.path))?[.posixPermissions] as? Int,
+        // The file itself, not a symbolic link to it (a mounted secret often is one: mode 777).
+        guard let mode = (try? FileManager.default.attributesOfItem(atPath: url.resolvingSymlinksInPath().path))?[.posixPermissions] as? Int,
               mode & 0o077 != 0 else { return nil }
         return "the secret key file \(url.path) can be read by other users (mode \(String(mode & 0o777, radix: 8))): "
             + "anyone who reads it can join the cluster as this node; run chmod 600 on it"
@@ -82,7 +83,10 @@ enum KeyFiles {
     /// file is being written, or was left broken).
     struct TrustRead: Equatable {
         var trusted: [String: String]
+        /// Why each bad entry was skipped.
         var skipped: [String]
+        /// The ids of the `ID.pub` files skipped (a trust directory only).
+        var skippedIDs: [String] = []
     }
 
     static func readTrust(_ url: URL, skippingBadEntries skipping: Bool) throws -> TrustRead {
@@ -108,11 +112,13 @@ enum KeyFiles {
                     text = try read(url.appendingPathComponent(name), what: "public key file")
                 } catch {
                     try bad("\(error)")
+                    result.skippedIDs.append(String(name.dropLast(4)))
                     continue
                 }
                 let keys = text.split(separator: "\n").map { $0.trimmingCharacters(in: .whitespaces) }.filter { !$0.isEmpty && !$0.hasPrefix("#") }
                 guard keys.count == 1, CurveKeyPair.isValidKey(keys[0]) else {
                     try bad("\(name) in \(url.path) must hold one Z85 public key")
+                    result.skippedIDs.append(String(name.dropLast(4)))
                     continue
                 }
                 result.trusted[String(name.dropLast(4))] = keys[0]

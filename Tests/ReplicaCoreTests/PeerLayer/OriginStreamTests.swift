@@ -171,4 +171,19 @@ import Testing
             #expect(stream.takeRepair(limit: 4_096) == row.repair, "\(row.first) then \(row.second)")
         }
     }
+
+    /// After a new incarnation whose epoch is lower (its clock was behind), a member relaying the
+    /// old life's updates tags them with the old, higher epoch: that must not take the stream
+    /// back to the old life (its heartbeats would then be ignored as stragglers for good).
+    @Test func afterANewIncarnationOnlyHeartbeatsMoveTheEpoch() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 7, sequence: 0)
+        _ = stream.received(sequence: 1)
+        stream.beginIncarnation()
+        _ = stream.announced(epoch: 5, sequence: 0)
+        #expect(stream.received(sequence: 3, epoch: 7) == .inOrder, "an old life's relay changes nothing")
+        #expect(stream.epoch == 5)
+        #expect(stream.received(sequence: 2) == .gap(1...1), "the new life's gaps are still seen")
+        #expect(stream.announced(epoch: 6, sequence: 2) == .restarted, "its own next life, by heartbeat, still restarts it")
+    }
 }

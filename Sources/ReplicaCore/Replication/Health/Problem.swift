@@ -103,6 +103,9 @@ struct ProblemBoard: Sendable {
         problems = problems.filter { $0.value.kind != kind }
     }
 
+    /// Whether that problem is listed now.
+    func contains(_ kind: Problem.Kind, _ subject: String) -> Bool { problems[Self.id(kind, subject)] != nil }
+
     func of(_ kind: Problem.Kind) -> [Problem] {
         problems.values.filter { $0.kind == kind }.sorted { $0.since < $1.since }
     }

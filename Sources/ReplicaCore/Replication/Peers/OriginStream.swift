@@ -15,6 +15,10 @@ struct OriginStream: Equatable, Sendable {
     private(set) var missing: [ClosedRange<UInt64>] = []
     /// How many times a loss was detected (for status).
     private(set) var gaps = 0
+    /// Set by a new incarnation: from then on only the origin's own heartbeats move the epoch.
+    /// A member relaying its updates may still tag them with the old life's epoch, which can
+    /// be the higher one (the new life's clock was behind), and would lock the stream onto it.
+    private var epochFromHeartbeatsOnly = false
 
     /// What an arriving message means for the stream.
     enum Verdict: Equatable, Sendable {
@@ -42,7 +46,7 @@ struct OriginStream: Equatable, Sendable {
     /// Updates with consecutive `sequences` arrived (a batch, or one update).
     mutating func received(_ sequences: ClosedRange<UInt64>, epoch messageEpoch: UInt64? = nil) -> Verdict {
         if let messageEpoch, messageEpoch != epoch {
-            guard messageEpoch > epoch else { return .inOrder }  // a straggler of an earlier life
+            guard messageEpoch > epoch, !epochFromHeartbeatsOnly else { return .inOrder }  // a straggler of an earlier life
             let wasKnown = epoch != 0
             restart(epoch: messageEpoch, through: sequences.upperBound)
             return wasKnown ? .restarted : .inOrder
@@ -167,6 +171,7 @@ struct OriginStream: Equatable, Sendable {
     /// incarnation (the store keeps the last one); a new one may start below the old one's when
     /// its clock is behind, and its heartbeats would otherwise be taken for an older life's.
     mutating func beginIncarnation() {
+        epochFromHeartbeatsOnly = true
         epoch = 0
         through = 0
         missing.removeAll()
