@@ -5,11 +5,11 @@ import Foundation
 extension Replica {
     func flush() {
         guard !commits.isEmpty else { return }
-        // One look at the clock for the whole batch: queued writes are refused (a skewed clock,
-        // or one never compared under `requireClockCheck`), held (until the first comparison,
-        // at most the grace), or committed.
+        // One look for the whole batch: queued writes are refused (a skewed clock, one never
+        // compared under `requireClockCheck`, another process with our id), held (until the
+        // first clock comparison, at most the grace), or committed.
         let now = ContinuousClock.now
-        if !commits.writes.isEmpty, let error = clockRefusal(now: now) {
+        if !commits.writes.isEmpty, let error = localWriteRefusal(now: now) {
             refuse(commits.takeWrites()) { _ in error }
         }
         let (writes, remote) = commits.takeBatch(
@@ -112,14 +112,14 @@ extension Replica {
     /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members',
     /// with `clockUnchecked` while it has never been compared, under `requireClockCheck`, and
     /// with `identityClash` while another process uses this node's id.
-    func refuseIfClockSkewed() throws {
-        if let error = clockRefusal(now: .now) { throw error }
+    func throwIfLocalWritesAreRefused() throws {
+        if let error = localWriteRefusal(now: .now) { throw error }
     }
 
     /// The error a local write meets now, if another process uses our id (listed as `identity`
     /// when it was found) or the clock refuses it (each clock refusal counts in the `clock`
     /// problem).
-    func clockRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
+    func localWriteRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
         if let rival = identityClash.rival { return .identityClash(address: rival.address.description) }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {

@@ -330,7 +330,7 @@ public actor Replica: PollLoopOwner {
         guard !isShutDown else { throw ReplicaError.shutDown }
         // Left (or leaving: `leave` marks the record before it waits).
         guard membership.local.status == .active else { throw ReplicaError.leaving }
-        try refuseIfClockSkewed()
+        try throwIfLocalWritesAreRefused()
         for request in batch {
             do {
                 try configuration.limits.validate(key: request.key)
