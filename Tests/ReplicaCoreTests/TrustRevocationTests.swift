@@ -42,6 +42,40 @@ import Testing
         for replica in replicas { await replica.shutdown() }
     }
 
+    /// A node given another member's key pair (an operator's slip, found by an outside tester):
+    /// the members accept its connections (the key is trusted) but refuse its record (the key
+    /// is trusted as another node's), so it hears them and they never hear it, and its writes
+    /// reach no one. It used to look healthy; it is now `isolated`, saying that no member reports
+    /// hearing it, while the members list it as a `trust` problem.
+    @Test func aNodeThatNoMemberHearsIsListedIsolated() async throws {
+        let keys = [try CurveKeyPair.generate(), try CurveKeyPair.generate()]
+        let layout = ReplicaLayout(count: 3, links: [[1], [0], [0]], configure: {
+            $0.heartbeatInterval = .milliseconds(100)
+            $0.suspectAfter = .milliseconds(600)
+            $0.downAfter = .seconds(1)
+        })
+        let owners: [String: NodeID] = [keys[0].publicKey: "r1", keys[1].publicKey: "r2"]
+        // r3 is given r1's key pair; every node trusts both keys, under their owners' names.
+        let keyOf = [keys[0], keys[1], keys[0]]
+        let replicas = try (0..<3).map { index in
+            var configuration = layout.configurations[index]
+            configuration.security = .curve(CurveSecurity(
+                keys: keyOf[index], trusted: Set(keys.map(\.publicKey)),
+                peerKeys: Dictionary(uniqueKeysWithValues: (0..<3).filter { $0 != index }.map { (layout.configurations[$0].listen, keyOf[$0].publicKey) }),
+                keyOwners: owners))
+            return try Replica(configuration)
+        }
+        let (r1, r3) = (replicas[0], replicas[2])
+        #expect(await eventually { await r1.status().problems.contains { $0.kind == .trust && $0.subject == "r3" } },
+                "r1 refuses r3's record: its key is trusted as r1's")
+        #expect(await eventually { await r3.status().peers.contains { $0.id == "r1" && $0.state == .alive } }, "r3 hears r1")
+        #expect(await eventually(timeout: .seconds(15)) {
+            await r3.status().problems.contains { $0.kind == .isolated && $0.message.contains("none has reported hearing this node") }
+        }, "r3 is listed: no member hears it")
+        #expect(await !r1.status().problems.contains { $0.kind == .isolated }, "r1 is heard by r2")
+        for replica in replicas { await replica.shutdown() }
+    }
+
     /// c connects after b, so its subscriptions to a's XPUB repeat b's: only an XPUB that
     /// reports every subscriber's (`ZMQ_XPUB_VERBOSE`) learns c's connection, and can end it.
     @Test func aLaterSubscriberOfTheSameTopicsIsEndedToo() async throws {
