@@ -8,11 +8,12 @@ struct Health: ClientCommand {
         discussion: """
             Otherwise exit 1, with one line per problem on stdout: failing commits (a full disk), \
             a clock too far from the members' (its writes are refused), another process with \
-            this node's id. Other problems are listed as "warning:" lines and do not fail (exit \
-            0): save and load errors (a write refused, a value that cannot be read; see status), \
-            a member's clock, a member whose key is not trusted, a node that has heard no \
-            member for a while (its writes reach no one). A node that is not running \
-            fails too. Made for health checks (docker-compose, Kubernetes, monitors).
+            this node's id (a copied data directory started twice: writes refused). Other \
+            problems are listed as "warning:" lines and do not fail (exit 0): save and load \
+            errors (a write refused, a value that cannot be read; see status), a member's clock, \
+            a member whose key is not trusted, a node that has heard no member for a while or \
+            that no member hears (its writes reach no one). A node that is not running fails \
+            too. Made for health checks (docker-compose, Kubernetes, monitors).
 
             Example:
               replica-node health --data cluster-data/node1
