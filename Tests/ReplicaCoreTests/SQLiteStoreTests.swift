@@ -189,14 +189,7 @@ import Testing
         var header = Array(written.prefix(32))
         header.replaceSubrange(8..<12, with: [0, 0, 0, 9])  // page size 9 (bytes 8-11), checksum recomputed below
         func checksummed(_ bytes: [UInt8]) -> [UInt8] {
-            func word(_ offset: Int) -> UInt32 { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
-            let bigEndian = bytes[3] & 1 == 1
-            var (s0, s1): (UInt32, UInt32) = (0, 0)
-            for offset in stride(from: 0, to: 24, by: 8) {
-                let (a, b) = bigEndian ? (word(offset), word(offset + 4)) : (word(offset).byteSwapped, word(offset + 4).byteSwapped)
-                s0 = s0 &+ a &+ s1
-                s1 = s1 &+ b &+ s0
-            }
+            let (s0, s1) = SQLiteStore.walHeaderChecksum(bytes)
             return Array(bytes[0..<24]) + withUnsafeBytes(of: s0.bigEndian, Array.init) + withUnsafeBytes(of: s1.bigEndian, Array.init)
         }
         try Data(checksummed(header) + written.dropFirst(32)).write(to: probe)

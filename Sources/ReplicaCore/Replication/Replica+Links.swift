@@ -161,15 +161,18 @@ extension Replica {
     }
 
     /// Lists this node as `isolated` while it has heard no member for `Isolation.limit`, or has
-    /// heard members that none of which reports hearing it (and clears it once that is over).
+    /// heard members none of which reports hearing it (and clears it once that is over).
     func judgeIsolation(anyMemberAlive: Bool, now: ContinuousClock.Instant) {
         // Only the reports of members alive now, in a recent heartbeat: a member that left or died
         // keeps its last report. While this node's clock is refused (the `clock` problem), the
         // members' heartbeats look skewed and are not read: that problem says what is wrong.
-        let anyMemberHearsUs = problems.contains(.clock, identity.node.rawValue) || sessions.values.contains { session in
-            guard session.record.status == .active, session.liveness.state == .alive, let heartbeat = session.heartbeat,
-                  now - heartbeat.receivedAt < timing.suspectAfter else { return false }
-            return heartbeat.reports[identity.node]?.hearsDirectly == true
+        // (Judged only when members are heard at all: see `Isolation.unheard`.)
+        func anyMemberHearsUs() -> Bool {
+            problems.contains(.clock, identity.node.rawValue) || sessions.values.contains { session in
+                guard session.record.status == .active, session.liveness.state == .alive, let heartbeat = session.heartbeat,
+                      now - heartbeat.receivedAt < timing.suspectAfter else { return false }
+                return heartbeat.reports[identity.node]?.hearsDirectly == true
+            }
         }
         let message: String
         if let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) {
@@ -180,7 +183,7 @@ extension Replica {
                 : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
             message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
                 + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
-        } else if let unheard = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberHearsUs, now: now) {
+        } else if let unheard = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberAlive && anyMemberHearsUs(), now: now) {
             message = "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
                 + "here reach no one. Usually its key is not trusted by them (a key that is not its own, or a new key not yet "
                 + "copied to their trust directories: see their trust problems), or its address (--advertise) is wrong, or "

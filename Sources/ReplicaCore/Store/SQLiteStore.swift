@@ -283,21 +283,31 @@ public final class SQLiteStore: ReplicaStore {
         defer { try? handle.close() }
         guard let header = try? handle.read(upToCount: 33), header.count > 32 else { return nil }
         let bytes = [UInt8](header.prefix(32))
-        func bigEndian(_ offset: Int) -> UInt32 { bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) } }
+        func bigEndian(_ offset: Int) -> UInt32 { Self.bigEndianWord(bytes, at: offset) }
         let magic = bigEndian(0)
         guard magic == 0x377f_0682 || magic == 0x377f_0683 else { return "its header is not a write-ahead log's" }
-        // Checksum words are read big-endian when the magic's low bit is set, little-endian otherwise.
-        func word(_ offset: Int) -> UInt32 { magic & 1 == 1 ? bigEndian(offset) : bigEndian(offset).byteSwapped }
+        guard walHeaderChecksum(bytes) == (bigEndian(24), bigEndian(28)) else { return "its header checksum does not match" }
+        guard bigEndian(4) == 3_007_000 else { throw UnknownLogFormat(path: path, version: bigEndian(4)) }
+        let pageSize = bigEndian(8)
+        guard pageSize >= 512 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0 else { return "invalid page size \(pageSize)" }
+        return nil
+    }
+
+    /// The checksum of a WAL header's first 24 bytes, as SQLite computes it: pairs of 32-bit
+    /// words, read big-endian when the magic number's low bit is set, little-endian otherwise.
+    static func walHeaderChecksum(_ header: [UInt8]) -> (UInt32, UInt32) {
+        let bigEndianWords = bigEndianWord(header, at: 0) & 1 == 1
+        func word(_ offset: Int) -> UInt32 { bigEndianWords ? bigEndianWord(header, at: offset) : bigEndianWord(header, at: offset).byteSwapped }
         var (s0, s1): (UInt32, UInt32) = (0, 0)
         for offset in stride(from: 0, to: 24, by: 8) {
             s0 = s0 &+ word(offset) &+ s1
             s1 = s1 &+ word(offset + 4) &+ s0
         }
-        guard s0 == bigEndian(24), s1 == bigEndian(28) else { return "its header checksum does not match" }
-        guard bigEndian(4) == 3_007_000 else { throw UnknownLogFormat(path: path, version: bigEndian(4)) }
-        let pageSize = bigEndian(8)
-        guard pageSize >= 512 && pageSize <= 65536 && pageSize & (pageSize - 1) == 0 else { return "invalid page size \(pageSize)" }
-        return nil
+        return (s0, s1)
+    }
+
+    private static func bigEndianWord(_ bytes: [UInt8], at offset: Int) -> UInt32 {
+        bytes[offset..<offset + 4].reduce(0) { $0 << 8 | UInt32($1) }
     }
 
     /// A write-ahead log with a valid header of a format this SQLite does not know: left alone.
@@ -310,11 +320,15 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
+    /// The UTC time in a file name kept aside (no colons: `20261123T171500Z`).
+    private static func asideStamp() -> String {
+        ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
+    }
+
     /// Moves a damaged write-ahead log (see `logDamage`) to `<log>.damaged-<UTC timestamp>`.
     private static func moveAsideIfDamaged(log path: String) throws -> DamagedLogMovedAside? {
         guard let reason = try logDamage(at: path) else { return nil }
-        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let target = path + ".damaged-" + stamp
+        let target = path + ".damaged-" + asideStamp()
         try FileManager.default.moveItem(atPath: path, toPath: target)
         return DamagedLogMovedAside(originalPath: path, movedTo: target, reason: reason)
     }
@@ -322,8 +336,7 @@ public final class SQLiteStore: ReplicaStore {
     /// Renames the file and its WAL companion to `<name>.corrupt-<UTC timestamp>` and writes the
     /// shared-memory index as it was before the failed open: all three byte for byte.
     private static func moveAside(_ url: URL, shm: Data?, reason: String) throws -> CorruptFileMovedAside {
-        let stamp = ISO8601DateFormatter().string(from: Date()).replacingOccurrences(of: ":", with: "")
-        let target = url.path + ".corrupt-" + stamp
+        let target = url.path + ".corrupt-" + asideStamp()
         let fileManager = FileManager.default
         try fileManager.moveItem(atPath: url.path, toPath: target)
         if fileManager.fileExists(atPath: url.path + "-wal") {

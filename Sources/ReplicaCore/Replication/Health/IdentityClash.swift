@@ -22,17 +22,16 @@ struct IdentityClash: Equatable, Sendable {
     /// one shows a live rival.
     let window: Duration
     /// When an active record overrode ours last, and the record.
-    private(set) var lastOverride: (at: ContinuousClock.Instant, record: MemberRecord)?
+    private(set) var lastOverride: Override?
+    struct Override: Equatable, Sendable {
+        var at: ContinuousClock.Instant
+        var record: MemberRecord
+    }
     /// Since when another process is known to use our id.
     private(set) var since: ContinuousClock.Instant?
 
     init(window: Duration) {
         self.window = window
-    }
-
-    static func == (lhs: Self, rhs: Self) -> Bool {
-        lhs.window == rhs.window && lhs.since == rhs.since
-            && lhs.lastOverride?.at == rhs.lastOverride?.at && lhs.lastOverride?.record == rhs.lastOverride?.record
     }
 
     /// The rival's record while a clash stands.
@@ -43,7 +42,7 @@ struct IdentityClash: Equatable, Sendable {
     mutating func overridden(by record: MemberRecord, ours: MemberRecord, now: ContinuousClock.Instant) -> Bool {
         guard record.status == .active else { return false }
         let again = lastOverride.map { now - $0.at < window } ?? false
-        lastOverride = (now, record)
+        lastOverride = Override(at: now, record: record)
         guard since == nil, again || record.address != ours.address else { return false }
         since = now
         return true
