@@ -198,6 +198,28 @@ import Testing
         await replica.shutdown()
     }
 
+    /// The store's file damaged under a running replica: the read that meets it fails, and the
+    /// replica lists a `store` problem that fails `health` (it used to stay healthy, serving
+    /// reads that failed, until a restart found the damage).
+    @Test func aStoreDamagedWhileRunningFailsHealth() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try SQLiteStoreTests.storeInOneFile(directory.url)
+        let replica = try Replica(ReplicaConfiguration(
+            node: "n1", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), storage: .directory(directory.url)))
+        #expect(await replica.health().healthy)
+
+        #expect(try SQLiteStoreTests.damageCells(of: file) == 3)
+        #expect(throws: DatabaseError.self) { _ = try replica.reader.entries(prefix: "") }
+        let health = await replica.health()
+        #expect(!health.healthy)
+        let problem = try #require(health.problems.first { $0.kind == .store })
+        #expect(problem.subject == file.path && problem.failsHealth)
+        #expect(problem.message.contains("Restart the node"))
+        #expect(await replica.status().problems.contains { $0.kind == .store })
+        await replica.shutdown()
+    }
+
     /// On the fake member's own connection, updates that claim to be written by another node
     /// (a third one, or the receiver itself) are dropped and counted, never stored.
     @Test func aForgedOriginIsDroppedAndCounted() async throws {

@@ -214,29 +214,8 @@ import Testing
     @Test func corruptCellsAreFoundAtStartAndTheFileMovedAside() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let file = directory.url.appendingPathComponent(SQLiteStore.fileName)
-        try {
-            let store = try SQLiteStore(directory: directory.url, node: "n1")
-            _ = try store.merge((0..<2_000).map { Self.entry("key-\($0)", UInt64($0 + 1), "n1", String(repeating: "v", count: 200)) })
-        }()
-        // Everything into the main file and no log left, so the bytes changed below are read.
-        let plain = try DatabaseQueue(path: file.path)
-        try plain.writeWithoutTransaction { db in
-            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
-            try db.execute(sql: "PRAGMA journal_mode = DELETE")
-        }
-        try plain.close()
-        var bytes = try Data(contentsOf: file)
-        let pageSize = 4096
-        var damaged = 0
-        // The cell contents of a few leaf pages (type 0x0A: a leaf of a WITHOUT ROWID table),
-        // past their headers and cell pointers.
-        for page in (bytes.count / pageSize / 2)..<(bytes.count / pageSize) where damaged < 3 && bytes[page * pageSize] == 0x0A {
-            for offset in (page * pageSize + 1_024)..<((page + 1) * pageSize) { bytes[offset] = 0xFF }
-            damaged += 1
-        }
-        #expect(damaged == 3)
-        try bytes.write(to: file)
+        let file = try Self.storeInOneFile(directory.url)
+        #expect(try Self.damageCells(of: file) == 3)
         let counted = try DatabaseQueue(path: file.path)
         #expect(try counted.read { try Int.fetchOne($0, sql: "SELECT count(*) FROM entries") } == 2_000, "counting does not see it")
         try counted.close()
@@ -247,6 +226,64 @@ import Testing
         #expect(store.count == 0)
         _ = try store.merge([Self.entry("a", 1)])
         #expect(try store.entry(for: "a") != nil)
+    }
+
+    /// A store of 2,000 entries of 200 bytes, closed, with everything in its main file and no
+    /// log left, so that bytes changed in the file are what the next read of them sees.
+    static func storeInOneFile(_ directory: URL) throws -> URL {
+        let file = directory.appendingPathComponent(SQLiteStore.fileName)
+        try {
+            let store = try SQLiteStore(directory: directory, node: "n1")
+            _ = try store.merge((0..<2_000).map { Self.entry("key-\($0)", UInt64($0 + 1), "n1", String(repeating: "v", count: 200)) })
+        }()
+        let plain = try DatabaseQueue(path: file.path)
+        try plain.writeWithoutTransaction { db in
+            try db.execute(sql: "PRAGMA wal_checkpoint(TRUNCATE)")
+            try db.execute(sql: "PRAGMA journal_mode = DELETE")
+        }
+        try plain.close()
+        return file
+    }
+
+    /// Overwrites the cell contents of three leaf pages (type 0x0A: a leaf of a WITHOUT ROWID
+    /// table) in the second half of `file`, past their headers and cell pointers: the pages'
+    /// structure stays intact. Written in place, so connections open on the file read it too.
+    /// Returns how many pages were damaged.
+    static func damageCells(of file: URL) throws -> Int {
+        let bytes = try Data(contentsOf: file)
+        let pageSize = 4096
+        let handle = try FileHandle(forWritingTo: file)
+        defer { try? handle.close() }
+        var damaged = 0
+        for page in (bytes.count / pageSize / 2)..<(bytes.count / pageSize) where damaged < 3 && bytes[page * pageSize] == 0x0A {
+            try handle.seek(toOffset: UInt64(page * pageSize + 1_024))
+            try handle.write(contentsOf: Data(repeating: 0xFF, count: pageSize - 1_024))
+            damaged += 1
+        }
+        try handle.synchronize()
+        return damaged
+    }
+
+    /// Damage done to the file while the store is open (start-up read every row and found
+    /// none): the read that meets it fails, and the store keeps the failure for `status`.
+    /// Before, only the caller of that read learned of it, and `health` stayed green.
+    @Test func damageFoundByAReadWhileOpenIsKept() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let file = try Self.storeInOneFile(directory.url)
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        #expect(store.recoveredFromCorruption == nil && store.count == 2_000)
+        let reader = try store.makeReader()
+        #expect(try reader.entry(for: "key-1") != nil)
+        #expect(store.readFailure == nil, "a read that works records nothing")
+
+        #expect(try Self.damageCells(of: file) == 3)
+        #expect(throws: DatabaseError.self) { _ = try reader.entries(prefix: "") }
+        let failure = try #require(store.readFailure)
+        #expect(failure.path == file.path && failure.count == 1)
+        #expect(failure.reason.contains("malformed"), "SQLite's words: \(failure.reason)")
+        #expect(throws: DatabaseError.self) { _ = try reader.entries(prefix: "key-") }
+        #expect(store.readFailure?.count == 2 && store.readFailure?.since == failure.since)
     }
 
     @Test func aDirectoryOpenTwiceIsRefusedWithTheHoldersPID() throws {

@@ -116,6 +116,11 @@ extension Replica {
         }
         checkClock(now: now)
         judgeIdentityClash(now: now)
+        if !storeReadFailureLogged, let failure = store.readFailure {
+            // Listed by `status` from the store itself; said once in the log, when first seen.
+            storeReadFailureLogged = true
+            logger.error("store read failed", metadata: ["path": "\(failure.path)", "error": "\(failure.reason)"])
+        }
         if commits.refetchDue(now: now) {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
             planner.wantCatchUp(.commitFailed)

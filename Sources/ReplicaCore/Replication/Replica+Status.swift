@@ -78,6 +78,10 @@ extension Replica {
             all[index].message = "commits fail (\(failure.message)): local writes are refused, and received entries are fetched again "
                 + "once commits work, retried with back-off"
         }
+        if let failure = store.readFailure {
+            all.append(Problem(
+                kind: .store, subject: failure.path, message: failure.description, since: failure.since, last: failure.last, count: failure.count))
+        }
         return all
     }
 

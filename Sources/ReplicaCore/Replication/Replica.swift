@@ -107,6 +107,7 @@ public actor Replica: PollLoopOwner {
     /// the commit that clears disk errors: Sharing/Replica+Problems.swift).
     var refusedSaves: [String: Problem] = [:]
     var warnings = WarningLimiter()
+    var storeReadFailureLogged = false
     var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]

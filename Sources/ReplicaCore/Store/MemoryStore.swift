@@ -48,6 +48,9 @@ public final class MemoryStore: ReplicaStore {
 
     public var serial: UInt64 { index.serial }
 
+    /// Memory is not read from a file: nothing to find damaged.
+    public var readFailure: StoreReadFailure? { nil }
+
     public func closeForWriting() {}
 
     private var lastEpoch: UInt64 = 0

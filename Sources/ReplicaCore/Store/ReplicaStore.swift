@@ -53,6 +53,9 @@ public protocol ReplicaStore: AnyObject {
 
     /// A reader of committed entries that any thread may use, for synchronous loads.
     func makeReader() throws -> any StoreReader
+    /// Damage that a read (by the store or one of its readers) found since the store was
+    /// opened: it stays until the store is opened again. Nil for a store in memory.
+    var readFailure: StoreReadFailure? { get }
 
     /// Keeps a copy of an entry that could not be decoded, so that a later write over its key
     /// never destroys the only copy. Local to this node, never replicated.

@@ -29,6 +29,8 @@ public final class SQLiteStore: ReplicaStore {
     /// Held while the store is open for writing: one data directory, one replica.
     private var lock: DataDirectoryLock?
     private var index = StoreIndex()
+    /// Damage found by reads since the store was opened, on any of its connections.
+    private let readFailures: StoreReadFailures
 
     /// A database file that could not be opened, kept under a new name instead of deleted.
     public struct CorruptFileMovedAside: Error, CustomStringConvertible, Sendable {
@@ -90,6 +92,7 @@ public final class SQLiteStore: ReplicaStore {
         }
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
+        readFailures = StoreReadFailures(path: url.path)
         var moved: CorruptFileMovedAside?
         // Before SQLite opens the log (and, finding it invalid, starts it over).
         damagedLogMovedAside = try Self.moveAsideIfDamaged(log: url.path + "-wal")
@@ -392,14 +395,14 @@ public final class SQLiteStore: ReplicaStore {
 
     public func entry(for key: String) throws -> Entry? {
         guard index.contains(key) else { return nil }
-        return try Reader(database: database).entry(for: key)
+        return try Reader(database: database, failures: readFailures).entry(for: key)
     }
 
     public func keys(prefix: String) throws -> [String] {
         let (where_, arguments) = Self.prefixRange(prefix)
-        return try database.read { db in
+        return try readFailures.watch { try database.read { db in
             try String.fetchAll(db, sql: "SELECT key FROM entries WHERE \(where_) AND payload IS NOT NULL ORDER BY key", arguments: arguments)
-        }
+        } }
     }
 
     public func entries(inBuckets buckets: [Int]) throws -> [Entry] {
@@ -412,6 +415,8 @@ public final class SQLiteStore: ReplicaStore {
 
     public var serial: UInt64 { index.serial }
 
+    public var readFailure: StoreReadFailure? { readFailures.current }
+
     public func beginEpoch(atLeast: UInt64) throws -> UInt64 {
         try database.write { db in
             let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'last_epoch'").flatMap { UInt64($0) } ?? 0
@@ -423,7 +428,7 @@ public final class SQLiteStore: ReplicaStore {
 
     public func entries(forKeys keys: [String]) throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
-        return try database.read { db in
+        return try readFailures.watch { try database.read { db in
             var entries: [Entry] = []
             entries.reserveCapacity(keys.count)
             for start in stride(from: 0, to: keys.count, by: 500) {
@@ -435,11 +440,11 @@ public final class SQLiteStore: ReplicaStore {
                 ).map(Self.entry(from:))
             }
             return entries
-        }
+        } }
     }
 
     public func entries(prefix: String) throws -> [Entry] {
-        try database.read { db in try Self.entries(prefix: prefix, in: db) }
+        try readFailures.watch { try database.read { db in try Self.entries(prefix: prefix, in: db) } }
     }
 
     static func entries(prefix: String, in db: Database) throws -> [Entry] {
@@ -484,20 +489,23 @@ public final class SQLiteStore: ReplicaStore {
         var configuration = Configuration()
         configuration.readonly = true
         configuration.busyMode = .timeout(2)
-        return Reader(database: try DatabaseQueue(path: url.path, configuration: configuration))
+        return Reader(database: try DatabaseQueue(path: url.path, configuration: configuration), failures: readFailures)
     }
 
     /// A second, read-only connection: WAL lets it read committed data while the owner writes.
     struct Reader: StoreReader {
         let database: DatabaseQueue
+        let failures: StoreReadFailures
         func entry(for key: String) throws -> Entry? {
-            try database.read { db in
-                try Row.fetchOne(db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key = ?", arguments: [key])
-                    .map(SQLiteStore.entry(from:))
+            try failures.watch {
+                try database.read { db in
+                    try Row.fetchOne(db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key = ?", arguments: [key])
+                        .map(SQLiteStore.entry(from:))
+                }
             }
         }
         func entries(prefix: String) throws -> [Entry] {
-            try database.read { db in try SQLiteStore.entries(prefix: prefix, in: db) }
+            try failures.watch { try database.read { db in try SQLiteStore.entries(prefix: prefix, in: db) } }
         }
     }
 
@@ -515,19 +523,19 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func quarantined(key: String) throws -> [QuarantinedEntry] {
-        try database.read { db in
+        try readFailures.watch { try database.read { db in
             try Row.fetchAll(db, sql: "SELECT key, hlc, node, schema, payload, reason, at FROM quarantine WHERE key = ? ORDER BY id", arguments: [key])
                 .map { row in
                     QuarantinedEntry(
                         entry: try Self.entry(from: row), reason: row["reason"],
                         at: ISO8601DateFormatter().date(from: row["at"]) ?? Date(timeIntervalSince1970: 0))
                 }
-        }
+        } }
     }
 
     public func merge(_ batch: [Entry]) throws -> [Entry] {
         // Ties read the database directly: the index is being updated while it asks.
-        let reader = Reader(database: database)
+        let reader = Reader(database: database, failures: readFailures)
         let applied = try index.apply(batch) { try reader.entry(for: $0) }
         let winners = applied.entries
         guard !winners.isEmpty else { return [] }

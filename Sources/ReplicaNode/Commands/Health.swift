@@ -4,10 +4,10 @@ import ReplicaCore
 struct Health: ClientCommand {
     static let configuration = CommandConfiguration(
         commandName: "health",
-        abstract: "Exit 0 only when the node serves, commits, and its clock agrees with its members'.",
+        abstract: "Exit 0 only when the node serves, commits, reads its store, and its clock agrees with its members'.",
         discussion: """
             Otherwise exit 1, with one line per problem on stdout: failing commits (a full disk), \
-            a clock too far from the members' (its writes are refused), another process with \
+            a store file that cannot be read (damaged under the running node: restart it), a clock too far from the members' (its writes are refused), another process with \
             this node's id (a copied data directory started twice: writes refused). Other \
             problems are listed as "warning:" lines and do not fail (exit 0): save and load \
             errors (a write refused, a value that cannot be read; see status), a member's clock, \

@@ -7,6 +7,9 @@ public struct Problem: Sendable, Equatable, Codable {
         case load
         /// A local write could not be committed (full or read-only disk, a newer schema's data).
         case save
+        /// The store's file could not be read while the node ran (damaged under it, or a disk
+        /// I/O error): what it holds cannot be served or synced until a restart checks it.
+        case store
         /// The last commit failed (a full or read-only disk): received entries are fetched again,
         /// with back-off, once commits work; local writes fail until then.
         case commit
@@ -44,15 +47,15 @@ public struct Problem: Sendable, Equatable, Codable {
         self.count = count
     }
 
-    /// Whether `health` fails on it: this node cannot commit, or its clock would reorder
-    /// history, or another process uses its id. The rest is listed for the operator but does
+    /// Whether `health` fails on it: this node cannot commit or read its store, or its clock
+    /// would reorder history, or another process uses its id. The rest is listed for the operator but does
     /// not make the node unhealthy: a refused write was told to its caller and clears when its
     /// key saves again, a load error names data to look at, another member's clock or key
     /// is that member's problem, and an isolated node still serves (during a partition, both
     /// sides are isolated and both are fine).
     public var failsHealth: Bool {
         switch kind {
-        case .commit, .clock, .identity: true
+        case .commit, .store, .clock, .identity: true
         case .load, .save, .peerClock, .trust, .isolated: false
         }
     }
