@@ -4,7 +4,7 @@ import Foundation
 /// refusal with the client's address for `status`. A key revoked later loses the connections
 /// it already holds (`cutRevokedConnections`).
 extension Replica {
-    /// The ZAP socket and handshake monitors, polled with the other sockets (empty when insecure).
+    /// The ZAP socket (CURVE only) and the handshake monitors, polled with the other sockets.
     var authenticationSockets: [ZMQSocket] {
         (authenticator.map { [$0] } ?? []) + handshakeMonitors.map(\.socket)
     }
@@ -13,11 +13,20 @@ extension Replica {
         for monitor in handshakeMonitors {
             let report = monitor.drain()
             for descriptor in report.closed { acceptedConnections.closed(descriptor) }
-            if report.failedHandshakes > 0 {
-                counters.handshakesFailed += report.failedHandshakes
-                warn("failed_handshake", "refused \(report.failedHandshakes) incoming connection(s) that failed the CURVE handshake: "
-                    + "a client without CURVE, one that expects another public key for this node (an old key of it, or another "
-                    + "node's key given to it), or garbage")
+            counters.handshakesFailed += report.failedHandshakes
+            if report.mechanismMismatches > 0 {
+                warn("security_mismatch", curve != nil
+                    ? "refused \(report.mechanismMismatches) incoming connection(s) without CURVE: a node started --insecure dials "
+                        + "this CURVE node. A cluster is all CURVE or all insecure (docs/security.md)"
+                    : "refused \(report.mechanismMismatches) incoming connection(s) that use CURVE: a node with keys dials this "
+                        + "insecure node. A cluster is all CURVE or all insecure (docs/security.md)")
+            }
+            if report.failedHandshakes > report.mechanismMismatches {
+                let failed = report.failedHandshakes - report.mechanismMismatches
+                warn("failed_handshake", curve != nil
+                    ? "refused \(failed) incoming connection(s) that failed the CURVE handshake: a client that expects another "
+                        + "public key for this node (an old key of it, or another node's key given to it), or garbage"
+                    : "\(failed) incoming connection(s) failed the handshake: garbage, or a client that closed during it")
             }
         }
         guard let authenticator else { return }

@@ -37,6 +37,7 @@ extension Replica {
     func closeLink(to node: NodeID) {
         guard let link = links.removeValue(forKey: node) else { return }
         link.close()
+        problems.clear(.handshake, link.address.description)
         pollItemsCache = nil
         // Relays taken through it are chosen again on the next turn.
         relaysTaken = relaysTaken.filter { $0.value != node }
@@ -47,16 +48,23 @@ extension Replica {
         let socket = subscriber ? link.subscriberEvents : link.dealerEvents
         let now = ContinuousClock.now
         for _ in 0..<64 {
-            guard let event = try? socket.receiveMonitorEvent() else { return }
-            switch (event, subscriber) {
+            guard let notice = try? socket.receiveMonitorNotice() else { return }
+            switch (notice.event, subscriber) {
             case (.connected, true): sessions[node]?.subscriberTCPConnected(now: now)
             case (.connected, false): sessions[node]?.dealerTCPConnected(now: now)
-            case (.handshakeSucceeded, true): sessions[node]?.subscriberHandshakeSucceeded(now: now)
-            case (.handshakeSucceeded, false): sessions[node]?.dealerHandshakeSucceeded(now: now)
+            case (.handshakeSucceeded, true):
+                sessions[node]?.subscriberHandshakeSucceeded(now: now)
+                problems.clear(.handshake, link.address.description)
+            case (.handshakeSucceeded, false):
+                sessions[node]?.dealerHandshakeSucceeded(now: now)
+                problems.clear(.handshake, link.address.description)
             case (.disconnected, true): sessions[node]?.subscriberDisconnected(now: now, base: timing)
             case (.disconnected, false):
                 if let actions = sessions[node]?.dealerDisconnected(now: now, base: timing) { perform(actions, for: node, now: now) }
-            case (.handshakeFailed, _), (.other, _): continue
+            case (.handshakeFailed, _):
+                // The disconnection that follows re-dials, with back-off.
+                if let failure = notice.failure { noteRefusedHandshake(failure, by: "member \(node)", at: link.address) }
+            case (.other, _): continue
             }
         }
     }
@@ -98,7 +106,9 @@ extension Replica {
 
     func closeSeed(_ id: Int) {
         guard let index = seeds.firstIndex(where: { $0.id == id }) else { return }
-        seeds.remove(at: index).close()
+        let seed = seeds.remove(at: index)
+        seed.close()
+        if !links.values.contains(where: { $0.address == seed.address }) { problems.clear(.handshake, seed.address.description) }
         pollItemsCache = nil
     }
 
@@ -106,15 +116,43 @@ extension Replica {
         guard let seed = seeds.first(where: { $0.id == id }) else { return }
         let now = ContinuousClock.now
         for _ in 0..<16 {
-            guard let event = try? seed.events.receiveMonitorEvent() else { return }
-            switch event {
+            guard let notice = try? seed.events.receiveMonitorNotice() else { return }
+            switch notice.event {
             case .connected: seed.dialer.tcpConnected(now: now)
             case .handshakeSucceeded:
                 _ = seed.dialer.handshakeSucceeded(now: now)
+                problems.clear(.handshake, seed.address.description)
                 sendJoin(to: seed, now: now)
             case .disconnected: seed.dialer.disconnected(now: now, timing: .adapted(to: nil, silentRedialEvery: timing.silentRedialEvery))
-            case .handshakeFailed, .other: continue
+            case .handshakeFailed:
+                if let failure = notice.failure { noteRefusedHandshake(failure, by: "seed", at: seed.address) }
+            case .other: continue
             }
+        }
+    }
+
+    /// A member or seed refused the handshake of our connection to it. Listed as a `handshake`
+    /// problem (by its address) when the cause is one an operator must fix: the other security
+    /// mode, or our key not trusted there. Other failures (garbled, cut short) are left to the
+    /// dialler's back-off. Cleared by the next handshake that succeeds at that address.
+    func noteRefusedHandshake(_ failure: HandshakeFailure, by peer: String, at address: Endpoint) {
+        let message: String
+        switch failure {
+        case .mechanismMismatch where curve != nil:
+            message = "\(peer) at \(address) does not use CURVE (started --insecure?) while this node does: the two cannot "
+                + "connect. A cluster is all CURVE or all insecure (docs/security.md)"
+        case .mechanismMismatch:
+            message = "\(peer) at \(address) requires CURVE while this node runs insecure: the two cannot connect. A cluster "
+                + "is all CURVE or all insecure (docs/security.md)"
+        case .refused(let status):
+            message = "\(peer) at \(address) refused this node's key (\(curve?.keys.publicKey ?? "-"); authentication status "
+                + "\(status)): its trust directory does not hold this node's public key. Copy this node's ID.pub there "
+                + "(docs/security.md)"
+        case .protocolError, .noDetail:
+            return
+        }
+        if problems.raise(.handshake, address.description, message) {
+            logger.warning("handshake refused: \(message)")
         }
     }
 

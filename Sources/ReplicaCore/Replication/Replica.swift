@@ -217,9 +217,9 @@ public actor Replica: PollLoopOwner {
         try syncServer.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve { try syncServer.setCurveServer(curve.keys, zapDomain: Self.zapDomain) }
         try syncServer.bind(configuration.listen.syncAddress)
-        if curve != nil {
-            handshakeMonitors = [try HandshakeMonitor(watching: publisher), try HandshakeMonitor(watching: syncServer)]
-        }
+        // Insecure too: a CURVE node dialling this one (a cluster half moved to CURVE) is then
+        // seen and named, rather than just never heard.
+        handshakeMonitors = [try HandshakeMonitor(watching: publisher), try HandshakeMonitor(watching: syncServer)]
         self.publisher = publisher
         self.syncServer = syncServer
         if let port = configuration.discoveryPort {

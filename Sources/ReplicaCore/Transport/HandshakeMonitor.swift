@@ -11,16 +11,20 @@ public final class HandshakeMonitor: @unchecked Sendable {
     /// What happened since the last call (non-blocking).
     public struct Report: Equatable, Sendable {
         public var failedHandshakes = 0
+        /// Of those, the ones whose client uses another security mechanism than this socket.
+        public var mechanismMismatches = 0
         /// Descriptors of connections that closed (libzmq may give them to new connections).
         public var closed: [Int32] = []
     }
 
     public func drain() -> Report {
         var report = Report()
-        while let (event, value) = try? socket.receiveMonitorEventAndValue() {
-            switch event {
-            case .handshakeFailed: report.failedHandshakes += 1
-            case .disconnected: report.closed.append(value)
+        while let notice = try? socket.receiveMonitorNotice() {
+            switch notice.event {
+            case .handshakeFailed:
+                report.failedHandshakes += 1
+                if notice.failure == .mechanismMismatch { report.mechanismMismatches += 1 }
+            case .disconnected: report.closed.append(notice.value)
             default: break
             }
         }

@@ -233,15 +233,22 @@ public final class ZMQSocket: @unchecked Sendable {
     /// Monitor sockets only: the next event, or nil if none is waiting. An event is two frames:
     /// a 16-bit event number and a 32-bit value (native byte order), then the endpoint.
     public func receiveMonitorEvent() throws(ZMQError) -> MonitorEvent? {
-        try receiveMonitorEventAndValue()?.event
+        try receiveMonitorNotice()?.event
     }
 
-    /// The next event and its value (for a connection's events, its file descriptor), or nil
-    /// if none is waiting. libzmq's first frame is the event (2 bytes) and the value (4 bytes),
-    /// in the machine's byte order.
-    public func receiveMonitorEventAndValue() throws(ZMQError) -> (event: MonitorEvent, value: Int32)? {
+    /// One event of a socket monitor, with its value: for a connection's events, its file
+    /// descriptor; for a failed handshake, why (`failure`).
+    public struct MonitorNotice: Sendable, Equatable {
+        public var event: MonitorEvent
+        public var value: Int32
+        public var failure: HandshakeFailure?
+    }
+
+    /// The next event and its value, or nil if none is waiting. libzmq's first frame is the
+    /// event (2 bytes) and the value (4 bytes), in the machine's byte order.
+    public func receiveMonitorNotice() throws(ZMQError) -> MonitorNotice? {
         guard let message = try receive(maxFrames: 2) else { return nil }
-        guard let first = message.frames.first, first.count >= 6 else { return (.other(0), -1) }
+        guard let first = message.frames.first, first.count >= 6 else { return MonitorNotice(event: .other(0), value: -1) }
         let number = Int32(first.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) })
         let value = first.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: Int32.self) }
         let event: MonitorEvent = switch number {
@@ -251,7 +258,7 @@ public final class ZMQSocket: @unchecked Sendable {
         case _ where number & MonitorEvent.handshakeFailureBits != 0: .handshakeFailed
         default: .other(number)
         }
-        return (event, value)
+        return MonitorNotice(event: event, value: value, failure: HandshakeFailure(event: number, value: value))
     }
 
     /// Makes this (binding) socket a CURVE server with `keys`: clients must know its public

@@ -23,6 +23,9 @@ public struct Problem: Sendable, Equatable, Codable {
         /// A member was announced whose key is not trusted here: it is not dialled, and its
         /// connections are refused.
         case trust
+        /// A member or seed this node dials refuses the connection's handshake: it runs the other
+        /// security mode (CURVE against none), or it does not trust this node's key.
+        case handshake
         /// This node has heard no member for a while although it has members or seeds: its
         /// writes stay here until one is reached (seeds that never answer, members all down,
         /// or a partition).
@@ -56,7 +59,7 @@ public struct Problem: Sendable, Equatable, Codable {
     public var failsHealth: Bool {
         switch kind {
         case .commit, .store, .clock, .identity: true
-        case .load, .save, .peerClock, .trust, .isolated: false
+        case .load, .save, .peerClock, .trust, .handshake, .isolated: false
         }
     }
 

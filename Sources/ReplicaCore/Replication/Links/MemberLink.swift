@@ -28,14 +28,14 @@ final class MemberLink: @unchecked Sendable {
         try subscriber.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         for topic in WireCodec.standingTopics { try subscriber.subscribe(topic) }
         try security.apply(to: subscriber)
-        subscriberEvents = try subscriber.monitor([.connected, .handshakeSucceeded, .disconnected])
+        subscriberEvents = try subscriber.monitor([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
         try subscriber.connect(publishAddress)
         dealer = try context.socket(.dealer)
         try dealer.setMaxMessageSize(limits.deliveredFrameBytes)
         try dealer.setHighWaterMarks(send: 64, receive: 10_000)
         try dealer.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         try security.apply(to: dealer)
-        dealerEvents = try dealer.monitor([.connected, .handshakeSucceeded, .disconnected])
+        dealerEvents = try dealer.monitor([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
         try dealer.connect(syncAddress)
     }
 
@@ -66,7 +66,7 @@ final class SeedContact: @unchecked Sendable {
         try dealer.setHighWaterMarks(send: 4, receive: 100)
         try dealer.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         try security.apply(to: dealer)
-        events = try dealer.monitor([.connected, .handshakeSucceeded, .disconnected])
+        events = try dealer.monitor([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
         try dealer.connect(Endpoint.connecting(to: address.syncAddress, from: listen))
         dialer = LinkDialer(dialedAt: now)
     }

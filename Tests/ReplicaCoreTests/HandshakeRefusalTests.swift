@@ -1,0 +1,77 @@
+import CZMQ
+import Foundation
+import Testing
+@testable import ReplicaCore
+
+/// A node whose dials are refused at the handshake says by whom and why. Before, a cluster half
+/// moved to CURVE showed its CURVE nodes `isolated` and the insecure ones `down`, and a node
+/// whose key a seed did not trust was only `isolated`: nothing named the cause.
+@Suite struct HandshakeRefusalTests {
+    /// libzmq's monitor events and values, read as failures.
+    @Test(arguments: [
+        (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, ZMQ_PROTOCOL_ERROR_ZMTP_MECHANISM_MISMATCH, HandshakeFailure.mechanismMismatch),
+        (ZMQ_EVENT_HANDSHAKE_FAILED_PROTOCOL, ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC, .protocolError(code: ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC)),
+        (ZMQ_EVENT_HANDSHAKE_FAILED_AUTH, 400, .refused(status: 400)),
+        (ZMQ_EVENT_HANDSHAKE_FAILED_NO_DETAIL, ECONNRESET, .noDetail(errno: ECONNRESET)),
+    ] as [(Int32, Int32, HandshakeFailure)])
+    func monitorEventsReadAsFailures(event: Int32, value: Int32, failure: HandshakeFailure) {
+        #expect(HandshakeFailure(event: event, value: value) == failure)
+    }
+
+    @Test func otherEventsAreNoFailure() {
+        #expect(HandshakeFailure(event: ZMQ_EVENT_DISCONNECTED, value: 7) == nil)
+        #expect(HandshakeFailure(event: ZMQ_EVENT_HANDSHAKE_SUCCEEDED, value: 0) == nil)
+    }
+
+    /// r1 uses CURVE, r2 does not; each has the other as its seed. Each lists the other's
+    /// address as a `handshake` problem naming the mismatch from its own side, and each
+    /// listener counts the other's connections as failed handshakes.
+    @Test func aCurveNodeAndAnInsecureOneNameTheMismatch() async throws {
+        let key = try CurveKeyPair.generate()
+        let layout = ReplicaLayout(count: 2)
+        var secured = layout.configurations[0]
+        secured.security = .curve(CurveSecurity(
+            keys: key, trusted: [key.publicKey], peerKeys: [layout.configurations[1].listen: key.publicKey]))
+        let curveNode = try Replica(secured)
+        let plainNode = try layout.start(1)
+        let curveAddress = layout.configurations[0].listen.description
+        let plainAddress = layout.configurations[1].listen.description
+
+        #expect(await eventually {
+            await curveNode.status().problems.contains {
+                $0.kind == .handshake && $0.subject == plainAddress && $0.message.contains("does not use CURVE")
+            }
+        }, "the CURVE node names its seed as not using CURVE")
+        #expect(await eventually {
+            await plainNode.status().problems.contains {
+                $0.kind == .handshake && $0.subject == curveAddress && $0.message.contains("requires CURVE while this node runs insecure")
+            }
+        }, "the insecure node names its seed as requiring CURVE")
+        #expect(await eventually { await plainNode.counterSnapshot().handshakesFailed > 0 }, "an insecure listener counts them too")
+        #expect(await plainNode.health().healthy, "listed, not failing: the node itself works")
+        await curveNode.shutdown()
+        await plainNode.shutdown()
+    }
+
+    /// r2 dials r1 with a key r1 does not trust: r1's authentication refuses it (and lists the
+    /// refusal), and r2 lists r1 as refusing its key, with the key.
+    @Test func aNodeWhoseKeyItsSeedRefusesSaysSo() async throws {
+        let keys = [try CurveKeyPair.generate(), try CurveKeyPair.generate()]
+        let layout = ReplicaLayout(count: 2, links: [[], [0]])
+        let replicas = try (0..<2).map { index in
+            var configuration = layout.configurations[index]
+            configuration.security = .curve(CurveSecurity(
+                keys: keys[index], trusted: index == 0 ? [] : [keys[0].publicKey],
+                peerKeys: [layout.configurations[0].listen: keys[0].publicKey]))
+            return try Replica(configuration)
+        }
+        #expect(await eventually { !(await replicas[0].status().refusedHandshakes.isEmpty) })
+        let address = layout.configurations[0].listen.description
+        #expect(await eventually {
+            await replicas[1].status().problems.contains {
+                $0.kind == .handshake && $0.subject == address && $0.message.contains("refused this node's key (\(keys[1].publicKey)")
+            }
+        })
+        for replica in replicas { await replica.shutdown() }
+    }
+}
