@@ -77,4 +77,25 @@ import Testing
         Replica.setDefault(second)
         #expect(await eventually { value == 2 })
     }
+
+    /// A new default that holds no value for the key shows the initial value, as a key new to
+    /// it does; it kept showing the previous default's value (and the next change saved that
+    /// value into the new default). (An initial value never evaluated, because the first default
+    /// had a value, is not made up: the value shown stays, as Sharing's `load(_:)` of a key
+    /// without a stored value keeps it.)
+    @Test func aNewDefaultWithoutTheKeyShowsTheInitialValue() async throws {
+        defer { Replica.setDefault(nil) }
+        let (first, second) = (try makeReplicas(1)[0], try makeReplicas(1)[0])
+        Replica.setDefault(first)
+        @Shared(.replicated("only-on-first")) var value = 1
+        $value.withLock { $0 = 9 }
+        try await $value.save()
+        Replica.setDefault(second)
+        #expect(await eventually { value == 1 })
+        #expect(try await second.entry(for: "only-on-first") == nil, "moving wrote nothing")
+        $value.withLock { $0 += 1 }
+        try await $value.save()
+        #expect(try await second.entry(for: "only-on-first")?.payload == Array("2".utf8))
+        #expect(try await first.entry(for: "only-on-first")?.payload == Array("9".utf8))
+    }
 }

@@ -24,7 +24,7 @@ import Testing
         try await replica.write("settings", payload: Array(#"{"cupsPerDay":"three","theme":"dark"}"#.utf8))
         @Shared(.replicated("settings", on: replica)) var settings = Settings()
         let message = try #require($settings.loadError.map { "\($0)" })
-        #expect(message.hasPrefix("the value of settings cannot be decoded (kept aside): expected Int at cupsPerDay"), "\(message)")
+        #expect(message.hasPrefix("the value of .replicated(\"settings\") cannot be decoded (kept aside): expected Int at cupsPerDay"), "\(message)")
 
         struct Shelf: Codable, Sendable { var drinks: [Drink] }
         try await replica.write("shelf", payload: Array(#"{"drinks":[{"id":"3F2B8C1E-9D4A-4E61-8B2F-7C5D1A0E9B44","name":"x","mg":1}]}"#.utf8))

@@ -93,7 +93,7 @@ struct Profile: VersionedValue, Equatable {
         ])
 
         #expect(await eventually { $profile.loadError != nil && $drinksOnB.loadError != nil })
-        #expect($profile.loadError as? SharingError == .newerSchema(key: "profile", stored: 3, known: 2))
+        #expect($profile.loadError as? SharingError == .newerSchema(key: #".replicated("profile")"#, stored: 3, known: 2))
         #expect(profile == Profile(displayName: "initial"), "nothing is made up from bytes we cannot read")
         #expect(drinksOnB.isEmpty)
         #expect(try await b.entry(for: "profile") == written[0])
@@ -103,7 +103,7 @@ struct Profile: VersionedValue, Equatable {
 
         // The old node refuses to overwrite the newer value.
         $profile.withLock { $0.displayName = "from the old node" }
-        await #expect(throws: SharingError.newerSchema(key: "profile", stored: 3, known: 2)) { try await $profile.save() }
+        await #expect(throws: SharingError.newerSchema(key: #".replicated("profile")"#, stored: 3, known: 2)) { try await $profile.save() }
         #expect($profile.saveError != nil)
         #expect(try await b.entry(for: "profile") == written[0])
         #expect(await eventually { await b.status().saveErrors.map(\.subject) == ["profile"] }, "the refusal is listed in status")

@@ -358,7 +358,8 @@ public actor Replica: PollLoopOwner {
     }
 
     /// Changes applied after this call returns whose key starts with `prefix`, local and
-    /// remote. The stream keeps the newest 65,536 undelivered changes if its reader falls behind.
+    /// remote (of several versions of a key that arrive together, only the newest is applied,
+    /// and seen). The stream keeps the newest 65,536 undelivered changes if its reader falls behind.
     public func changes(prefix: String = "") -> AsyncStream<Change> {
         let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(65_536))
         guard !isShutDown else {

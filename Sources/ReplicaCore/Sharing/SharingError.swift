@@ -20,6 +20,8 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
     case elementNotSaved(log: String, id: String, reason: String)
     /// A value could not be encoded for storage.
     case unencodable(key: String, reason: String)
+    /// A register's name starts with U+001F, which is reserved for the entries of counters and logs.
+    case reservedKey(key: String)
 
     public var description: String {
         switch self {
@@ -36,6 +38,7 @@ public enum SharingError: Error, Equatable, Sendable, CustomStringConvertible {
         case .elementNotSaved(let log, let id, let reason):
             "element \(id) of log \(log) was not saved: \(reason); the log's other changes were saved"
         case .unencodable(let key, let reason): "the value of \(key) cannot be encoded: \(reason)"
+        case .reservedKey(let key): "\(key) starts with U+001F, which is reserved for counters and logs: choose another name"
         }
     }
 }

@@ -41,10 +41,11 @@ final class CoffeeModel {
         try await $settings.save()
     }
 
-    /// Waits until the visits and drinks recorded here are durable; throws the first save error.
-    /// (Counters and logs save only what changed. Settings are not saved here: saving a value
-    /// writes it whole, and an unchanged one would overwrite a newer choice made elsewhere.)
+    /// Waits until everything recorded here is durable; throws the first save error. (Each
+    /// saves only what changed: an unchanged register is not written again, so saving it never
+    /// overwrites a newer choice made on another device.)
     func saveRecords() async throws {
+        try await $settings.save()
         try await $visits.save()
         try await $drinks.save()
     }

@@ -18,6 +18,10 @@ extension SharedReaderKey {
 /// are applied in version order, and its own saves never come back as changes. While a save is
 /// in flight, changes of the entry are held until it ends: one older than the save is dropped
 /// (the save wins everywhere), a newer one is shown, so the value shown is the value stored.
+///
+/// A save of the value shown writes nothing: under last-writer-wins a new version of the same
+/// value would replace a real change made meanwhile on another node (a `withLock` that only
+/// reads, a `save()` when the app goes to the background).
 public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomStringConvertible {
     /// Equal for keys of the same name on the same replica (keys of the process default share
     /// one state, whichever replica is the default).
@@ -35,6 +39,8 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         /// The replica `shown` refers to.
         var replica: ObjectIdentifier?
         var shown: Version?
+        /// What the shown version holds: a save of the same is not written again.
+        var shownContent: Content?
         var saving = false
         /// The newest entry received while saving.
         var held: Entry?
@@ -43,6 +49,11 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         /// A refused save of this key is listed in the replica's status.
         var reportedRefusal = false
         var subscriber: SharedSubscriber<Value>?
+    }
+
+    struct Content: Equatable {
+        var payload: [UInt8]?
+        var schema: UInt16
     }
 
     init(_ name: String, on replica: Replica?) {
@@ -59,6 +70,7 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         guard let replica = binding.replica else {
             return continuation.resume(throwing: SharingError.noDefaultReplica(key: description))
         }
+        guard !name.hasPrefix(FamilyKey.marker) else { return continuation.resume(throwing: reservedName) }
         var entry: Entry?
         do {
             entry = try replica.reader.entry(for: name)
@@ -81,7 +93,19 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         let following = binding.follow(
             prefix: name, key: description, subscriber: subscriber,
             catchUp: { [self] replica in
-                guard let entry = try replica.reader.entry(for: name) else { return true }
+                guard let entry = try replica.reader.entry(for: name) else {
+                    // Bound to another default than the one shown: it holds no value, so the
+                    // initial value shows (as for a key new to it), unless a save of changes
+                    // made before is about to store one.
+                    if books.withLock({ $0.replica.map { $0 != ObjectIdentifier(replica) } ?? false && !$0.saving }) {
+                        books.withLock { books in
+                            books.replica = ObjectIdentifier(replica)
+                            (books.shown, books.shownContent) = (nil, nil)
+                        }
+                        subscriber.yieldReturningInitialValue()
+                    }
+                    return true
+                }
                 receive(entry, on: replica, subscriber: subscriber)
                 return false  // the value delivered says how it is
             },
@@ -99,10 +123,11 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         books.withLock { books in
             if books.replica != ObjectIdentifier(replica) {  // a new default: nothing shown from it yet
                 books.replica = ObjectIdentifier(replica)
-                books.shown = nil
+                (books.shown, books.shownContent) = (nil, nil)
             }
             guard books.shown.map({ entry.version > $0 }) ?? true else { return false }
             books.shown = entry.version
+            books.shownContent = Content(payload: entry.payload, schema: entry.schema)
             return true
         }
     }
@@ -132,7 +157,7 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
     /// Decodes an entry; an undecodable one is kept aside and reported, never dropped.
     private func decode(_ entry: Entry, replica: Replica) -> Result<Value, any Error> {
         do throws(SharingError) {
-            let value = try codec.decode(entry.payload ?? [], schema: entry.schema, key: name)
+            let value = try codec.decode(entry.payload ?? [], schema: entry.schema, key: description)
             clearLoadError(on: replica)
             return .success(value)
         } catch {
@@ -148,6 +173,10 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         replica.reportReadable(name)
     }
 
+    /// Keys starting with U+001F hold counter slots and log elements: a register there could
+    /// pose as one (a forged slot adds to a counter).
+    private var reservedName: SharingError { .reservedKey(key: description) }
+
     // MARK: Save
 
     public func save(_ value: Value, context: SaveContext, continuation: SaveContinuation) {
@@ -156,13 +185,22 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         }
         let payload: [UInt8]
         do {
-            payload = try codec.encode(value, key: name)
+            guard !name.hasPrefix(FamilyKey.marker) else { throw reservedName }
+            payload = try codec.encode(value, key: description)
             let limit = replica.configuration.limits.maxPayloadBytes
-            guard payload.count <= limit else { throw SharingError.valueTooLarge(key: name, size: payload.count, limit: limit) }
+            guard payload.count <= limit else { throw SharingError.valueTooLarge(key: description, size: payload.count, limit: limit) }
         } catch {
             return finishSave(.failure(error), on: replica, continuation: continuation)
         }
-        books.withLock { $0.saving = true }
+        let content = Content(payload: payload, schema: codec.schema)
+        let unchanged = books.withLock { books in
+            guard books.replica == ObjectIdentifier(replica), books.shownContent == content else {
+                books.saving = true
+                return false
+            }
+            return true
+        }
+        if unchanged { return finishSave(.success(nil), on: replica, continuation: continuation) }
         Task {
             do {
                 // A value written by a newer schema is never overwritten by this program.
@@ -170,13 +208,16 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
                     [Replica.WriteRequest(key: name, payload: payload, schema: codec.schema)],
                     refusingNewerSchemaThan: codec.schema)[0]
                 finishSave(.success(entry), on: replica, continuation: continuation)
+            } catch SharingError.newerSchema(_, let stored, let known) {
+                finishSave(.failure(SharingError.newerSchema(key: description, stored: stored, known: known)), on: replica, continuation: continuation)
             } catch {
                 finishSave(.failure(error), on: replica, continuation: continuation)
             }
         }
     }
 
-    private func finishSave(_ result: Result<Entry, any Error>, on replica: Replica, continuation: SaveContinuation) {
+    /// Ends a save: `.success(nil)` when nothing was written (the value shown was saved again).
+    private func finishSave(_ result: Result<Entry?, any Error>, on replica: Replica, continuation: SaveContinuation) {
         let (held, subscriber) = books.withLock { books -> (Entry?, SharedSubscriber<Value>?) in
             books.saving = false
             defer { books.held = nil }
@@ -185,7 +226,7 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         // The value shown is now the one just saved, which reads: a load error shown for an
         // earlier value (or "no replica yet", for a save made as the key bound) is over. An entry
         // held meanwhile, newer and unreadable, sets it again below.
-        if case .success(let entry) = result, advance(to: entry, on: replica) {
+        if case .success(let entry?) = result, advance(to: entry, on: replica) {
             clearLoadError(on: replica)
             subscriber?.yieldErrorCleared()
         }
