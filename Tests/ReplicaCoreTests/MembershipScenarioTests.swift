@@ -70,9 +70,15 @@ import Testing
         let b = try Self.replica("b", seeds: [port])
         let c = try Self.replica("c", seeds: [port])
         #expect(await eventually { await Self.everyoneSees([a, b, c]) })
-        let acknowledged = await c.leave()
-        #expect(acknowledged == 2)
+        for index in 0..<200 { try await c.write("from-c-\(index)", payload: Array("\(index)".utf8)) }
+        let departure = await c.leave()
+        #expect(departure.left && departure.published >= 1)
+        #expect(departure.holding == ["a", "b"] && departure.acknowledged == ["a", "b"])
         #expect(await c.isShutDown)
+        // Handed over before it left: the members hold every write at once, not eventually.
+        for replica in [a, b] {
+            #expect(try await replica.entries(prefix: "from-c-").count == 200, "\(replica.identity.node)")
+        }
         for replica in [a, b] {
             let peer = await replica.status().peers.first { $0.id == "c" }
             #expect(peer?.state == .left, "acknowledged, so already known")

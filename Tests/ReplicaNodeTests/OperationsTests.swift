@@ -79,6 +79,29 @@ import Testing
         #expect(process.terminationStatus == 0, "SIGTERM is a graceful stop")
     }
 
+    /// A node whose writes no member holds does not leave (an outside tester's case: `leave`
+    /// printed OK and exited 0 while no member had the node's last writes): `leave` exits 1
+    /// saying so, the node keeps serving its data, and `--force` leaves anyway.
+    @Test func aLeaveThatWouldStrandWritesIsRefusedUnlessForced() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "leave-alone")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        #expect(try cluster.client(0, ["set", "only-here", "1"]).status == 0)
+        let refused = try cluster.client(0, ["leave"])
+        #expect(refused.status == 1)
+        #expect(refused.stderr.contains("not left: no member confirmed holding the 1 update(s)"), "\(refused)")
+        #expect(refused.stderr.contains("no member is alive") && refused.stderr.contains("--force"), "\(refused)")
+        #expect(try cluster.client(0, ["get", "only-here"]).stdout == "1\n", "still serving")
+        #expect(try cluster.client(0, ["set", "after", "2"]).status == 0, "and writing")
+
+        let forced = try cluster.client(0, ["leave", "--force", "--json"])
+        #expect(forced.status == 0, "\(forced)")
+        #expect(forced.stdout.contains("\"left\":true"), "\(forced)")
+        let process = try #require(cluster.nodes[0].process)
+        process.waitUntilExit()
+        #expect(process.terminationStatus == 0)
+    }
+
     @Test func aSecondSignalExitsAtOnce() async throws {
         let cluster = try ProcessCluster(size: 1, name: "signals")
         defer { cluster.stop() }

@@ -2,7 +2,7 @@
 """Fault tests for Replica: partitions, one-way partitions, packet loss, late joiners, kill -9,
 SIGSTOP, 10,000 divergent keys, counters and drink logs across a partition, and a wiped node;
 then membership (membership.py): a node joining at runtime, restarted and wiped nodes rejoining,
-leave, forget, a bridge partition, 200 ms links, discovery by beacon, and the catch-up volume.
+leave (also over 100 ms links, handing its writes over), forget, a bridge partition, 200 ms links, discovery by beacon, and the catch-up volume.
 Each is checked Jepsen style after heal.
 
     sudo /usr/bin/python3 Tests/cluster/faults.py [--binary PATH] [--only NAME[,NAME]] [--list]

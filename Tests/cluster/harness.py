@@ -72,7 +72,7 @@ class Cluster:
 
     def __init__(self, binary, size=3, name="x", port=7000, log=print, seeds=None, advertise=None, extra_args=None):
         """`seeds(k)`: the nodes node k names with --peer (default: every other node);
-        `advertise(k)`: its --advertise HOST:PORT (default: none); `extra_args(k)`: more flags."""
+        `advertise(k)`: its --advertise HOST:PORT (default, or None: none); `extra_args(k)`: more flags."""
         self.binary = binary
         self.size = size
         self.port = port
@@ -178,9 +178,9 @@ class Cluster:
         seeds = self.seeds(k) if self.seeds else [j for j in self.nodes if j != k]
         for j in seeds:
             other = self.nodes[j]
-            address = self.advertise(j) if self.advertise else other.listen
+            address = (self.advertise(j) if self.advertise else None) or other.listen
             cmd += ["--peer", f"{other.id}@{address}"]
-        if self.advertise:
+        if self.advertise and self.advertise(k):
             cmd += ["--advertise", self.advertise(k)]
         if self.extra_args:
             cmd += self.extra_args(k)

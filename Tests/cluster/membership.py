@@ -297,6 +297,42 @@ def scenario_slow_links(ctx, binary):
             os.killpg(proxy.pid, 9)
 
 
+def scenario_leave_slow(ctx, binary):
+    """node3 is reached through a proxy with 100 ms of one-way delay (it advertises the proxy);
+    it writes 5,000 keys and 20 increments, then runs `leave` at once: when it returns, every
+    member already holds all of them. Its updates go out on its PUB, through the proxy; its
+    departure goes on its DEALER straight to the members. Before the hand-off, the departure
+    overtook the last updates, was acknowledged, the members hung up, and the writes never
+    arrived (found by an outside tester)."""
+    advertise = lambda k: "127.0.2.3:7000" if k == 3 else None
+    with Cluster(binary, 3, "leave-slow", advertise=advertise) as c:
+        proxy = start_delay_proxies(c, 0.1)
+        try:
+            c.start_all(wait_alive=False)
+            c.wait_all_alive(timeout=45)
+            expected = {f"handed-{i:05d}": {"n": i} for i in range(5000)}
+            c.import_keys(3, expected.items())
+            for _ in range(20):
+                result = c.client(3, ["incr", "handed"])
+                if result.returncode != 0:
+                    raise Failure(f"incr on node3 failed: {result.stderr.strip()}")
+            t = time.monotonic()
+            result = c.leave(3, timeout=40)
+            took = time.monotonic() - t
+            if result.returncode != 0:
+                raise Failure(f"leave failed (exit {result.returncode}): {result.stderr.strip()} {result.stdout.strip()}")
+            # No waiting: what leave promised must hold now.
+            for k in (1, 2):
+                held = len(c.stored_entries(k, "handed-"))
+                counter = c.client(k, ["counter", "handed"]).stdout.strip()
+                if held != len(expected) or counter != "20":
+                    raise Failure(f"right after leave returned, node{k} holds {held} of {len(expected)} keys and counter {counter!r} (want 20)")
+            ctx.say(f"leave returned in {took:.2f} s over a 100 ms link ({result.stdout.strip()}); "
+                    f"node1 and node2 already held all 5,000 keys and the 20 increments")
+        finally:
+            os.killpg(proxy.pid, 9)
+
+
 class BridgedCluster(Cluster):
     """Nodes in namespaces of their own, joined by a bridge (a LAN segment): what discovery by
     UDP broadcast needs. Node K is 10.77.0.K/24 in namespace NS-K; the bridge lives in NS-b."""
@@ -409,6 +445,7 @@ SCENARIOS = [
     ("join-runtime", scenario_join_runtime),
     ("rejoin", scenario_rejoin),
     ("leave", scenario_leave),
+    ("leave-slow", scenario_leave_slow),
     ("forget", scenario_forget),
     ("revoke", scenario_revoke),
     ("bridge-partition", scenario_bridge_partition),

@@ -97,56 +97,107 @@ extension Replica {
     }
 
     /// A members message that came back on a member's DEALER: the answer to an exchange (or to
-    /// our leave announcement).
+    /// our departure: its acknowledgement).
     func receiveMembersReply(_ message: MembersMessage, from node: NodeID) {
         mergeMembers(message.records, from: message.origin)
-        if leaving?.acknowledged(by: node) == true { finishLeaving() }
+        if let action = leaving?.acknowledged(by: node) { perform(action) }
     }
 
     // MARK: Leave and forget
 
-    /// Leaves the cluster: announces the departure to every member and waits (at most
-    /// `leaveTimeout`) until each alive one has acknowledged it; then shuts down. Returns how many
-    /// members acknowledged. Every member then lists this node as `left` and stops dialling it.
-    /// A second call while the first waits joins it and returns the same count.
+    /// Leaves the cluster for good, handing this node's writes over first (`LeaveProgress`):
+    /// waits (at most `leaveTimeout`) until every member alive now reports holding every update
+    /// this process published, then announces the departure and waits (at most 2 s) for each
+    /// one's acknowledgement, then shuts down. Every member then lists this node as `left` and
+    /// stops dialling it. Local writes are refused from the start (`ReplicaError.leaving`).
+    ///
+    /// If no member holds those writes when the time is up, the node does **not** leave (unless
+    /// `force`): it stays a member, keeps running and accepts writes again, and the result says
+    /// so (`Departure.left` false). A second call while the first waits joins it.
     @discardableResult
-    public func leave() async -> Int {
-        guard !isShutDown else { return leaveResult ?? 0 }
-        if membership.local.status != .active {
-            // Resumed with the first call's count, or by the shutdown that follows it.
+    public func leave(force: Bool = false) async -> Departure {
+        guard !isShutDown else { return departure ?? Self.noDeparture }
+        if leaving != nil || membership.local.status != .active {
+            // Resumed with the first call's result, or by the shutdown that follows it.
             return await withCheckedContinuation { leaveWaiters.append($0) }
         }
         // Writes made before the departure are committed and published ahead of it, on the same
         // stream; from here on writes are refused (`ReplicaError.leaving`).
         takeSubmissions()
         flush()
-        let departed = membership.leave()
-        logger.info("leaving the cluster")
-        announce([departed])
+        let now = ContinuousClock.now
         let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
-        for node in alive { sendMembers(to: node, wantsReply: true) }
-        let acknowledged = await withCheckedContinuation { continuation in
-            leaveWaiters.append(continuation)
-            leaving = LeaveProgress(asking: alive, deadline: .now + configuration.leaveTimeout)
-            if alive.isEmpty { finishLeaving() }
+        var progress = LeaveProgress(
+            asking: alive, epoch: epoch, published: sequence, force: force, now: now,
+            handOffTime: configuration.leaveTimeout, acknowledgementTime: Self.departureAcknowledgementTime)
+        var actions: [LeaveProgress.Action] = []
+        for node in alive.sorted() {
+            if let action = progress.heard(sessions[node]?.heartbeat?.reports[identity.node], from: node, now: now) { actions.append(action) }
         }
-        shutdown()
-        return acknowledged
+        if let action = progress.start(now: now) { actions.append(action) }
+        leaving = progress
+        logger.info("leaving the cluster: handing \(sequence) update(s) over to \(alive.count) member(s)")
+        return await withCheckedContinuation { continuation in
+            leaveWaiters.append(continuation)
+            for action in actions { perform(action) }
+        }
+    }
+
+    /// How long the departure waits for the members' acknowledgements, once they hold our writes.
+    static let departureAcknowledgementTime: Duration = .seconds(2)
+
+    /// The result of a `leave` on a node that was already shut down.
+    static let noDeparture = Departure(left: false, asked: [], holding: [], acknowledged: [], published: 0)
+
+    /// A member's heartbeat arrived while leaving: does it now hold our writes?
+    func leaveHeard(from node: NodeID, now: ContinuousClock.Instant) {
+        guard leaving != nil, let action = leaving?.heard(sessions[node]?.heartbeat?.reports[identity.node], from: node, now: now) else { return }
+        perform(action)
     }
 
     func checkLeaveDeadline(now: ContinuousClock.Instant) {
-        guard let leaving, leaving.isOverdue(now: now) else { return }
-        logger.warning("leave: no acknowledgement from \(leaving.waitingFor.sorted().map(\.rawValue).joined(separator: ", ")) in time")
-        finishLeaving()
+        guard let action = leaving?.tick(now: now) else { return }
+        if case .announce = action, let lacking = leaving?.lacking, !lacking.isEmpty {
+            let names = lacking.sorted().map(\.rawValue).joined(separator: ", ")
+            logger.warning("leave: \(names) did not confirm holding this node's writes in time; leaving anyway: they get them from the members that did")
+        }
+        if case .finish(left: true) = action, let leaving {
+            let silent = leaving.asked.subtracting(leaving.acknowledged)
+            if !silent.isEmpty { logger.warning("leave: no acknowledgement from \(silent.sorted().map(\.rawValue).joined(separator: ", ")) in time") }
+        }
+        perform(action)
     }
 
-    func finishLeaving() {
-        let acknowledged = leaving?.acknowledgements ?? leaveResult ?? 0
-        leaveResult = acknowledged
+    private func perform(_ action: LeaveProgress.Action) {
+        switch action {
+        case .announce:
+            let departed = membership.leave()
+            announce([departed])
+            let asked = leaving?.asked ?? []
+            for node in asked.sorted() { sendMembers(to: node, wantsReply: true) }
+            if asked.isEmpty { perform(.finish(left: true)) }
+        case .finish(let left):
+            finishLeaving(left: left)
+        }
+    }
+
+    /// Resumes every `leave` caller; a node that left then shuts down (`leave` returns after).
+    func finishLeaving(left: Bool = true) {
+        let result = leaving.map { progress in
+            Departure(
+                left: left, asked: progress.asked.sorted(), holding: progress.holding.sorted(),
+                acknowledged: progress.acknowledged.sorted(), published: progress.published)
+        } ?? departure ?? Self.noDeparture
+        departure = result
         leaving = nil
+        if !left {
+            let asked = result.asked.isEmpty ? "none alive" : result.asked.map(\.rawValue).joined(separator: ", ")
+            logger.error("not leaving: no member confirmed holding the \(result.published) update(s) this node published (asked: \(asked)); it stays a member and accepts writes again")
+        }
         let waiters = leaveWaiters
         leaveWaiters = []
-        for waiter in waiters { waiter.resume(returning: acknowledged) }
+        for waiter in waiters { waiter.resume(returning: result) }
+        if left && !isShutDown { shutdown() }
     }
 
     /// Why `forget` refused.

@@ -136,6 +136,7 @@ extension Replica {
             syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
         guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
         perform(actions, for: node, now: now)
+        leaveHeard(from: node, now: now)
         // What the member says about the others: whom it hears (indirect liveness), and how far it
         // has their streams (updates of members we cannot hear that we lack).
         for report in heartbeat.reports where report.node != identity.node && report.node != node {

@@ -92,10 +92,10 @@ public actor Replica: PollLoopOwner {
     var catchUpUnservedSince: ContinuousClock.Instant?
     static let catchUpPatience: Duration = .seconds(3)
     var leaving: LeaveProgress?
-    /// Every `leave()` caller waiting for it (a second call joins the first), resumed once, and
-    /// the count they were given (for a call that comes later still).
-    var leaveWaiters: [CheckedContinuation<Int, Never>] = []
-    var leaveResult: Int?
+    /// Every `leave()` caller waiting for it (a second call joins the first), resumed once.
+    var leaveWaiters: [CheckedContinuation<Departure, Never>] = []
+    /// How the last `leave` went.
+    var departure: Departure?
 
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
@@ -329,8 +329,8 @@ public actor Replica: PollLoopOwner {
     /// key, a value too large, a newer schema.
     func validate(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16?) throws {
         guard !isShutDown else { throw ReplicaError.shutDown }
-        // Left (or leaving: `leave` marks the record before it waits).
-        guard membership.local.status == .active else { throw ReplicaError.leaving }
+        // Left, or handing its writes over before it leaves.
+        guard membership.local.status == .active, leaving == nil else { throw ReplicaError.leaving }
         try throwIfLocalWritesAreRefused()
         for request in batch {
             do {
@@ -439,7 +439,7 @@ public actor Replica: PollLoopOwner {
         isShutDown = true
         // Writes the flush could not take (held for the clock check) are refused, not left waiting.
         refuse(commits.takeWrites()) { _ in ReplicaError.shutDown }
-        finishLeaving()
+        if leaving != nil || !leaveWaiters.isEmpty { finishLeaving(left: membership.local.status != .active) }
         publisher?.close()
         syncServer?.close()
         authenticator?.close()

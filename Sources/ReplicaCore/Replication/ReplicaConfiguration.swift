@@ -58,8 +58,10 @@ public struct ReplicaConfiguration: Sendable {
     /// Silence after which a peer is suspect, then down.
     public var suspectAfter: Duration = .milliseconds(1500)
     public var downAfter: Duration = .seconds(5)
-    /// How long `leave()` waits for the members to acknowledge the departure.
-    public var leaveTimeout: Duration = .seconds(2)
+    /// How long `leave()` waits for the members alive to report holding this node's writes
+    /// (they repair what they lack meanwhile); the acknowledgements of the departure are then
+    /// awaited for at most 2 s more.
+    public var leaveTimeout: Duration = .seconds(10)
     /// A full digest comparison with every peer at this interval, whatever else happened.
     public var periodicSyncInterval: Duration = .seconds(30)
     /// A sync that has received nothing for this long is abandoned (and retried by a trigger).

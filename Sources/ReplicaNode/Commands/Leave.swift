@@ -1,34 +1,68 @@
 import ArgumentParser
+import ReplicaCore
 
 struct Leave: ClientCommand {
     static let configuration = CommandConfiguration(
         commandName: "leave",
         abstract: "Take a node out of the cluster for good, then stop it.",
         discussion: """
-            The node announces its departure, waits (at most 2 s) until every alive member has \
-            acknowledged it, and stops; every member then lists it as left and no longer dials \
-            it. Started again later, with the same id, it joins as a new life. To remove a node \
-            that is already dead, run `forget` on any member instead.
+            The node first hands its writes over: it refuses new writes and waits (at most \
+            10 s) until every member alive reports holding every update it published, which \
+            they repair meanwhile if they lack some. Then it announces its departure, waits \
+            (at most 2 s) for the members' acknowledgements, and stops; every member then lists \
+            it as left and no longer dials it. Started again later, with the same id, it joins \
+            as a new life.
 
-            Example:
+            If no member confirms holding its writes in time (none alive, or none reachable), \
+            the node does not leave: it stays a member, keeps running and accepts writes \
+            again, and leave exits 1 saying so; run it again once members are reachable, or \
+            with --force to leave anyway (its writes then stay only in its data directory). \
+            Members that did not confirm while others did get the writes from those.
+
+            To remove a node that is already dead, run `forget` on any member instead.
+
+            Example (add --force to leave even if no member confirms):
               replica-node leave --data cluster-data/node3
             """)
 
     @OptionGroup var options: ClientOptions
 
+    @Flag(help: "Leave even if no member confirms holding this node's writes.")
+    var force = false
+
     func perform(with client: ControlClient) throws {
         var client = client
-        client.timeout = .seconds(10)
-        let acknowledged = try client.call(.leave, expecting: \.left)
+        client.timeout = .seconds(30)  // the hand-off (10 s) and the acknowledgements (2 s)
+        let departure = try client.call(.leave(force: force), expecting: \.left)
         if options.json {
-            try Output.json(encoding: Departure(left: true, acknowledged: acknowledged))
+            try Output.json(encoding: departure)
+        } else if departure.left {
+            Output.line("OK left the cluster; \(Self.handOff(departure)); the node stops")
+            if departure.holding.isEmpty && departure.published > 0 {
+                Output.warning("no member confirmed holding the \(departure.published) update(s) this node published: "
+                    + "those no member had are only in \(options.dataPath ?? "its data directory") now")
+            }
         } else {
-            Output.line("OK left the cluster; \(acknowledged) member(s) acknowledged; the node stops")
+            let asked = departure.asked.isEmpty ? "no member is alive" : "asked: " + departure.asked.map(\.rawValue).joined(separator: ", ")
+            Output.error("not left: no member confirmed holding the \(departure.published) update(s) this node published "
+                + "within 10 s (\(asked)). The node stays a member, keeps running and accepts writes again. Check that "
+                + "members are up and reach it (status), then run leave again; leave --force leaves anyway, its writes "
+                + "then only in its data directory")
         }
+        if !departure.left { throw ExitCode.failure }
     }
 
-    struct Departure: Encodable {
-        var left: Bool
-        var acknowledged: Int
+    /// "3 of 3 members hold its 12 update(s) and acknowledged", and who did not.
+    static func handOff(_ departure: Departure) -> String {
+        let total = departure.asked.count
+        guard total > 0 else { return "no member was alive to hand over to" }
+        var text = departure.published == 0
+            ? "it had published nothing in this run"
+            : "\(departure.holding.count) of \(total) member(s) hold its \(departure.published) update(s)"
+        if !departure.lacking.isEmpty, departure.published > 0, !departure.holding.isEmpty {
+            text += " (\(departure.lacking.map(\.rawValue).joined(separator: ", ")) did not confirm in time: they get them from the others)"
+        }
+        text += "; \(departure.acknowledged.count) of \(total) acknowledged"
+        return text
     }
 }

@@ -27,9 +27,10 @@ enum ControlRequest: Codable, Sendable, Equatable {
     case addDrink(Drink)
     case listDrinks
     case removeDrink(id: UUID)
-    /// Leave the cluster: answered with `.left` once the members acknowledged (or the wait
-    /// ran out); then the node stops.
-    case leave
+    /// Leave the cluster: answered with `.left` once the members hold this node's writes and
+    /// acknowledged the departure (or the waits ran out); then the node stops, if it left. With
+    /// `force`, it leaves even if no member holds its writes (nil: false).
+    case leave(force: Bool?)
     /// Remove a dead member from the whole cluster.
     case forget(node: String)
     case health
@@ -49,8 +50,8 @@ enum ControlReply: Codable, Sendable {
     /// The drinks this node can read, and why it cannot read others (a newer schema's; nil
     /// when none, so the reply is as before for clients that do not know the field).
     case drinks([Drink], problems: [String]?)
-    /// How many members acknowledged the departure.
-    case left(acknowledged: Int)
+    /// How the departure went (`Departure.left` false: the node stayed).
+    case left(Departure)
     case forgotten(node: String)
     case health(ReplicaHealth)
     case failure(ControlFailure)
@@ -65,7 +66,7 @@ enum ControlReply: Codable, Sendable {
     var counter: CounterSnapshot? { if case .counter(let value) = self { value } else { nil } }
     var drink: Drink? { if case .drink(let value) = self { value } else { nil } }
     var drinkList: DrinkList? { if case .drinks(let drinks, let problems) = self { DrinkList(drinks: drinks, problems: problems ?? []) } else { nil } }
-    var left: Int? { if case .left(let value) = self { value } else { nil } }
+    var left: Departure? { if case .left(let value) = self { value } else { nil } }
     var forgotten: String? { if case .forgotten(let value) = self { value } else { nil } }
     var health: ReplicaHealth? { if case .health(let value) = self { value } else { nil } }
 }

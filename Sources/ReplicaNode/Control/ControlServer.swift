@@ -198,7 +198,7 @@ actor ControlServer: PollLoopOwner {
                 if self.send(reply, to: client) == .full {
                     self.logger.warning("a reply to a control client was dropped: its queue is full")
                 }
-                if case .left = reply { self.onLeave() }
+                if case .left(let departure) = reply, departure.left { self.onLeave() }
                 self.inFlight -= 1
                 self.checkIdle()
             }
@@ -368,8 +368,8 @@ actor ControlServer: PollLoopOwner {
             return .status(await replica.status())
         case .watch, .watchCheck:
             throw ControlFailure(.invalidRequest, "watch is served by the control loop")
-        case .leave:
-            return .left(acknowledged: await replica.leave())
+        case .leave(let force):
+            return .left(await replica.leave(force: force ?? false))
         case .forget(let name):
             guard let node = NodeID(rawValue: name) else { throw ControlFailure(.invalidValue, "invalid node id '\(name)'") }
             try await replica.forget(node)

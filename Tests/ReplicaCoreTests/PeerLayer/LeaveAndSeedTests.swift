@@ -1,29 +1,10 @@
 import Testing
 @testable import ReplicaCore
 
-/// `LeaveProgress` and `SeedRecontact`: what a departing node counts, and when an isolated node
-/// asks its seeds again.
+/// `SeedRecontact`: when an isolated node asks its seeds again. (`LeaveProgress` has its own
+/// table, LeaveProgressTests.)
 @Suite struct LeaveAndSeedTests {
     let start = ContinuousClock.now
-
-    /// The count is of the members asked that answered: one coming alive meanwhile is not
-    /// counted, one going silent does not take away another's answer.
-    @Test func aLeaveCountsTheMembersAskedThatAnswered() {
-        var progress = LeaveProgress(asking: ["b", "c"], deadline: start + .seconds(2))
-        #expect(progress.acknowledgements == 0)
-        let byD = progress.acknowledged(by: "d")
-        #expect(!byD, "not asked: changes nothing")
-        #expect(progress.acknowledgements == 0)
-        let byC = progress.acknowledged(by: "c")
-        #expect(!byC)
-        #expect(progress.acknowledgements == 1)
-        #expect(!progress.isOverdue(now: start + .seconds(1)))
-        #expect(progress.isOverdue(now: start + .seconds(2)))
-        let byB = progress.acknowledged(by: "b")
-        #expect(byB)
-        #expect(progress.waitingFor.isEmpty && progress.acknowledgements == 2)
-        #expect(LeaveProgress(asking: [], deadline: start).waitingFor.isEmpty)
-    }
 
     struct Tick: Sendable {
         var at: Int

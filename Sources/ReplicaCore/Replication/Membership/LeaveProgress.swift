@@ -1,26 +1,98 @@
-/// A departure in progress: the members asked to acknowledge it and those that have not yet.
+/// A departure in progress, in two phases.
 ///
-/// The members asked are fixed when the leave starts, so the count reported is of those that
-/// answered: a member that comes alive or goes silent meanwhile changes nothing.
+/// 1. **Hand-off.** The members alive when `leave` starts are asked, by waiting, to hold every
+///    update this process published: each member's heartbeats report how far it holds our
+///    stream (`PeerReport.through`), and it repairs what it lacks from our retransmit buffer
+///    meanwhile, since we keep running. Updates travel on PUB and the departure on DEALER, so
+///    without this wait a member could acknowledge the departure, hang up, and never receive
+///    the last writes (an outside tester lost them over 100 ms links).
+/// 2. **Departure.** Once every member asked holds them (or the hand-off time is up and at
+///    least one does), the departure is announced and each member's acknowledgement awaited.
+///
+/// If no member holds what this process wrote when the hand-off time is up, the node does not
+/// leave (unless forced): its writes would be only in its data directory.
+///
+/// The members asked are fixed when the leave starts, so the figures reported are about them: a
+/// member that comes alive or goes silent meanwhile changes nothing.
 struct LeaveProgress: Equatable, Sendable {
+    enum Phase: Equatable, Sendable {
+        case handingOff(until: ContinuousClock.Instant)
+        case departing(until: ContinuousClock.Instant)
+    }
+
+    /// What the owner does next.
+    enum Action: Equatable, Sendable {
+        /// Announce the departure and ask the members for their acknowledgement.
+        case announce
+        /// Done: `left` false when the node stays (no member holds its writes).
+        case finish(left: Bool)
+    }
+
     let asked: Set<NodeID>
-    private(set) var waitingFor: Set<NodeID>
-    let deadline: ContinuousClock.Instant
+    /// This process's update stream: its epoch, and the last sequence it published.
+    let epoch: UInt64
+    let published: UInt64
+    let force: Bool
+    let acknowledgementTime: Duration
+    private(set) var phase: Phase
+    private(set) var holding: Set<NodeID> = []
+    private(set) var acknowledged: Set<NodeID> = []
 
-    init(asking members: Set<NodeID>, deadline: ContinuousClock.Instant) {
+    init(asking members: Set<NodeID>, epoch: UInt64, published: UInt64, force: Bool,
+         now: ContinuousClock.Instant, handOffTime: Duration, acknowledgementTime: Duration) {
         asked = members
-        waitingFor = members
-        self.deadline = deadline
+        self.epoch = epoch
+        self.published = published
+        self.force = force
+        self.acknowledgementTime = acknowledgementTime
+        phase = .handingOff(until: now + handOffTime)
     }
 
-    /// `node` acknowledged (a members reply came back from it). True when none is left to wait for.
-    mutating func acknowledged(by node: NodeID) -> Bool {
-        waitingFor.remove(node)
-        return waitingFor.isEmpty
+    /// The first step, once the latest report of each member asked has been given to `heard`:
+    /// with nothing to hand over, or nobody to hand it to, the departure goes ahead or ends now.
+    mutating func start(now: ContinuousClock.Instant) -> Action? {
+        guard case .handingOff = phase else { return nil }
+        if asked.isEmpty { return published == 0 || force ? depart(now: now) : .finish(left: false) }
+        return holding == asked ? depart(now: now) : nil
     }
 
-    /// How many of the members asked have acknowledged.
-    var acknowledgements: Int { asked.count - waitingFor.count }
+    /// `node`'s report of our stream (from its latest heartbeat; nil: it reports none).
+    mutating func heard(_ report: PeerReport?, from node: NodeID, now: ContinuousClock.Instant) -> Action? {
+        guard asked.contains(node), holds(report) else { return nil }
+        holding.insert(node)
+        guard case .handingOff = phase, holding == asked else { return nil }
+        return depart(now: now)
+    }
 
-    func isOverdue(now: ContinuousClock.Instant) -> Bool { now >= deadline }
+    /// Whether a report says its member holds every update this process published.
+    func holds(_ report: PeerReport?) -> Bool {
+        published == 0 || report.map { $0.epoch == epoch && $0.through >= published } ?? false
+    }
+
+    /// `node` acknowledged the departure (a members reply came back from it).
+    mutating func acknowledged(by node: NodeID) -> Action? {
+        guard case .departing = phase, asked.contains(node) else { return nil }
+        acknowledged.insert(node)
+        return acknowledged == asked ? .finish(left: true) : nil
+    }
+
+    mutating func tick(now: ContinuousClock.Instant) -> Action? {
+        switch phase {
+        case .handingOff(let until) where now >= until:
+            // Those that hold the writes pass them on to the others (anti-entropy).
+            return holding.isEmpty && !force ? .finish(left: false) : depart(now: now)
+        case .departing(let until) where now >= until:
+            return .finish(left: true)
+        default:
+            return nil
+        }
+    }
+
+    private mutating func depart(now: ContinuousClock.Instant) -> Action {
+        phase = .departing(until: now + acknowledgementTime)
+        return .announce
+    }
+
+    /// Members asked that did not confirm holding this process's writes.
+    var lacking: Set<NodeID> { asked.subtracting(holding) }
 }

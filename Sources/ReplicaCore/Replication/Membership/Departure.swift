@@ -1,0 +1,28 @@
+/// How `Replica.leave()` went.
+public struct Departure: Sendable, Equatable, Codable {
+    /// Whether the node left the cluster. False when it stayed: no member confirmed holding
+    /// the writes this process made (within `leaveTimeout`), so leaving would have left them only
+    /// in its data directory. It then keeps running as a member, and accepts writes again.
+    public var left: Bool
+    /// The members alive when the leave began: asked to hold this node's writes and to
+    /// acknowledge its departure.
+    public var asked: [NodeID]
+    /// Those whose heartbeats reported holding every update this process published.
+    public var holding: [NodeID]
+    /// Those that acknowledged the departure.
+    public var acknowledged: [NodeID]
+    /// How many updates this process published (0: nothing to hand over).
+    public var published: UInt64
+
+    public init(left: Bool, asked: [NodeID], holding: [NodeID], acknowledged: [NodeID], published: UInt64) {
+        self.left = left
+        self.asked = asked
+        self.holding = holding
+        self.acknowledged = acknowledged
+        self.published = published
+    }
+
+    /// Members asked that did not confirm holding this node's writes: they get them from the
+    /// members that did (anti-entropy), once they can reach one.
+    public var lacking: [NodeID] { asked.filter { !holding.contains($0) } }
+}

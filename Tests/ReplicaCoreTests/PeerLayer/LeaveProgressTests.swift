@@ -1,0 +1,86 @@
+import Testing
+@testable import ReplicaCore
+
+/// The departure's two phases as a table: members hand-off first, then acknowledgements.
+@Suite struct LeaveProgressTests {
+    static let start = ContinuousClock.now
+
+    static func progress(asking members: Set<NodeID> = ["a", "b"], published: UInt64 = 12, force: Bool = false) -> LeaveProgress {
+        LeaveProgress(asking: members, epoch: 7, published: published, force: force, now: start,
+                      handOffTime: .seconds(10), acknowledgementTime: .seconds(2))
+    }
+
+    static func report(epoch: UInt64 = 7, through: UInt64) -> PeerReport {
+        PeerReport(node: "leaver", epoch: epoch, through: through, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)
+    }
+
+    static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
+
+    @Test(arguments: [
+        (report(through: 12), true),
+        (report(through: 13), true),
+        (report(through: 11), false, ),
+        (report(epoch: 6, through: 99), false),  // an earlier life's stream
+    ] as [(PeerReport, Bool)])
+    func aMemberHoldsTheWritesWhenItReportsTheStreamThroughTheLastSequence(report: PeerReport, holds: Bool) {
+        #expect(Self.progress().holds(report) == holds)
+        #expect(!Self.progress().holds(nil))
+        #expect(Self.progress(published: 0).holds(nil), "nothing published: nothing to hold")
+    }
+
+    @Test func theDepartureWaitsUntilEveryMemberHoldsTheWrites() {
+        var progress = Self.progress()
+        #expect(progress.heard(Self.report(through: 12), from: "a", now: Self.at(0)) == nil)
+        #expect(progress.start(now: Self.at(0)) == nil, "b lacks them: wait")
+        #expect(progress.heard(Self.report(through: 5), from: "b", now: Self.at(1)) == nil)
+        #expect(progress.tick(now: Self.at(2)) == nil)
+        #expect(progress.heard(Self.report(through: 12), from: "b", now: Self.at(3)) == .announce)
+        #expect(progress.heard(Self.report(through: 12), from: "b", now: Self.at(3.5)) == nil, "announced once")
+        #expect(progress.acknowledged(by: "a") == nil)
+        #expect(progress.acknowledged(by: "b") == .finish(left: true))
+    }
+
+    @Test func withNothingPublishedTheDepartureStartsAtOnce() {
+        var progress = Self.progress(published: 0)
+        #expect(progress.heard(nil, from: "a", now: Self.at(0)) == nil)
+        #expect(progress.heard(nil, from: "b", now: Self.at(0)) == .announce)
+        #expect(progress.start(now: Self.at(0)) == nil)
+    }
+
+    @Test func whenTimeIsUpThoseHoldingTheWritesAreEnough() {
+        var progress = Self.progress()
+        _ = progress.heard(Self.report(through: 12), from: "a", now: Self.at(0))
+        #expect(progress.start(now: Self.at(0)) == nil)
+        #expect(progress.tick(now: Self.at(10)) == .announce)
+        #expect(progress.lacking == ["b"])
+        #expect(progress.acknowledged(by: "a") == nil)
+        #expect(progress.tick(now: Self.at(11.9)) == nil)
+        #expect(progress.tick(now: Self.at(12)) == .finish(left: true), "b never acknowledged: left all the same")
+    }
+
+    @Test func withNoMemberHoldingTheWritesTheNodeStays() {
+        var progress = Self.progress()
+        #expect(progress.start(now: Self.at(0)) == nil)
+        #expect(progress.acknowledged(by: "a") == nil, "no acknowledgement before the departure")
+        #expect(progress.tick(now: Self.at(10)) == .finish(left: false))
+        var forced = Self.progress(force: true)
+        #expect(forced.tick(now: Self.at(10)) == .announce)
+    }
+
+    @Test func withNoMemberAliveOnlyANodeWithNothingToHandOverLeaves() {
+        var alone = Self.progress(asking: [], published: 3)
+        #expect(alone.start(now: Self.at(0)) == .finish(left: false))
+        var empty = Self.progress(asking: [], published: 0)
+        #expect(empty.start(now: Self.at(0)) == .announce)
+        var forced = Self.progress(asking: [], published: 3, force: true)
+        #expect(forced.start(now: Self.at(0)) == .announce)
+    }
+
+    @Test func aMemberNotAskedChangesNothing() {
+        var progress = Self.progress(asking: ["a"])
+        #expect(progress.heard(Self.report(through: 12), from: "z", now: Self.at(0)) == nil)
+        #expect(progress.heard(Self.report(through: 12), from: "a", now: Self.at(0)) == .announce)
+        #expect(progress.acknowledged(by: "z") == nil)
+        #expect(progress.acknowledged(by: "a") == .finish(left: true))
+    }
+}
