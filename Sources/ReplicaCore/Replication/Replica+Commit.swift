@@ -35,7 +35,7 @@ extension Replica {
         }
         // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
         // it proves nothing about a store that has been failing.
-        if !winners.isEmpty, let ended = commits.committed() {
+        if !winners.isEmpty, let ended = commits.committed(now: .now) {
             logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
             problems.clear(.commit, Self.commitSubject)
             planner.wantCatchUp(.commitFailed)

@@ -4,10 +4,10 @@ import Logging
 /// Requesting: full anti-entropy syncs (as the `SyncPlanner` decides) and repairs of lost
 /// updates (as each `PeerSession` decides), and what comes back on the members' DEALERs.
 extension Replica {
-    /// Starts the sync the planner picks, if any (none while the store is failing and its
-    /// back-off runs: what a sync brought would only be dropped).
+    /// Starts the sync the planner picks, if any (while the store is failing, only when the
+    /// fetch's back-off has passed: what a sync brought would only fail again).
     func startNextSync(now: ContinuousClock.Instant) {
-        guard commits.acceptsInbound(now: now) else { return }
+        guard commits.acceptsSyncs(now: now) else { return }
         let candidates = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
             SyncPlanner.Candidate(
                 node: session.node,
@@ -45,6 +45,7 @@ extension Replica {
             return
         }
         planner.started(with: node, requestID: requestID, reason: reason, reports: session.heartbeat?.reports ?? [:], now: now)
+        commits.syncStarted()
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
     }
@@ -143,7 +144,7 @@ extension Replica {
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
-            if sync.reason == .commitFailed && sync.entries == 0, commits.committed() != nil {
+            if sync.reason == .commitFailed && sync.entries == 0, commits.committed(now: now) != nil {
                 // Nothing was missing after all: what failed to commit is here.
                 problems.clear(.commit, Self.commitSubject)
             }

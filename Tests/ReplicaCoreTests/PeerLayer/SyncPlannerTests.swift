@@ -206,7 +206,7 @@ import Testing
         #expect(check16)
         let check17 = queue.acceptsInbound(now: now + .milliseconds(750))
         #expect(check17)
-        let check18 = queue.committed()?.count == 2
+        let check18 = queue.committed(now: now + .milliseconds(750))?.count == 2
         #expect(check18)
         #expect(queue.failure == nil)
     }
@@ -246,6 +246,49 @@ import Testing
         let gaps = zip(refetches.dropFirst(), refetches).map { $0 - $1 }
         #expect(gaps.last.map { $0 >= .seconds(60) } == true, "once a minute at most, in the end: \(gaps)")
         #expect(queue.failure?.backoff == CommitQueue.maxBackoff)
+    }
+
+    /// Syncs of every reason wait for the fetch's back-off while commits fail, and each one
+    /// started counts as the fetch: digest syncs of the whole difference came every 5 s.
+    @Test func whileCommitsFailSyncsWaitForTheFetchBackOff() {
+        var queue = CommitQueue()
+        #expect(queue.acceptsSyncs(now: now))
+        _ = queue.failed("disk full", now: now)
+        var at = now
+        var syncs: [Duration] = []
+        while at < now + .seconds(300) {
+            at += .milliseconds(50)
+            if queue.acceptsSyncs(now: at) {
+                syncs.append(at - now)
+                queue.syncStarted()
+                _ = queue.failed("disk full", now: at)  // what it brought fails too
+            }
+        }
+        #expect(syncs.count <= 12, "\(syncs)")
+        #expect(zip(syncs.dropFirst(), syncs).map { $0 - $1 }.last.map { $0 >= .seconds(60) } == true)
+    }
+
+    /// A disk with room for small commits but not for a fetch: a small commit ends the failure,
+    /// the fetch that follows fails again, and the fetch's back-off goes on growing instead of
+    /// starting over (it alternated 6 to 7 times a second).
+    @Test func aFailureSoonAfterTheLastOneGoesOnWithItsBackOff() {
+        var queue = CommitQueue()
+        var at = now
+        _ = queue.failed("disk full", now: at)
+        var backoffs: [Duration] = []
+        for _ in 0..<10 {
+            at += .seconds(1)
+            _ = queue.committed(now: at)  // a small commit fits
+            _ = queue.failed("disk full", now: at)  // the fetch after it does not
+            backoffs.append(queue.failure!.refetchBackoff)
+        }
+        #expect(backoffs == backoffs.sorted() && backoffs.last == CommitQueue.maxRefetchBackoff, "\(backoffs)")
+        // Long after the last failure, a new one starts over.
+        at += CommitQueue.maxRefetchBackoff * 2
+        _ = queue.committed(now: at)
+        at += CommitQueue.maxRefetchBackoff * 2
+        _ = queue.failed("disk full", now: at)
+        #expect(queue.failure?.refetchBackoff == CommitQueue.firstBackoff)
     }
 
 }
