@@ -39,6 +39,11 @@ extension Replica {
             }
         }
         judgeMemberClocks(measured, median: ClockCheck.median(offsets))
+        // A member that is down has no clock to judge: what was said of it is stale (it stayed
+        // listed, its last time after the member's last heartbeat).
+        for session in sessions.values where session.liveness.state == .down {
+            problems.clear(.peerClock, session.node.rawValue)
+        }
         // A node that refuses writes for want of a first comparison fails health from then on,
         // written to or not (cleared once its clock agrees: the verdict changes above).
         if configuration.requireClockCheck && clockCheck.isUnchecked(now: now),

@@ -36,7 +36,7 @@ struct Status: ClientCommand {
         let started = now.addingTimeInterval(-status.uptimeSeconds)
         line("started", "\(TimeText.iso8601(started)) (up \(TimeText.duration(seconds: status.uptimeSeconds)))")
         line("hlc", status.hlc + (TimeText.iso8601(hybridTimestamp: status.hlc).map { " (\($0))" } ?? ""))
-        line("entries", "\(status.liveEntryCount) live, \(status.entryCount) with tombstones")
+        line("entries", "\(status.liveEntryCount) live, \(status.entryCount - status.liveEntryCount) tombstones")
         line("digest", status.digest)
         line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
         let counters = status.counters
