@@ -39,12 +39,12 @@ import Testing
 
         #expect(await eventually {
             await curveNode.status().problems.contains {
-                $0.kind == .handshake && $0.subject == plainAddress && $0.message.contains("does not use CURVE")
+                $0.kind == .handshake && $0.subject == plainAddress && $0.message.contains("the peer does not use CURVE")
             }
         }, "the CURVE node names its seed as not using CURVE")
         #expect(await eventually {
             await plainNode.status().problems.contains {
-                $0.kind == .handshake && $0.subject == curveAddress && $0.message.contains("requires CURVE while this node runs insecure")
+                $0.kind == .handshake && $0.subject == curveAddress && $0.message.contains("the peer requires CURVE while this node runs insecure")
             }
         }, "the insecure node names its seed as requiring CURVE")
         #expect(await eventually { await plainNode.counterSnapshot().handshakesFailed > 0 }, "an insecure listener counts them too")

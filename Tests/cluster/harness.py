@@ -372,7 +372,7 @@ class Cluster:
                 out[k] = None
         return out
 
-    def leave(self, k, timeout=10):
+    def leave(self, k, timeout=40):
         """`replica-node leave` on node k; returns the CompletedProcess (the node exits)."""
         return self.client(k, ["leave"], timeout=timeout)
 

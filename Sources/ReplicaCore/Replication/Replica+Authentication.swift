@@ -9,24 +9,26 @@ extension Replica {
         (authenticator.map { [$0] } ?? []) + handshakeMonitors.map(\.socket)
     }
 
+    /// Why two nodes of different security modes cannot talk, in this node's terms.
+    var securityMismatch: String {
+        (curve != nil ? "the peer does not use CURVE (started --insecure?) while this node does" : "the peer requires CURVE while this node runs insecure")
+            + ": the two cannot connect. A cluster is all CURVE or all insecure (docs/security.md, \"Moving a cluster to CURVE\")"
+    }
+
     func serviceAuthentication() {
         for monitor in handshakeMonitors {
             let report = monitor.drain()
             for descriptor in report.closed { acceptedConnections.closed(descriptor) }
             counters.handshakesFailed += report.failedHandshakes
             if report.mechanismMismatches > 0 {
-                warn("security_mismatch", curve != nil
-                    ? "refused \(report.mechanismMismatches) incoming connection(s) without CURVE: a node started --insecure dials "
-                        + "this CURVE node. A cluster is all CURVE or all insecure (docs/security.md)"
-                    : "refused \(report.mechanismMismatches) incoming connection(s) that use CURVE: a node with keys dials this "
-                        + "insecure node. A cluster is all CURVE or all insecure (docs/security.md)")
+                warn("security_mismatch", "refused \(report.mechanismMismatches) incoming connection(s) "
+                    + (curve != nil ? "without CURVE: " : "that use CURVE: ") + securityMismatch)
             }
-            if report.failedHandshakes > report.mechanismMismatches {
-                let failed = report.failedHandshakes - report.mechanismMismatches
-                warn("failed_handshake", curve != nil
-                    ? "refused \(failed) incoming connection(s) that failed the CURVE handshake: a client that expects another "
-                        + "public key for this node (an old key of it, or another node's key given to it), or garbage"
-                    : "\(failed) incoming connection(s) failed the handshake: garbage, or a client that closed during it")
+            // Insecure, the rest are only counted: port scans and connections closed early.
+            if curve != nil, report.failedHandshakes > report.mechanismMismatches {
+                warn("failed_handshake", "refused \(report.failedHandshakes - report.mechanismMismatches) incoming connection(s) "
+                    + "that failed the CURVE handshake: a client that expects another public key for this node (an old key of "
+                    + "it, or another node's key given to it), or garbage")
             }
         }
         guard let authenticator else { return }

@@ -1,3 +1,4 @@
+import CZMQ
 import Foundation
 
 /// Sockets to members and seeds: opening, closing, and their connection events.
@@ -138,16 +139,17 @@ extension Replica {
     func noteRefusedHandshake(_ failure: HandshakeFailure, by peer: String, at address: Endpoint) {
         let message: String
         switch failure {
-        case .mechanismMismatch where curve != nil:
-            message = "\(peer) at \(address) does not use CURVE (started --insecure?) while this node does: the two cannot "
-                + "connect. A cluster is all CURVE or all insecure (docs/security.md)"
         case .mechanismMismatch:
-            message = "\(peer) at \(address) requires CURVE while this node runs insecure: the two cannot connect. A cluster "
-                + "is all CURVE or all insecure (docs/security.md)"
+            message = "\(peer) at \(address): \(securityMismatch)"
+        case .refused(400):
+            message = "\(peer) at \(address) refused this node's key (\(curve?.keys.publicKey ?? "-")): its trust directory does "
+                + "not hold this node's public key. Copy this node's ID.pub there (docs/security.md)"
         case .refused(let status):
-            message = "\(peer) at \(address) refused this node's key (\(curve?.keys.publicKey ?? "-"); authentication status "
-                + "\(status)): its trust directory does not hold this node's public key. Copy this node's ID.pub there "
-                + "(docs/security.md)"
+            message = "\(peer) at \(address) refused the connection (authentication status \(status))"
+        case .protocolError(ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) where curve != nil:
+            message = "\(peer) at \(address) failed the CURVE handshake (a cryptographic error): it holds another key than "
+                + "the one this node trusts for it (a rotated key whose new .pub is not here yet?). Check its ID.pub in the "
+                + "trust directory (docs/security.md)"
         case .protocolError, .noDetail:
             return
         }

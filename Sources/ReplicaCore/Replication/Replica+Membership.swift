@@ -119,6 +119,7 @@ extension Replica {
         guard !isShutDown else { return departure ?? Self.noDeparture }
         if leaving != nil || membership.local.status != .active {
             // Resumed with the first call's result, or by the shutdown that follows it.
+            if force { leaving?.force = true }
             return await withCheckedContinuation { leaveWaiters.append($0) }
         }
         // Writes made before the departure are committed and published ahead of it, on the same
@@ -151,7 +152,9 @@ extension Replica {
 
     /// A member's heartbeat arrived while leaving: does it now hold our writes?
     func leaveHeard(from node: NodeID, now: ContinuousClock.Instant) {
-        guard leaving != nil, let action = leaving?.heard(sessions[node]?.heartbeat?.reports[identity.node], from: node, now: now) else { return }
+        guard leaving != nil else { return }
+        leaving?.published = sequence
+        guard let action = leaving?.heard(sessions[node]?.heartbeat?.reports[identity.node], from: node, now: now) else { return }
         perform(action)
     }
 
@@ -190,7 +193,7 @@ extension Replica {
         } ?? departure ?? Self.noDeparture
         departure = result
         leaving = nil
-        if !left {
+        if !left && !isShutDown {
             let asked = result.asked.isEmpty ? "none alive" : result.asked.map(\.rawValue).joined(separator: ", ")
             logger.error("not leaving: no member confirmed holding the \(result.published) update(s) this node published (asked: \(asked)); it stays a member and accepts writes again")
         }

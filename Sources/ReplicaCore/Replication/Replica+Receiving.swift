@@ -136,6 +136,13 @@ extension Replica {
             syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
         guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
         perform(actions, for: node, now: now)
+        if heartbeat.digestRoot == local.digestRoot {
+            // Equal digests, equal state: what the member holds of each stream, we hold too.
+            sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
+            for report in heartbeat.reports where report.node != identity.node && report.node != node {
+                sessions[report.node]?.covered(through: report.through, epoch: report.epoch)
+            }
+        }
         leaveHeard(from: node, now: now)
         // What the member says about the others: whom it hears (indirect liveness), and how far it
         // has their streams (updates of members we cannot hear that we lack).
@@ -196,7 +203,10 @@ extension Replica {
     /// claim we hold what members held, not even that of the sync now running: the next syncs
     /// ask for everything in the differing buckets, so what was dropped is fetched again.
     func forgetSyncMarks() {
-        for member in sessions.keys { sessions[member]?.forgetSyncMark() }
+        for member in sessions.keys {
+            sessions[member]?.forgetSyncMark()
+            sessions[member]?.receivedEntriesDropped()
+        }
         planner.entriesDropped()
     }
 }

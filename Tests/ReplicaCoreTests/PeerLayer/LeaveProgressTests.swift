@@ -19,7 +19,7 @@ import Testing
     @Test(arguments: [
         (report(through: 12), true),
         (report(through: 13), true),
-        (report(through: 11), false, ),
+        (report(through: 11), false),
         (report(epoch: 6, through: 99), false),  // an earlier life's stream
     ] as [(PeerReport, Bool)])
     func aMemberHoldsTheWritesWhenItReportsTheStreamThroughTheLastSequence(report: PeerReport, holds: Bool) {

@@ -132,15 +132,44 @@ import Testing
     }
 
     /// A session whose member's heartbeats announced sequence `first`, then `second` half a
-    /// second later, in epoch 7: `first + 1 ... second` is missing.
+    /// second later, in epoch 7: `first + 1 ... second` is missing. (What came before `first`
+    /// was covered by a start-up sync in between.)
     static func session(announcing first: UInt64, then second: UInt64) -> PeerSession {
         var session = PeerSession(record: record, now: at(0))
         let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
         for (sequence, millis) in [(first, 0), (second, 500)] {
             let heartbeat = Heartbeat(origin: "b", incarnation: record.incarnation, epoch: 7, sequence: sequence, timestamp: .zero, digestRoot: 1, entryCount: 0)
             _ = session.heartbeatReceived(heartbeat, local: local, now: at(millis), wallMillis: 0)
+            if millis == 0 { session.covered(through: first, epoch: 7) }
         }
         return session
+    }
+
+    /// What a member published before we first heard it is not held here until a sync covers
+    /// it: the stream takes it as received (the start-up sync brings it), but a node leaving
+    /// counts on our report. (It was reported held at once: a member that had just restarted
+    /// confirmed holding writes it had not fetched yet.)
+    @Test func updatesPublishedBeforeTheFirstHeartbeatAreNotHeldUntilCovered() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 40, timestamp: .zero, digestRoot: 1, entryCount: 0)
+        _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(0), wallMillis: 0)
+        #expect(session.stream.through == 40 && session.stream.missing.isEmpty, "nothing to repair: the start-up sync brings it")
+        #expect(session.heldThrough == 0)
+        session.covered(through: 40, epoch: 7)
+        #expect(session.heldThrough == 40)
+    }
+
+    /// Entries dropped here (a failed commit, a refused timestamp) were counted received by the
+    /// stream: none counts as held until a sync covers them (a member with a full disk
+    /// confirmed holding a leaving node's writes it had dropped).
+    @Test func droppedEntriesAreNotHeldUntilCovered() {
+        var session = Self.session(announcing: 10, then: 10)
+        #expect(session.heldThrough == 10)
+        session.receivedEntriesDropped()
+        #expect(session.heldThrough == 0)
+        session.covered(through: 10, epoch: 7)
+        #expect(session.heldThrough == 10)
     }
 
     @Test func aCompletedSyncCoversTheMembersOwnUpdatesItHadAnnounced() {

@@ -283,6 +283,22 @@ import Testing
             backoffs.append(queue.failure!.refetchBackoff)
         }
         #expect(backoffs == backoffs.sorted() && backoffs.last == CommitQueue.maxRefetchBackoff, "\(backoffs)")
+        // And the fetches themselves: small commits fit every 100 ms, each fetch fails. They
+        // started at once after every small commit (6 to 7 a second); now ever less often.
+        var alternating = CommitQueue()
+        at = now
+        _ = alternating.failed("disk full", now: at)
+        var fetches = 0
+        while at < now + .seconds(300) {
+            at += .milliseconds(100)
+            _ = alternating.committed(now: at)
+            if alternating.acceptsSyncs(now: at) {
+                fetches += 1
+                alternating.syncStarted()
+                _ = alternating.failed("disk full", now: at)
+            }
+        }
+        #expect(fetches <= 12, "\(fetches) fetches in 300 s")
         // Long after the last failure, a new one starts over.
         at += CommitQueue.maxRefetchBackoff * 2
         _ = queue.committed(now: at)

@@ -41,6 +41,9 @@ struct CommitQueue: Sendable {
         /// be full. A commit that works (a local write, a live update) ends the failure sooner.
         var refetchAt: ContinuousClock.Instant
         var refetchBackoff: Duration
+        /// It began within a minute of the last failure's end: the store alternates (room for
+        /// small commits, not for a fetch), so its end does not start a fetch at once.
+        var recurred = false
     }
 
     static let firstBackoff: Duration = .milliseconds(250)
@@ -56,6 +59,8 @@ struct CommitQueue: Sendable {
     /// full disk alternated: each small commit that fit ended the failure, and the fetch that
     /// followed at once brought 3 MB to fail again, 6 to 7 times a second.)
     private var lastRefetch: (backoff: Duration, until: ContinuousClock.Instant)?
+    /// After a recurring failure ended: no sync before its fetch was due.
+    private var syncsNotBefore: ContinuousClock.Instant?
 
     var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
 
@@ -88,7 +93,10 @@ struct CommitQueue: Sendable {
     /// The commit succeeded; returns the failure it ended, if any.
     mutating func committed(now: ContinuousClock.Instant) -> Failure? {
         defer { failure = nil }
-        if let failure { lastRefetch = (failure.refetchBackoff, now + Self.maxRefetchBackoff) }
+        if let failure {
+            lastRefetch = (failure.refetchBackoff, now + Self.maxRefetchBackoff)
+            syncsNotBefore = failure.recurred ? failure.refetchAt : nil
+        }
         return failure
     }
 
@@ -110,10 +118,11 @@ struct CommitQueue: Sendable {
             failure = current
             return false
         }
-        let refetchBackoff = lastRefetch.flatMap { now < $0.until ? min(Self.maxRefetchBackoff, $0.backoff * 2) : nil } ?? Self.firstBackoff
+        let recent = lastRefetch.flatMap { now < $0.until ? $0.backoff : nil }
+        let refetchBackoff = recent.map { min(Self.maxRefetchBackoff, $0 * 2) } ?? Self.firstBackoff
         failure = Failure(
             first: date, last: date, count: 1, message: message, retryAt: now + Self.firstBackoff, backoff: Self.firstBackoff,
-            refetchAt: now + refetchBackoff, refetchBackoff: refetchBackoff)
+            refetchAt: now + refetchBackoff, refetchBackoff: refetchBackoff, recurred: recent != nil)
         return true
     }
 
@@ -132,9 +141,12 @@ struct CommitQueue: Sendable {
 
     /// Whether a sync may start. While commits fail, only once the fetch's back-off has passed:
     /// a sync for any reason (digests that differ, a periodic check) brings the same entries
-    /// to the same full disk. (Digest syncs of 9 MB came every 5 s on an idle cluster.)
+    /// to the same full disk. (Digest syncs of 9 MB came every 5 s on an idle cluster.) After a
+    /// failure that recurred ends, also not before its fetch was due: a small commit that fits
+    /// does not prove the disk takes a fetch.
     func acceptsSyncs(now: ContinuousClock.Instant) -> Bool {
-        failure.map { now >= $0.retryAt && now >= $0.refetchAt } ?? true
+        guard let failure else { return syncsNotBefore.map { now >= $0 } ?? true }
+        return now >= failure.retryAt && now >= failure.refetchAt
     }
 
     /// A sync started while commits fail: it is the fetch that tests the store, and if what it

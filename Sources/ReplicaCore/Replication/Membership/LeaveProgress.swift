@@ -29,10 +29,12 @@ struct LeaveProgress: Equatable, Sendable {
     }
 
     let asked: Set<NodeID>
-    /// This process's update stream: its epoch, and the last sequence it published.
+    /// This process's update stream: its epoch, and the last sequence it published (writes
+    /// held for the first clock check when the leave began may still be published).
     let epoch: UInt64
-    let published: UInt64
-    let force: Bool
+    var published: UInt64
+    /// A second `leave --force` during the hand-off makes it forced.
+    var force: Bool
     let acknowledgementTime: Duration
     private(set) var phase: Phase
     private(set) var holding: Set<NodeID> = []

@@ -181,9 +181,15 @@ struct PeerSession: Sendable {
             actions.append(.wantSync(.newIncarnation))
         }
         incarnation = message.incarnation
+        let firstHeard = stream.epoch == 0
         if stream.announced(epoch: message.epoch, sequence: message.sequence) == .restarted {
             forgetLosses(restartedThrough: stream.through)
             actions.append(.wantSync(.peerRestarted))
+        } else if firstHeard, stream.through >= 1 {
+            // What it published before we heard it is taken as received (the start-up sync
+            // brings it), but it is not here yet: not reported as held until a sync, or equal
+            // digests, cover it. (A node that leaves counts on these reports.)
+            markLost(1...stream.through)
         }
         var reports: [NodeID: PeerReport] = [:]
         for report in message.reports { reports[report.node] = report }
@@ -399,6 +405,13 @@ struct PeerSession: Sendable {
 
     /// Received entries were dropped (a failed commit): the mark no longer says what we hold.
     mutating func forgetSyncMark() { syncMark = .none }
+
+    /// Received entries were dropped (a failed commit, a refused timestamp). Which of this
+    /// member's updates they were is not known here, so none received so far counts as held
+    /// until a sync (or equal digests) covers them: the stream says received, the store lacks.
+    mutating func receivedEntriesDropped() {
+        if stream.through >= 1 { markLost(1...stream.through) }
+    }
 
     /// A sync with another member that held this member's stream through `sequence` completed.
     mutating func covered(through sequence: UInt64, epoch: UInt64) {

@@ -88,6 +88,8 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
     }
 
     public func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription {
+        // A reserved name follows nothing: a counter slot there must not show (the load said why).
+        guard !name.hasPrefix(FamilyKey.marker) else { return SharedSubscription {} }
         books.withLock { $0.subscriber = subscriber }
         let name = name
         let following = binding.follow(
@@ -97,13 +99,13 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
                     // Bound to another default than the one shown: it holds no value, so the
                     // initial value shows (as for a key new to it), unless a save of changes
                     // made before is about to store one.
-                    if books.withLock({ $0.replica.map { $0 != ObjectIdentifier(replica) } ?? false && !$0.saving }) {
-                        books.withLock { books in
-                            books.replica = ObjectIdentifier(replica)
-                            (books.shown, books.shownContent) = (nil, nil)
-                        }
-                        subscriber.yieldReturningInitialValue()
+                    let moved = books.withLock { books in
+                        guard books.replica.map({ $0 != ObjectIdentifier(replica) }) ?? false, !books.saving else { return false }
+                        books.replica = ObjectIdentifier(replica)
+                        (books.shown, books.shownContent) = (nil, nil)
+                        return true
                     }
+                    if moved { subscriber.yieldReturningInitialValue() }
                     return true
                 }
                 receive(entry, on: replica, subscriber: subscriber)
