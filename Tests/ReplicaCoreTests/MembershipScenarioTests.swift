@@ -90,6 +90,34 @@ import Testing
         for replica in [a, b] { await replica.shutdown() }
     }
 
+    /// A node that wrote while cut off, then restarted, has published nothing in this run: its
+    /// writes are in no stream. It leaves only once a member holds them (equal digests), and
+    /// then the member has them when `leave` returns. (It left at once, and they were lost.)
+    @Test func aRestartedNodeHandsOverTheWritesOfItsEarlierRun() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let port = testPorts.pair()
+        func node(_ name: NodeID, port: UInt16 = testPorts.pair(), seeds: [UInt16], storage: ReplicaConfiguration.Storage) throws -> Replica {
+            var configuration = ReplicaConfiguration(
+                node: name, listen: Endpoint(host: "127.0.0.1", port: port),
+                peers: seeds.map { Endpoint(host: "127.0.0.1", port: $0) }, storage: storage)
+            configuration.heartbeatInterval = .milliseconds(200)
+            return try Replica(configuration)
+        }
+        let bPort = testPorts.pair()
+        var b = try node("b", port: bPort, seeds: [port], storage: .directory(directory.url))
+        for index in 0..<50 { try await b.write("cut-off-\(index)", payload: Array("\(index)".utf8)) }  // a is not there
+        await b.shutdown()
+        let a = try node("a", port: port, seeds: [], storage: .memory)
+        b = try node("b", port: bPort, seeds: [port], storage: .directory(directory.url))
+        #expect(await eventually { await Self.everyoneSees([a, b]) })
+        let departure = await b.leave()
+        #expect(departure.left && departure.earlierWrites && departure.published == 0, "\(departure)")
+        #expect(departure.holding == ["a"])
+        #expect(try await a.entries(prefix: "cut-off-").count == 50, "a holds them when leave returns")
+        await a.shutdown()
+    }
+
     @Test func aDeadNodeIsForgottenByTheWholeCluster() async throws {
         let port = testPorts.pair()
         let a = try Self.replica("a", port: port, seeds: [])

@@ -27,8 +27,8 @@ extension Replica {
             // Insecure, the rest are only counted: port scans and connections closed early.
             if curve != nil, report.failedHandshakes > report.mechanismMismatches {
                 warn("failed_handshake", "refused \(report.failedHandshakes - report.mechanismMismatches) incoming connection(s) "
-                    + "that failed the CURVE handshake: a client that expects another public key for this node (an old key of "
-                    + "it, or another node's key given to it), or garbage")
+                    + "that failed the CURVE handshake: a client with another public key for this node than its own (an old "
+                    + "key of it, or another node's key), one that closed during the handshake, or garbage")
             }
         }
         guard let authenticator else { return }
@@ -64,6 +64,8 @@ extension Replica {
     /// count since start stays in `untrustedHandshakesRefused`).
     func forgetRefusalsOfTrustedKeys() {
         refusedHandshakes = refusedHandshakes.filter { !($0.value.publicKey.map(isTrusted(z85:)) ?? false) }
+        // Members whose connections were refused: listed again at their next refusal, if any.
+        for record in membership.listed { problems.clear(.handshake, record.node.rawValue) }
     }
 
     private func isTrusted(z85 key: String) -> Bool {
@@ -99,6 +101,14 @@ extension Replica {
         counters.untrustedHandshakesRefused += 1
         if refusal.count == 1 || refusal.count % 100 == 0 {
             logger.warning("refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
+        }
+        // The one member at that host is named: a key rotated on it, its new .pub not here yet,
+        // showed only as that member going down.
+        let atHost = membership.listed.filter { $0.status == .active && $0.address.host == address }
+        if atHost.count == 1, let member = atHost.first {
+            problems.raise(.handshake, member.node.rawValue,
+                "member \(member.node) at \(member.address) connects with a key this node does not trust (\(keyText ?? "-")): if "
+                + "its key was rotated, copy its new \(member.node).pub into the trust directory (docs/security.md, \"Rotating a key\")")
         }
         return [Array("1.0".utf8), requestID, Array("400".utf8), Array("key not trusted".utf8), [], []]
     }

@@ -129,15 +129,16 @@ extension Replica {
         let now = ContinuousClock.now
         let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
         var progress = LeaveProgress(
-            asking: alive, epoch: epoch, published: sequence, force: force, now: now,
+            asking: alive, epoch: epoch, published: sequence,
+            earlierWrites: store.holdsVersions(by: identity.node, through: timestampAtStart), force: force, now: now,
             handOffTime: configuration.leaveTimeout, acknowledgementTime: Self.departureAcknowledgementTime)
         var actions: [LeaveProgress.Action] = []
         for node in alive.sorted() {
-            if let action = progress.heard(sessions[node]?.heartbeat?.reports[identity.node], from: node, now: now) { actions.append(action) }
+            if let action = progress.heard(leaveReport(of: node), sameState: hasOurState(node), from: node, now: now) { actions.append(action) }
         }
         if let action = progress.start(now: now) { actions.append(action) }
         leaving = progress
-        logger.info("leaving the cluster: handing \(sequence) update(s) over to \(alive.count) member(s)")
+        logger.info("leaving the cluster: handing \(sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
         return await withCheckedContinuation { continuation in
             leaveWaiters.append(continuation)
             for action in actions { perform(action) }
@@ -148,15 +149,21 @@ extension Replica {
     static let departureAcknowledgementTime: Duration = .seconds(2)
 
     /// The result of a `leave` on a node that was already shut down.
-    static let noDeparture = Departure(left: false, asked: [], holding: [], acknowledged: [], published: 0)
+    static let noDeparture = Departure(left: false, asked: [], holding: [], acknowledged: [], published: 0, earlierWrites: false)
 
     /// A member's heartbeat arrived while leaving: does it now hold our writes?
     func leaveHeard(from node: NodeID, now: ContinuousClock.Instant) {
         guard leaving != nil else { return }
         leaving?.published = sequence
-        guard let action = leaving?.heard(sessions[node]?.heartbeat?.reports[identity.node], from: node, now: now) else { return }
+        guard let action = leaving?.heard(leaveReport(of: node), sameState: hasOurState(node), from: node, now: now) else { return }
         perform(action)
     }
+
+    /// What `node`'s latest heartbeat says it holds of our stream.
+    private func leaveReport(of node: NodeID) -> PeerReport? { sessions[node]?.heartbeat?.reports[identity.node] }
+
+    /// Whether `node`'s latest heartbeat carried our digest: it holds everything we hold.
+    private func hasOurState(_ node: NodeID) -> Bool { sessions[node]?.heartbeat?.digestRoot == store.digest.root }
 
     func checkLeaveDeadline(now: ContinuousClock.Instant) {
         guard let action = leaving?.tick(now: now) else { return }
@@ -189,13 +196,13 @@ extension Replica {
         let result = leaving.map { progress in
             Departure(
                 left: left, asked: progress.asked.sorted(), holding: progress.holding.sorted(),
-                acknowledged: progress.acknowledged.sorted(), published: progress.published)
+                acknowledged: progress.acknowledged.sorted(), published: progress.published, earlierWrites: progress.earlierWrites)
         } ?? departure ?? Self.noDeparture
         departure = result
         leaving = nil
         if !left && !isShutDown {
             let asked = result.asked.isEmpty ? "none alive" : result.asked.map(\.rawValue).joined(separator: ", ")
-            logger.error("not leaving: no member confirmed holding the \(result.published) update(s) this node published (asked: \(asked)); it stays a member and accepts writes again")
+            logger.error("not leaving: no member confirmed holding \(result.writesText) (asked: \(asked)); it stays a member and accepts writes again")
         }
         let waiters = leaveWaiters
         leaveWaiters = []

@@ -45,6 +45,8 @@ extension Replica {
         let subscribers = ready.filter { if case .subscriber = $0 { true } else { false } }.count
         intake.share = max(256, configuration.maxBatch / max(1, subscribers))
         for role in ready {
+            // A departure that completes in this turn shuts the node down: its sockets are closed.
+            if isShutDown { return }
             switch role {
             case .syncServer: receiveRequests()
             case .publisher: receiveSubscriptions()
@@ -64,6 +66,7 @@ extension Replica {
         } else {
             intakeBusySince = nil
         }
+        guard !isShutDown else { return }
         continueReplies()
         flush()
         runTimers(now: now)

@@ -31,6 +31,9 @@ public actor Replica: PollLoopOwner {
     let store: any ReplicaStore
     var clock: HybridLogicalClock
     let started = ContinuousClock.now
+    /// The highest timestamp stored when this process started: versions this node wrote at or
+    /// before it are writes of earlier runs (which `leave` must also see handed over).
+    let timestampAtStart: HybridTimestamp
     let timing: PeerTiming
 
     // Sockets (nil once shut down).
@@ -171,6 +174,7 @@ public actor Replica: PollLoopOwner {
         }
         identity = store.identity
         reader = try store.makeReader()
+        timestampAtStart = store.highestTimestamp
         clock = HybridLogicalClock(
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp, physical: configuration.wallClock)

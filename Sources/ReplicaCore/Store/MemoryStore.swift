@@ -48,6 +48,10 @@ public final class MemoryStore: ReplicaStore {
 
     public var serial: UInt64 { index.serial }
 
+    public func holdsVersions(by node: NodeID, through timestamp: HybridTimestamp) -> Bool {
+        index.holdsVersions(by: node, through: timestamp)
+    }
+
     /// Memory is not read from a file: nothing to find damaged.
     public var readFailure: StoreReadFailure? { nil }
 

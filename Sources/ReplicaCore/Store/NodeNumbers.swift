@@ -13,6 +13,9 @@ struct NodeNumbers {
 
     subscript(number: UInt32) -> NodeID { ids[Int(number)] }
 
+    /// The number of `id`, if it was ever given one.
+    func existingNumber(for id: NodeID) -> UInt32? { numbers[id] }
+
     mutating func number(for id: NodeID) -> UInt32 {
         if let last, last.id == id { return last.number }
         let number: UInt32

@@ -53,6 +53,8 @@ public protocol ReplicaStore: AnyObject {
 
     /// A reader of committed entries that any thread may use, for synchronous loads.
     func makeReader() throws -> any StoreReader
+    /// Whether any key's current version was written by `node` at or before `timestamp`.
+    func holdsVersions(by node: NodeID, through timestamp: HybridTimestamp) -> Bool
     /// Damage that a read (by the store or one of its readers) found since the store was
     /// opened: it stays until the store is opened again. Nil for a store in memory.
     var readFailure: StoreReadFailure? { get }

@@ -415,6 +415,10 @@ public final class SQLiteStore: ReplicaStore {
 
     public var serial: UInt64 { index.serial }
 
+    public func holdsVersions(by node: NodeID, through timestamp: HybridTimestamp) -> Bool {
+        index.holdsVersions(by: node, through: timestamp)
+    }
+
     public var readFailure: StoreReadFailure? { readFailures.current }
 
     public func beginEpoch(atLeast: UInt64) throws -> UInt64 {

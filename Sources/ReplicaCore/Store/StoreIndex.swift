@@ -61,6 +61,13 @@ struct StoreIndex {
 
     func contains(_ key: String) -> Bool { slots[IndexKey(key)] != nil }
 
+    /// Whether any key's current version was written by `node` at or before `timestamp` (a
+    /// scan of every slot: for rare questions, such as what a leaving node must hand over).
+    func holdsVersions(by node: NodeID, through timestamp: HybridTimestamp) -> Bool {
+        guard let number = nodes.existingNumber(for: node) else { return false }
+        return slots.values.contains { $0.node == number && $0.timestamp <= timestamp }
+    }
+
     /// The version recorded for `key`.
     func version(of key: String) -> Version? {
         slots[IndexKey(key)].map { Version(timestamp: $0.timestamp, node: nodes[$0.node]) }

@@ -8,7 +8,9 @@ struct Leave: ClientCommand {
         discussion: """
             The node first hands its writes over: it refuses new writes and waits (at most \
             10 s) until every member alive reports holding every update it published, which \
-            they repair meanwhile if they lack some. Then it announces its departure, waits \
+            they repair meanwhile if they lack some; if its store holds writes of an earlier \
+            run (it restarted since), a member confirms only once its digest equals this \
+            node's. Then it announces its departure, waits \
             (at most 2 s) for the members' acknowledgements, and stops; every member then lists \
             it as left and no longer dials it. Started again later, with the same id, it joins \
             as a new life.
@@ -38,16 +40,18 @@ struct Leave: ClientCommand {
             try Output.json(encoding: departure)
         } else if departure.left {
             Output.line("OK left the cluster; \(Self.handOff(departure)); the node stops")
-            if departure.holding.isEmpty && departure.published > 0 {
-                Output.warning("no member confirmed holding the \(departure.published) update(s) this node published: "
-                    + "those no member had are only in \(options.dataPath ?? "its data directory") now")
+            if departure.holding.isEmpty && (departure.published > 0 || departure.earlierWrites) {
+                Output.warning("no member confirmed holding \(departure.writesText): "
+                    + "what no member had is only in \(options.dataPath ?? "its data directory") now")
             }
         } else {
-            let asked = departure.asked.isEmpty ? "no member is alive" : "asked: " + departure.asked.map(\.rawValue).joined(separator: ", ")
-            Output.error("not left: no member confirmed holding the \(departure.published) update(s) this node published "
-                + "within 10 s (\(asked)). The node stays a member, keeps running and accepts writes again. Check that "
-                + "members are up and reach it (status), then run leave again; leave --force leaves anyway, its writes "
-                + "then only in its data directory")
+            let asked = departure.asked.isEmpty
+                ? "no member is alive"
+                : "asked within 10 s: " + departure.asked.map(\.rawValue).joined(separator: ", ")
+                    + (departure.earlierWrites ? "; writes of earlier runs are confirmed by a digest equal to this node's" : "")
+            Output.error("not left: no member confirmed holding \(departure.writesText) (\(asked)). The node stays a "
+                + "member, keeps running and accepts writes again. Check that members are up and reach it (status), then "
+                + "run leave again; leave --force leaves anyway, its writes then only in its data directory")
         }
         if !departure.left { throw ExitCode.failure }
     }
@@ -56,10 +60,13 @@ struct Leave: ClientCommand {
     static func handOff(_ departure: Departure) -> String {
         let total = departure.asked.count
         guard total > 0 else { return "no member was alive to hand over to" }
-        var text = departure.published == 0
-            ? "it had published nothing in this run"
-            : "\(departure.holding.count) of \(total) member(s) hold its \(departure.published) update(s)"
-        if !departure.lacking.isEmpty, departure.published > 0, !departure.holding.isEmpty {
+        let handedOver = departure.published > 0 || departure.earlierWrites
+        var text = handedOver
+            ? "\(departure.holding.count) of \(total) member(s) hold its "
+                + [departure.published > 0 ? "\(departure.published) update(s)" : nil, departure.earlierWrites ? "writes of earlier runs" : nil]
+                    .compactMap { $0 }.joined(separator: " and its ")
+            : "it had written nothing the store still holds"
+        if !departure.lacking.isEmpty, handedOver, !departure.holding.isEmpty {
             text += " (\(departure.lacking.map(\.rawValue).joined(separator: ", ")) did not confirm in time: they get them from the others)"
         }
         text += "; \(departure.acknowledged.count) of \(total) acknowledged"

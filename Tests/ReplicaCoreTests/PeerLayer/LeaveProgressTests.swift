@@ -5,8 +5,8 @@ import Testing
 @Suite struct LeaveProgressTests {
     static let start = ContinuousClock.now
 
-    static func progress(asking members: Set<NodeID> = ["a", "b"], published: UInt64 = 12, force: Bool = false) -> LeaveProgress {
-        LeaveProgress(asking: members, epoch: 7, published: published, force: force, now: start,
+    static func progress(asking members: Set<NodeID> = ["a", "b"], published: UInt64 = 12, earlierWrites: Bool = false, force: Bool = false) -> LeaveProgress {
+        LeaveProgress(asking: members, epoch: 7, published: published, earlierWrites: earlierWrites, force: force, now: start,
                       handOffTime: .seconds(10), acknowledgementTime: .seconds(2))
     }
 
@@ -74,6 +74,23 @@ import Testing
         #expect(empty.start(now: Self.at(0)) == .announce)
         var forced = Self.progress(asking: [], published: 3, force: true)
         #expect(forced.start(now: Self.at(0)) == .announce)
+    }
+
+    /// Writes of an earlier run are in no stream of this process: only a member whose digest
+    /// equals ours holds them for sure. (A node restarted after writing while partitioned left
+    /// at once, "published nothing in this run", and its writes stayed only on its disk.)
+    @Test func writesOfEarlierRunsNeedAMemberInTheSameState() {
+        var progress = Self.progress(published: 0, earlierWrites: true)
+        #expect(!progress.holds(nil) && !progress.holds(Self.report(through: 99)))
+        #expect(progress.holds(nil, sameState: true))
+        #expect(progress.heard(nil, from: "a", now: Self.at(0)) == nil)
+        #expect(progress.start(now: Self.at(0)) == nil)
+        #expect(progress.heard(nil, sameState: true, from: "a", now: Self.at(1)) == nil)
+        #expect(progress.heard(Self.report(through: 0), sameState: true, from: "b", now: Self.at(2)) == .announce)
+        var alone = Self.progress(asking: [], published: 0, earlierWrites: true)
+        #expect(alone.start(now: Self.at(0)) == .finish(left: false), "nobody to hand them to")
+        var unconfirmed = Self.progress(published: 0, earlierWrites: true)
+        #expect(unconfirmed.tick(now: Self.at(10)) == .finish(left: false))
     }
 
     @Test func aMemberNotAskedChangesNothing() {

@@ -11,15 +11,30 @@ public struct Departure: Sendable, Equatable, Codable {
     public var holding: [NodeID]
     /// Those that acknowledged the departure.
     public var acknowledged: [NodeID]
-    /// How many updates this process published (0: nothing to hand over).
+    /// How many updates this process published.
     public var published: UInt64
+    /// The store held versions this node wrote in an earlier run: a member confirmed holding
+    /// them only when its digest equalled this node's.
+    public var earlierWrites: Bool
 
-    public init(left: Bool, asked: [NodeID], holding: [NodeID], acknowledged: [NodeID], published: UInt64) {
+    public init(left: Bool, asked: [NodeID], holding: [NodeID], acknowledged: [NodeID], published: UInt64, earlierWrites: Bool) {
         self.left = left
         self.asked = asked
         self.holding = holding
         self.acknowledged = acknowledged
         self.published = published
+        self.earlierWrites = earlierWrites
+    }
+
+    /// What was to be handed over, in words: "the 12 update(s) this node published in this
+    /// run and its writes of earlier runs".
+    public var writesText: String {
+        switch (published, earlierWrites) {
+        case (0, false): "nothing (this node wrote nothing the store still holds)"
+        case (0, true): "the writes of this node's earlier runs"
+        case (_, false): "the \(published) update(s) this node published"
+        case (_, true): "the \(published) update(s) this node published in this run and the writes of its earlier runs"
+        }
     }
 
     /// Members asked that did not confirm holding this node's writes: they get them from the

@@ -9,7 +9,11 @@
 /// 2. **Departure.** Once every member asked holds them (or the hand-off time is up and at
 ///    least one does), the departure is announced and each member's acknowledgement awaited.
 ///
-/// If no member holds what this process wrote when the hand-off time is up, the node does not
+/// Writes of an earlier run of the node are in no stream of this process: when the store holds
+/// any (`earlierWrites`), a member confirms only once its digest has equalled ours (equal state;
+/// our own writes are refused meanwhile, and members sync what differs while both are quiet).
+///
+/// If no member holds what this node wrote when the hand-off time is up, the node does not
 /// leave (unless forced): its writes would be only in its data directory.
 ///
 /// The members asked are fixed when the leave starts, so the figures reported are about them: a
@@ -33,6 +37,8 @@ struct LeaveProgress: Equatable, Sendable {
     /// held for the first clock check when the leave began may still be published).
     let epoch: UInt64
     var published: UInt64
+    /// The store holds versions this node wrote in an earlier run.
+    let earlierWrites: Bool
     /// A second `leave --force` during the hand-off makes it forced.
     var force: Bool
     let acknowledgementTime: Duration
@@ -40,11 +46,12 @@ struct LeaveProgress: Equatable, Sendable {
     private(set) var holding: Set<NodeID> = []
     private(set) var acknowledged: Set<NodeID> = []
 
-    init(asking members: Set<NodeID>, epoch: UInt64, published: UInt64, force: Bool,
+    init(asking members: Set<NodeID>, epoch: UInt64, published: UInt64, earlierWrites: Bool = false, force: Bool,
          now: ContinuousClock.Instant, handOffTime: Duration, acknowledgementTime: Duration) {
         asked = members
         self.epoch = epoch
         self.published = published
+        self.earlierWrites = earlierWrites
         self.force = force
         self.acknowledgementTime = acknowledgementTime
         phase = .handingOff(until: now + handOffTime)
@@ -54,22 +61,29 @@ struct LeaveProgress: Equatable, Sendable {
     /// with nothing to hand over, or nobody to hand it to, the departure goes ahead or ends now.
     mutating func start(now: ContinuousClock.Instant) -> Action? {
         guard case .handingOff = phase else { return nil }
-        if asked.isEmpty { return published == 0 || force ? depart(now: now) : .finish(left: false) }
+        if asked.isEmpty { return nothingToHandOver || force ? depart(now: now) : .finish(left: false) }
         return holding == asked ? depart(now: now) : nil
     }
 
-    /// `node`'s report of our stream (from its latest heartbeat; nil: it reports none).
-    mutating func heard(_ report: PeerReport?, from node: NodeID, now: ContinuousClock.Instant) -> Action? {
-        guard asked.contains(node), holds(report) else { return nil }
+    /// `node`'s report of our stream (from its latest heartbeat; nil: it reports none), and
+    /// whether its digest in that heartbeat equals ours.
+    mutating func heard(_ report: PeerReport?, sameState: Bool = false, from node: NodeID, now: ContinuousClock.Instant) -> Action? {
+        guard asked.contains(node), holds(report, sameState: sameState) else { return nil }
         holding.insert(node)
         guard case .handingOff = phase, holding == asked else { return nil }
         return depart(now: now)
     }
 
-    /// Whether a report says its member holds every update this process published.
-    func holds(_ report: PeerReport?) -> Bool {
-        published == 0 || report.map { $0.epoch == epoch && $0.through >= published } ?? false
+    /// Whether a member holds every update this process published (by its report) and, if the
+    /// store holds writes of earlier runs, everything we hold (equal digests).
+    func holds(_ report: PeerReport?, sameState: Bool = false) -> Bool {
+        if sameState { return true }
+        guard !earlierWrites else { return false }
+        return published == 0 || report.map { $0.epoch == epoch && $0.through >= published } ?? false
     }
+
+    /// Nothing written by this node is in the store: leaving loses nothing, whoever is there.
+    var nothingToHandOver: Bool { published == 0 && !earlierWrites }
 
     /// `node` acknowledged the departure (a members reply came back from it).
     mutating func acknowledged(by node: NodeID) -> Action? {
