@@ -41,11 +41,11 @@ final class CoffeeModel {
         try await $settings.save()
     }
 
-    /// Waits until everything recorded here is durable; throws the first save error. (Each
-    /// saves only what changed: an unchanged register is not written again, so saving it never
-    /// overwrites a newer choice made on another device.)
+    /// Waits until the visits and drinks recorded here are durable; throws the first save error.
+    /// (Counters and logs save only what changed. Settings are not saved here: a register's
+    /// value as stored is not written again, but one never stored (the initial value, before
+    /// another device's choice arrives) would be, and would overwrite that choice.)
     func saveRecords() async throws {
-        try await $settings.save()
         try await $visits.save()
         try await $drinks.save()
     }
