@@ -5,15 +5,9 @@ import Testing
 /// Membership end to end, with real replicas on loopback: a node joins through one seed and its
 /// writes reach everyone; a node leaves; a dead node is forgotten.
 @Suite(.serialized) struct MembershipScenarioTests {
-    /// A replica named `name` whose only seeds are `seeds` (ports).
+    /// A replica named `name` whose only seeds are `seeds` (ports), in memory.
     static func replica(_ name: NodeID, port: UInt16 = testPorts.pair(), seeds: [UInt16]) throws -> Replica {
-        var configuration = ReplicaConfiguration(
-            node: name, listen: Endpoint(host: "127.0.0.1", port: port),
-            peers: seeds.map { Endpoint(host: "127.0.0.1", port: $0) }, storage: .memory)
-        configuration.heartbeatInterval = .milliseconds(200)
-        configuration.suspectAfter = .milliseconds(600)
-        configuration.downAfter = .seconds(2)
-        return try Replica(configuration)
+        try replica(name, port: port, seeds: seeds, storage: .memory)
     }
 
     /// Every replica lists every other with `state`.
@@ -115,6 +109,69 @@ import Testing
         #expect(departure.left && departure.earlierWrites && departure.published == 0, "\(departure)")
         #expect(departure.holding == ["a"])
         #expect(try await a.entries(prefix: "cut-off-").count == 50, "a holds them when leave returns")
+        await a.shutdown()
+    }
+
+    /// A replica named `name` whose only seeds are `seeds` (ports), with its storage and limits.
+    static func replica(_ name: NodeID, port: UInt16 = testPorts.pair(), seeds: [UInt16],
+                        storage: ReplicaConfiguration.Storage, limits: WireLimits = .standard) throws -> Replica {
+        var configuration = ReplicaConfiguration(
+            node: name, listen: Endpoint(host: "127.0.0.1", port: port),
+            peers: seeds.map { Endpoint(host: "127.0.0.1", port: $0) }, storage: storage)
+        configuration.heartbeatInterval = .milliseconds(200)
+        configuration.suspectAfter = .milliseconds(600)
+        configuration.downAfter = .seconds(2)
+        configuration.limits = limits
+        return try Replica(configuration)
+    }
+
+    /// A cluster that has seen more members than one message may carry (here 8; 1,024 by
+    /// default) still takes new nodes: the seed's table comes in several messages, the active
+    /// members first, and gossip brings the rest. (The receiver refused the single message as
+    /// malformed, and the new node learnt no member.)
+    @Test func aMemberTableLargerThanOneMessageStillLetsANodeJoin() async throws {
+        let limits = WireLimits(maxMembers: 8)
+        let port = testPorts.pair()
+        let a = try Self.replica("a", port: port, seeds: [], storage: .memory, limits: limits)
+        let b = try Self.replica("b", seeds: [port], storage: .memory, limits: limits)
+        #expect(await eventually { await Self.everyoneSees([a, b]) })
+        let departed = (0..<30).map { index in
+            MemberRecord(node: NodeID(rawValue: "gone-\(index)")!, epoch: 1_000 + UInt64(index), incarnation: UUID(), status: .left,
+                         address: Endpoint(host: "127.0.0.1", port: 9), publicKey: nil)
+        }
+        await a.mergeMembers(departed, from: "gone-0")
+        #expect(await eventually { await b.status().peers.filter { $0.state == .left }.count == 30 })
+
+        let c = try Self.replica("c", seeds: [port], storage: .memory, limits: limits)
+        #expect(await eventually { await Self.everyoneSees([a, b, c]) }, "c joined through a table of 33 records")
+        #expect(await eventually { await c.status().peers.filter { $0.state == .left }.count == 30 }, "c learnt every record")
+        try await c.write("from-c", payload: Array("1".utf8))
+        for replica in [a, b] {
+            #expect(await eventually { (try? await replica.entry(for: "from-c")) != nil }, "\(replica.identity.node)")
+        }
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+
+    /// A node restarted on its data directory dials the members it knew, not only its seeds:
+    /// here it has none, and comes back at another address. (It came back alone: its writes
+    /// reached nobody, the others listed it down at its old address, and its health was fine.)
+    @Test func aRestartedNodeDialsTheMembersItKnewWithoutSeeds() async throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let port = testPorts.pair()
+        let a = try Self.replica("a", port: port, seeds: [], storage: .memory)
+        var x = try Self.replica("x", seeds: [port], storage: .directory(directory.url))
+        #expect(await eventually { await Self.everyoneSees([a, x]) })
+        await x.shutdown()
+        #expect(await eventually { await Self.everyoneSees([a], .down, of: ["x"]) })
+
+        let moved = testPorts.pair()
+        x = try Self.replica("x", port: moved, seeds: [], storage: .directory(directory.url))
+        #expect(await eventually { await Self.everyoneSees([a, x]) }, "x dialled a, and a dials x at its new address")
+        #expect(await a.status().peers.first { $0.id == "x" }?.address == "127.0.0.1:\(moved)")
+        try await x.write("after-restart", payload: Array("1".utf8))
+        #expect(await eventually { (try? await a.entry(for: "after-restart")) != nil })
+        await x.shutdown()
         await a.shutdown()
     }
 

@@ -221,6 +221,28 @@ import Testing
         #expect(try await replica.entry(for: "notes")?.payload?.count == 512 * 1024 + 2)
     }
 
+    /// A node that only receives writes: the refusals of its full disk clear once a received
+    /// entry commits (they stayed listed, failing alerts on `saveErrors`, until a local write).
+    @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))
+    func aFullDisksRefusalsClearWhenAReceivedEntryCommits() async throws {
+        let disk = try SmallDisk(size: "2m")
+        defer { disk.remove() }
+        let replicas = try makeReplicas(2) { index in index == 0 ? .directory(disk.url.appendingPathComponent("data")) : .memory }
+        let (full, writer) = (replicas[0], replicas[1])
+        try await full.write("before", payload: Array("1".utf8))
+        try disk.fill()
+        await #expect(throws: ReplicaError.self) {
+            try await full.write("refused", payload: Array(String(repeating: "x", count: 512 * 1024).utf8))
+        }
+        #expect(await !full.status().saveErrors.isEmpty)
+        try disk.unfill()
+        try await writer.write("from-writer", payload: Array("2".utf8))
+        #expect(await eventually { (try? await full.entry(for: "from-writer")) != nil })
+        #expect(await eventually { await full.status().saveErrors.isEmpty })
+        #expect(await full.health().healthy)
+        for replica in replicas { await replica.shutdown() }
+    }
+
     @Test func inMemoryKeysShareStateWithinTheProcess() async throws {
         @Shared(.inMemory("preview")) var a = 1
         @Shared(.inMemory("preview")) var b = 1

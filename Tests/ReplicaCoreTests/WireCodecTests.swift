@@ -292,6 +292,32 @@ import Testing
         #expect(limits.maxChunkBytes >= min(256 * 1024, limits.maxFrameBytes - 512))
     }
 
+    /// A member table larger than one message may hold is split into messages each receiver
+    /// accepts, in order, every record once, and only the last asks for a reply. (One message of
+    /// it all was refused as malformed once a cluster had seen more than 1,024 members.)
+    @Test(arguments: [(WireLimits.standard, 3_000), (WireLimits(maxMembers: 7), 50), (WireLimits(maxKeyBytes: 16, maxPayloadBytes: 16), 500)])
+    func aLargeMemberTableIsSplitIntoMessagesEveryReceiverAccepts(_ limits: WireLimits, _ count: Int) throws {
+        let codec = WireCodec(limits: limits)
+        let key = [UInt8](repeating: 7, count: 32)
+        let records = (0..<count).map { index in
+            MemberRecord(node: NodeID(rawValue: "member-with-a-long-name-\(index)")!, epoch: UInt64(index), incarnation: UUID(),
+                         status: index % 3 == 0 ? .active : .left, address: Endpoint(host: "host-\(index).example.org", port: 7000),
+                         publicKey: key)
+        }
+        let messages = MembersMessage.split(origin: "n1", wantsReply: true, records: records, limits: limits)
+        #expect(messages.count > 1)
+        #expect(messages.map(\.wantsReply) == Array(repeating: false, count: messages.count - 1) + [true])
+        var decoded: [MemberRecord] = []
+        for message in messages {
+            let bytes = codec.encode(.members(message))
+            #expect(bytes.count <= limits.maxFrameBytes)
+            guard case .members(let back) = try codec.decode(bytes) else { Issue.record("not a members message"); return }
+            decoded += back.records
+        }
+        #expect(decoded == records)
+        #expect(MembersMessage.split(origin: "n1", wantsReply: true, records: Array(records.prefix(3)), limits: limits).count == 1)
+    }
+
     @Test func batchesTravelUnderTheUpdateTopicOnly() throws {
         let batch = Self.samples.first { $0.kind == .updates }!
         #expect(codec.publishFrame(batch).first == 0x75)

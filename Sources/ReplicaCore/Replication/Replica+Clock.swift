@@ -9,7 +9,7 @@ extension Replica {
         var offsets: [Int64] = []
         var measured: [(node: NodeID, offset: Int64)] = []
         var unmeasured = 0
-        for session in sessions.values where session.record.status == .active && session.hearsDirectly(now: now, base: timing) {
+        for session in activeSessions where session.hearsDirectly(now: now, base: timing) {
             if let offset = session.clock.offsetMillis {
                 offsets.append(offset)
                 measured.append((session.node, offset))
@@ -41,7 +41,7 @@ extension Replica {
         judgeMemberClocks(measured, median: ClockCheck.median(offsets))
         // A member that is down has no clock to judge: what was said of it is stale (it stayed
         // listed, its last time after the member's last heartbeat).
-        for session in sessions.values where session.liveness.state == .down {
+        for session in activeSessions where session.liveness.state == .down {
             problems.clear(.peerClock, session.node.rawValue)
         }
         // A node that refuses writes for want of a first comparison fails health from then on,

@@ -40,7 +40,10 @@ extension Replica {
             problems.clear(.commit, Self.commitSubject)
             planner.wantCatchUp(.commitFailed)
         }
-        if !local.isEmpty && !problems.of(.save).isEmpty {
+        // The refusals of failing commits: their cause is gone once a commit writes, a received
+        // entry's as well as a local write's (a node that only receives kept a full disk's
+        // refusals listed, and its health alerts firing, until someone wrote to it).
+        if !local.isEmpty || !winners.isEmpty, !problems.of(.save).isEmpty {
             logger.info("saves succeed again; clearing \(problems.of(.save).count) save error(s)")
             problems.clearAll(.save)
         }

@@ -100,8 +100,9 @@ extension Replica {
     }
 
     func sendJoin(to seed: SeedContact, now: ContinuousClock.Instant) {
-        let message = MembersMessage(origin: identity.node, wantsReply: true, records: membership.allRecords)
-        _ = try? seed.dealer.send([codec.encode(.members(message))])
+        for message in membersMessages(wantsReply: true) {
+            _ = try? seed.dealer.send([codec.encode(.members(message))])
+        }
         seed.lastJoinSent = now
     }
 
@@ -192,7 +193,7 @@ extension Replica {
                 sendJoin(to: seed, now: now)
             }
         }
-        let anyAlive = sessions.values.contains { $0.liveness.state == .alive }
+        let anyAlive = activeSessions.contains { $0.liveness.state == .alive }
         if seedRecontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
             logger.info("no member heard for \(timing.downAfter); contacting the seeds again")
             contactSeeds()
@@ -208,8 +209,8 @@ extension Replica {
         // members' heartbeats look skewed and are not read: that problem says what is wrong.
         // (Judged only when members are heard at all: see `Isolation.unheard`.)
         func anyMemberHearsUs() -> Bool {
-            problems.contains(.clock, identity.node.rawValue) || sessions.values.contains { session in
-                guard session.record.status == .active, session.liveness.state == .alive, let heartbeat = session.heartbeat,
+            problems.contains(.clock, identity.node.rawValue) || activeSessions.contains { session in
+                guard session.liveness.state == .alive, let heartbeat = session.heartbeat,
                       now - heartbeat.receivedAt < timing.suspectAfter else { return false }
                 return heartbeat.reports[identity.node]?.hearsDirectly == true
             }

@@ -76,15 +76,24 @@ extension Replica {
     /// Tells every member (on PUB) about records that changed our table.
     func announce(_ records: [MemberRecord]) {
         guard let publisher, !records.isEmpty else { return }
-        let message = MembersMessage(origin: identity.node, wantsReply: false, records: records)
-        _ = try? publisher.send([codec.publishFrame(.members(message))])
+        for message in MembersMessage.split(origin: identity.node, wantsReply: false, records: records, limits: codec.limits) {
+            _ = try? publisher.send([codec.publishFrame(.members(message))])
+        }
     }
 
     /// Sends our whole table to `node` over its DEALER; with `wantsReply`, it answers with its own.
     func sendMembers(to node: NodeID, wantsReply: Bool) {
         guard let link = links[node] else { return }
-        let message = MembersMessage(origin: identity.node, wantsReply: wantsReply, records: membership.allRecords)
-        _ = try? link.dealer.send([codec.encode(.members(message))])
+        for message in membersMessages(wantsReply: wantsReply) {
+            _ = try? link.dealer.send([codec.encode(.members(message))])
+        }
+    }
+
+    /// Our whole table, as the messages that carry it (`MembersMessage.split`): this node's own
+    /// record and the active members come first, so that a joining node that reads only the first
+    /// message (a seed's reply) knows whom to dial; gossip brings the rest.
+    func membersMessages(wantsReply: Bool) -> [MembersMessage] {
+        MembersMessage.split(origin: identity.node, wantsReply: wantsReply, records: membership.allRecords, limits: codec.limits)
     }
 
     /// A members message that came in on our ROUTER (a join or an exchange): merged, and answered
@@ -92,8 +101,9 @@ extension Replica {
     func serveMembers(_ message: MembersMessage, to client: [UInt8], on socket: ZMQSocket) {
         mergeMembers(message.records, from: message.origin)
         guard message.wantsReply else { return }
-        let reply = MembersMessage(origin: identity.node, wantsReply: false, records: membership.allRecords)
-        _ = try? socket.send([client, codec.encode(.members(reply))])
+        for reply in membersMessages(wantsReply: false) {
+            _ = try? socket.send([client, codec.encode(.members(reply))])
+        }
     }
 
     /// A members message that came back on a member's DEALER: the answer to an exchange (or to

@@ -89,11 +89,18 @@ extension Replica {
         for node in sessions.keys { sessions[node]?.stalled(for: gap, now: now) }
     }
 
+    /// The sessions of active members, by id: what the timers, syncs, relays, the clock check
+    /// and isolation look at. Members that left keep a session for `status` only, and a cluster
+    /// that has seen thousands of them must not pay for them every turn.
+    var activeSessions: [PeerSession] { membership.active.compactMap { sessions[$0.node] } }
+
     func runTimers(now: ContinuousClock.Instant) {
         if !seedsContacted {
             seedsContacted = true
+            restoreMemberTable()
             contactSeeds()
         }
+        saveMemberTable(now: now)
         if now >= nextHeartbeat {
             publishHeartbeat(now: now)
             nextHeartbeat = now + configuration.heartbeatInterval
@@ -107,9 +114,11 @@ extension Replica {
             // ours, and not while losses are known (repairs and catch-ups bring those, and a
             // sync now would fetch the same updates again).
             let root = store.digest.root
-            let catchingUp = planner.holdsRepairs || sessions.values.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
-            for (node, session) in sessions where session.liveness.state == .alive && session.heartbeat?.digestRoot != root && !catchingUp {
-                planner.want(.periodic, with: node)
+            // (Losses in the stream of a member that left are no longer repaired: they do not count.)
+            let active = activeSessions
+            let catchingUp = planner.holdsRepairs || active.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
+            for session in active where session.liveness.state == .alive && session.heartbeat?.digestRoot != root && !catchingUp {
+                planner.want(.periodic, with: session.node)
             }
             nextPeriodicSync = now + configuration.periodicSyncInterval
         }
@@ -128,7 +137,9 @@ extension Replica {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
             planner.wantCatchUp(.commitFailed)
         }
-        for node in sessions.keys.sorted() {
+        // Only active members have timers (`PeerSession.tick`); those that left keep a session
+        // for `status`, and there may be thousands of them.
+        for node in membership.active.map(\.node) {
             guard let actions = sessions[node]?.tick(now: now, base: timing, holdRepairs: planner.holdsRepairs) else { continue }
             perform(actions, for: node, now: now)
         }

@@ -5,7 +5,7 @@ import Foundation
 extension Replica {
     /// Subscribes to (and drops) relays as the plan changes.
     func planRelays(now: ContinuousClock.Instant) {
-        let views = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
+        let views = activeSessions.filter { links[$0.node] != nil }.map { session in
             RelayPlanner.View(node: session.node, directlySilent: session.silentDirectly(now: now, base: timing), hears: session.hears)
         }
         let plan = RelayPlanner.plan(views, current: relaysTaken)

@@ -8,14 +8,16 @@ extension Replica {
     /// fetch's back-off has passed: what a sync brought would only fail again).
     func startNextSync(now: ContinuousClock.Instant) {
         guard commits.acceptsSyncs(now: now) else { return }
-        let candidates = sessions.values.filter { $0.record.status == .active && links[$0.node] != nil }.map { session in
+        let active = activeSessions
+        let lossy = active.filter { !$0.stream.missing.isEmpty }
+        let candidates = active.filter { links[$0.node] != nil }.map { session in
             SyncPlanner.Candidate(
                 node: session.node,
                 // Heard directly, or its sync connection just came back (a healed partition: the
                 // sync need not wait for the next heartbeat).
                 reachable: session.dealer.isConnected && (session.hearsDirectly(now: now, base: timing)
                     || session.dealer.connectedRecently(now: now, window: session.timing(timing).suspectAfter)),
-                coversMissing: covers(session),
+                coversMissing: covers(lossy, session),
                 progress: (session.heartbeat?.reports.values.reduce(0) { $0 &+ $1.through } ?? 0) &+ (session.heartbeat?.sequence ?? 0))
         }
         // A catch-up waits (at most a second) while queued updates are still being read.
@@ -50,12 +52,12 @@ extension Replica {
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
     }
 
-    /// Whether `session`'s member holds every update we know we are missing, by its reports.
-    private func covers(_ session: PeerSession) -> Bool {
+    /// Whether `session`'s member holds every update we know we are missing (the streams of
+    /// `lossy`), by its reports.
+    private func covers(_ lossy: [PeerSession], _ session: PeerSession) -> Bool {
         guard let reports = session.heartbeat?.reports else { return false }
-        for (origin, other) in sessions where !other.stream.missing.isEmpty {
-            if origin == session.node { continue }
-            guard let report = reports[origin], report.epoch == other.stream.epoch,
+        for other in lossy where other.node != session.node {
+            guard let report = reports[other.node], report.epoch == other.stream.epoch,
                   report.through >= other.stream.through
             else { return false }
         }
@@ -87,7 +89,10 @@ extension Replica {
         guard let link = links[node] else { return }
         // A bounded intake per loop turn (at most 8 chunks, about 8,000 entries), so one commit
         // stays short and heartbeats, local writes and other members are served in between.
-        for _ in 0..<8 {
+        // A reply handled below may close this very link, or every socket: the acknowledgement
+        // that completes our own departure shuts the node down. Stop there, rather than read
+        // the closed socket and log a failure that is not one.
+        for _ in 0..<8 where link.dealer.handle != nil {
             let message: ReceivedMessage?
             do {
                 message = try link.dealer.receive(maxFrames: 1)

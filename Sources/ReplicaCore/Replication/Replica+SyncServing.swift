@@ -9,7 +9,7 @@ extension Replica {
     func receiveRequests() {
         guard let syncServer else { return }
         let now = ContinuousClock.now
-        for _ in 0..<64 {
+        for _ in 0..<64 where syncServer.handle != nil {
             let message: ReceivedMessage?
             do {
                 message = try syncServer.receive(maxFrames: 2, identifyingSender: curve != nil)

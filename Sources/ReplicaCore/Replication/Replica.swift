@@ -78,6 +78,10 @@ public actor Replica: PollLoopOwner {
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
     /// When a node that hears no member asks its seeds again.
     var seedRecontact = SeedRecontact()
+    /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and
+    /// when it may be saved next.
+    var savedMemberTableDigest: UInt64?
+    var nextMemberTableSave = ContinuousClock.now
     /// Set from the configuration's down time in `init`.
     var isolation = Isolation(limit: .seconds(10))
     /// Trust sources with a problem listed under their own subject (`noteTrustSource`), which
@@ -461,6 +465,7 @@ public actor Replica: PollLoopOwner {
         pollItemsCache = nil
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
+        saveMemberTable(now: .now, force: true)
         store.closeForWriting()
         logger.info("replica stopped")
     }

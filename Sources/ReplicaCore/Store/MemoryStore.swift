@@ -9,6 +9,7 @@ public final class MemoryStore: ReplicaStore {
     /// Shared with readers on other threads; written only by the owner.
     private let table = MemoryTable()
     private var quarantine: [QuarantinedEntry] = []
+    private var memberTable: [[UInt8]] = []
 
     final class MemoryTable: StoreReader {
         /// By the key's bytes, as SQLite compares them (`ExactKey`).
@@ -63,6 +64,10 @@ public final class MemoryStore: ReplicaStore {
         lastEpoch = max(atLeast, lastEpoch + 1)
         return lastEpoch
     }
+
+    public func savedMemberTable() -> [[UInt8]] { memberTable }
+
+    public func saveMemberTable(_ messages: [[UInt8]]) { memberTable = messages }
 
     public func entries(forKeys keys: [String]) -> [Entry] {
         table.entries.withLock { entries in keys.compactMap { entries[ExactKey($0)] } }

@@ -36,6 +36,12 @@ public protocol ReplicaStore: AnyObject {
     /// A new epoch for this process: at least `atLeast`, and above every epoch handed out before
     /// for this store (kept durably), so that a restart is always a later life.
     func beginEpoch(atLeast: UInt64) throws -> UInt64
+    /// The member table as the replica last saved it: messages in the wire encoding, opaque to
+    /// the store (empty when none was saved). Kept so that a restarted node dials the members it
+    /// knew, not only its seeds.
+    func savedMemberTable() throws -> [[UInt8]]
+    /// Replaces the saved member table.
+    func saveMemberTable(_ messages: [[UInt8]]) throws
     /// The entries of `keys` that exist, in the order given.
     func entries(forKeys keys: [String]) throws -> [Entry]
     /// All entries (tombstones included) whose key starts with `prefix`, in key order: the

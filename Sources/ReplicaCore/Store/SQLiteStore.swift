@@ -430,6 +430,22 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
+    /// In `meta` as `member_table`: one message per line, in base64 (a few hundred bytes per
+    /// member), replaced whole at each save.
+    public func savedMemberTable() throws -> [[UInt8]] {
+        let text = try readFailures.watch {
+            try database.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'member_table'") }
+        }
+        return (text ?? "").split(separator: "\n").compactMap { Data(base64Encoded: String($0)).map { Array($0) } }
+    }
+
+    public func saveMemberTable(_ messages: [[UInt8]]) throws {
+        let text = messages.map { Data($0).base64EncodedString() }.joined(separator: "\n")
+        try database.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('member_table', ?)", arguments: [text])
+        }
+    }
+
     public func entries(forKeys keys: [String]) throws -> [Entry] {
         guard !keys.isEmpty else { return [] }
         return try readFailures.watch { try database.read { db in

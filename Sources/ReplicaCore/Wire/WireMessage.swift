@@ -256,6 +256,35 @@ public struct MembersMessage: Equatable, Sendable {
         self.wantsReply = wantsReply
         self.records = records
     }
+
+    /// `records` as one message or, when they exceed `limits` (more than `maxMembers` records,
+    /// or more bytes than a sync chunk may hold), several, in order. Only the last one asks for
+    /// a reply, so the receiver answers once, having merged them all. A table that only grows
+    /// (members that left stay listed) must still reach a joining node: one message of it all
+    /// was refused by every receiver once the table passed the limit.
+    public static func split(origin: NodeID, wantsReply: Bool, records: [MemberRecord], limits: WireLimits) -> [MembersMessage] {
+        let maxBytes = limits.maxChunkBytes - 64
+        var messages: [MembersMessage] = []
+        var current: [MemberRecord] = []
+        var bytes = 0
+        for record in records {
+            let size = Self.encodedSize(of: record)
+            if !current.isEmpty && (current.count == limits.maxMembers || bytes + size > maxBytes) {
+                messages.append(MembersMessage(origin: origin, wantsReply: false, records: current))
+                current = []
+                bytes = 0
+            }
+            current.append(record)
+            bytes += size
+        }
+        messages.append(MembersMessage(origin: origin, wantsReply: wantsReply, records: current))
+        return messages
+    }
+
+    /// A record's size on the wire (docs/protocol.md, "Member record").
+    static func encodedSize(of record: MemberRecord) -> Int {
+        1 + record.node.rawValue.utf8.count + 8 + 16 + 1 + 1 + record.address.host.utf8.count + 2 + 1 + (record.publicKey?.count ?? 0)
+    }
 }
 
 public struct RelayedUpdate: Equatable, Sendable {

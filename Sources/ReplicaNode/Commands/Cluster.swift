@@ -123,7 +123,7 @@ struct Cluster: AsyncParsableCommand {
         let reason = await children.waitForStopReason()
         switch reason {
         case .signal(let signal):
-            print("Stopping \(ids.count) node(s) (signal \(signal)) ...")
+            print("Stopping \(children.runningCount) node(s) (signal \(signal)) ...")
         case .exited(let id, let status):
             Output.error("\(id) \(status) while the cluster was running (see \(root.appendingPathComponent("\(id).log").path)); stopping the other node(s)")
         case .allStoppedCleanly:
@@ -269,6 +269,9 @@ final class ClusterProcesses: Sendable {
         }
     }
 
+    /// How many nodes started and have not exited.
+    var runningCount: Int { state.withLock { $0.children.filter { $0.exit == nil }.count } }
+
     /// Whether node `id` has been started and its exit recorded.
     func hasExited(_ id: String) -> Bool {
         state.withLock { $0.children.contains { $0.id == id && $0.exit != nil } }
@@ -313,28 +316,30 @@ final class ClusterProcesses: Sendable {
     /// that whoever sees the exit also sees its consequence.
     private func exited(_ process: Process) {
         let clean = process.terminationReason == .exit && process.terminationStatus == 0
-        let outcome = state.withLock { state -> (id: String, reason: StopReason?, waiters: [CheckedContinuation<StopReason, Never>])? in
+        let outcome = state.withLock { state -> (id: String, running: Int, reason: StopReason?, waiters: [CheckedContinuation<StopReason, Never>])? in
             guard let index = state.children.firstIndex(where: { $0.process === process }) else { return nil }
             state.children[index].exit = process.terminationReason
             state.children[index].status = process.terminationStatus
             let id = state.children[index].id
+            let running = state.children.filter { $0.exit == nil }.count
             // Stopping already (a signal was handled, or another node failed): its exit is part of that.
             guard !state.stopping, state.reason == nil else { return nil }
             if clean {
                 // It left the cluster (`leave`), or someone stopped it: a choice, not a failure.
                 // The others keep serving (the `leave` example of the help runs against this cluster).
-                guard state.allExited, !state.launching else { return (id, nil, []) }
+                guard state.allExited, !state.launching else { return (id, running, nil, []) }
                 let (reason, waiters) = Self.settle(.allStoppedCleanly, in: &state)
-                return (id, reason, waiters)
+                return (id, running, reason, waiters)
             }
             // A node that fails while the cluster runs (a port taken, a data directory held by a
             // node left over from an earlier cluster, a crash) stops the cluster.
             let (reason, waiters) = Self.settle(.exited(id: id, status: Self.describe(process.terminationReason, process.terminationStatus)), in: &state)
-            return (id, reason, waiters)
+            return (id, running, reason, waiters)
         }
         guard let outcome else { return }
         if clean {
-            Output.line("\(outcome.id) stopped cleanly (it left the cluster, or was stopped); the other node(s) keep running")
+            let others = outcome.running == 0 ? "it was the last one running" : "\(outcome.running) other node(s) keep running"
+            Output.line("\(outcome.id) stopped cleanly (it left the cluster, or was stopped); \(others)")
             Output.flush()
         }
         if let reason = outcome.reason { for waiter in outcome.waiters { waiter.resume(returning: reason) } }

@@ -11,8 +11,11 @@ struct Import: ClientCommand {
         commandName: "import",
         abstract: "Write many keys from JSON Lines: one {\"key\": ..., \"value\": ...} per line.",
         discussion: """
-            The whole input is checked first: if any line is not an object with a string "key" \
-            and a "value", or its key is reserved (starts with U+001F), holds U+0000, or is longer than \
+            Each line may also carry "encoding" and "schema" as `get --json` prints them: with \
+            "encoding": "base64" the value is a base64 string whose bytes are stored, and \
+            "schema" (0-65535, default 0) is stored with the value, so exported registers come \
+            back as they were. The whole input is checked first: if any line is not an object \
+            with a string "key" and a "value", or its key is reserved (starts with U+001F), holds U+0000, or is longer than \
             \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, or its value is longer than \
             \(ControlEndpoint.replicaLimits.maxPayloadBytes) bytes (without whitespace), nothing \
             is written and import exits with 64, naming the line. Keys are distinct when their \
@@ -163,9 +166,11 @@ struct Import: ClientCommand {
     }
 
     /// The longest line `batches` sends: a rewritten line with the longest key, all escaped
-    /// (`\u001f`: 6 bytes a byte), and the largest value.
+    /// (`\u001f`: 6 bytes a byte), and the largest value (in base64: 4 bytes for 3), with its
+    /// encoding and schema.
     static func maxLineBytes(_ limits: WireLimits) -> Int {
-        #"{"key":"","value":}"#.utf8.count + 6 * limits.maxKeyBytes + limits.maxPayloadBytes
+        #"{"key":"","value":"","encoding":"base64","schema":65535}"#.utf8.count + 6 * limits.maxKeyBytes
+            + (limits.maxPayloadBytes + 2) / 3 * 4
     }
 
     /// What the node would refuse in an item, as a `BadLine` (a key or a value over `limits`),
@@ -180,9 +185,16 @@ struct Import: ClientCommand {
         } catch {
             throw JSONLines.BadLine(line: item.number, reason: error.description)
         }
-        // What the node stores is the minified value, never longer than the value as written.
+        // What the node stores is the decoded bytes of a base64 value, or the minified value,
+        // never longer than the value as written.
         var minified: [UInt8]?
-        if item.value.range.count > limits.maxPayloadBytes {
+        if let decoded = item.decoded {
+            do {
+                try limits.validate(payload: decoded)
+            } catch {
+                throw JSONLines.BadLine(line: item.number, reason: error.description + " (decoded from base64)")
+            }
+        } else if item.value.range.count > limits.maxPayloadBytes {
             let value = JSONScanner(line).minified(item.value)
             do {
                 try limits.validate(payload: value)
@@ -196,6 +208,8 @@ struct Import: ClientCommand {
         JSONObjectWriter.appendString(item.key, to: &bytes)
         bytes += #","value":"#.utf8
         bytes += minified ?? JSONScanner(line).minified(item.value)
+        if item.decoded != nil { bytes += #","encoding":"base64""#.utf8 }
+        if item.schema != 0 { bytes += Array(#","schema":\#(item.schema)"#.utf8) }
         bytes.append(UInt8(ascii: "}"))
         return .rewritten(bytes)
     }

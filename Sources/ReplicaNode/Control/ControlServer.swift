@@ -399,7 +399,7 @@ actor ControlServer: PollLoopOwner {
         try lines.withUnsafeBytes { raw throws(JSONLines.BadLine) in
             var writes: [Replica.WriteRequest] = []
             try JSONLines.forEachItem(in: raw.bindMemory(to: UInt8.self)) { item, line in
-                writes.append(Replica.WriteRequest(key: item.key, payload: JSONScanner(line).minified(item.value)))
+                writes.append(Replica.WriteRequest(key: item.key, payload: item.decoded ?? JSONScanner(line).minified(item.value), schema: item.schema))
             }
             return writes
         }

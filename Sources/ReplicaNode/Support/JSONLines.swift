@@ -1,3 +1,4 @@
+import Foundation
 import ReplicaCore
 
 #if canImport(Glibc)
@@ -5,7 +6,9 @@ import Glibc
 #endif
 
 /// The input of `import`: one `{"key": "...", "value": <any JSON>}` per line; blank lines are
-/// skipped, other members ignored. The client checks every line before writing anything, and
+/// skipped, other members ignored, except those `get --json` prints that change what is stored:
+/// `"encoding": "base64"` (the value is a string of base64: its bytes are stored, not the
+/// string) and `"schema": N`. So a register exported with `get --json` comes back as it was. The client checks every line before writing anything, and
 /// the node checks each batch again (the control socket is an interface of its own).
 enum JSONLines {
     struct BadLine: Error, Equatable, CustomStringConvertible {
@@ -18,6 +21,9 @@ enum JSONLines {
     struct Item {
         var key: String
         var value: JSONScanner.Value
+        /// The bytes to store, decoded from base64 (`"encoding": "base64"`); nil for a JSON value.
+        var decoded: [UInt8]?
+        var schema: UInt16
         /// The line's bytes in the input, without the newline.
         var line: Range<Int>
         /// The line's number (from `firstLine`), for `BadLine`s `body` throws.
@@ -35,7 +41,7 @@ enum JSONLines {
             let end = lineEnd(in: bytes, from: start)
             let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
             if let item = try parse(line, number: number) {
-                try body(Item(key: item.key, value: item.value, line: start..<end, number: number), line)
+                try body(Item(key: item.key, value: item.value, decoded: item.decoded, schema: item.schema, line: start..<end, number: number), line)
             }
             start = end + 1
             number += 1
@@ -49,7 +55,9 @@ enum JSONLines {
     }
 
     /// The key and value of one line, or nil for a blank line.
-    private static func parse(_ line: UnsafeBufferPointer<UInt8>, number: Int) throws(BadLine) -> (key: String, value: JSONScanner.Value)? {
+    private static func parse(
+        _ line: UnsafeBufferPointer<UInt8>, number: Int
+    ) throws(BadLine) -> (key: String, value: JSONScanner.Value, decoded: [UInt8]?, schema: UInt16)? {
         if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) {
             throw BadLine(line: number, reason: "the file starts with a UTF-8 byte order mark (EF BB BF): save it without one")
         }
@@ -60,6 +68,8 @@ enum JSONLines {
         var keyIsString = false
         var sawKey = false
         var value: JSONScanner.Value?
+        var encoding: String?
+        var schemaText: String?
         do {
             try scanner.expect(UInt8(ascii: "{"), "'{'")
             if !scanner.consume(UInt8(ascii: "}")) {
@@ -80,6 +90,14 @@ enum JSONLines {
                         sawKey = true
                     case "value":
                         value = try scanner.scanValue()
+                    case "encoding" where scanner.next == UInt8(ascii: "\""):
+                        encoding = try scanner.readString()
+                    case "encoding":
+                        encoding = ""
+                        _ = try scanner.scanValue()
+                    case "schema":
+                        let found = try scanner.scanValue()
+                        schemaText = String(decoding: UnsafeBufferPointer(rebasing: line[found.range]), as: UTF8.self)
                     default:
                         _ = try scanner.scanValue()
                     }
@@ -96,7 +114,25 @@ enum JSONLines {
         guard !key.isEmpty else { throw BadLine(line: number, reason: "\"key\" is empty") }
         guard !FamilyKey.isReserved(key) else { throw BadLine(line: number, reason: ReservedKey.message) }
         guard let value else { throw BadLine(line: number, reason: "missing \"value\"") }
-        return (key, value)
+        var schema: UInt16 = 0
+        if let schemaText {
+            guard let parsed = UInt16(schemaText) else {
+                throw BadLine(line: number, reason: "\"schema\" must be a whole number from 0 to 65535, not \(schemaText)")
+            }
+            schema = parsed
+        }
+        switch encoding {
+        case nil, "json":
+            return (key, value, nil, schema)
+        case "base64":
+            var reader = JSONScanner(line, from: value.range.lowerBound)
+            guard reader.next == UInt8(ascii: "\""), let text = try? reader.readString(), let bytes = Data(base64Encoded: text) else {
+                throw BadLine(line: number, reason: "\"encoding\" is \"base64\" but \"value\" is not a string of base64")
+            }
+            return (key, value, Array(bytes), schema)
+        default:
+            throw BadLine(line: number, reason: "\"encoding\" must be \"json\" or \"base64\" (as `get --json` prints it)")
+        }
     }
 }
 

@@ -13,7 +13,11 @@ struct Membership: Sendable {
     private(set) var local: MemberRecord
     /// Every other node ever learnt, `forgotten` ones included (as tombstones, so that gossip
     /// from a member that has not heard of the removal cannot bring them back).
-    private(set) var others: [NodeID: MemberRecord] = [:]
+    private(set) var others: [NodeID: MemberRecord] = [:] {
+        // Kept rather than filtered on demand: the loop asks every turn, and members that left
+        // stay in `others` (a cluster that has seen a thousand made each turn sort a thousand).
+        didSet { active = others.values.filter { $0.status == .active }.sorted { $0.node < $1.node } }
+    }
     /// A hash of the whole table; equal on two nodes means equal tables.
     private(set) var digest: UInt64 = 0
 
@@ -47,14 +51,18 @@ struct Membership: Sendable {
         var reasserted: Bool { reassertedAgainst != nil }
     }
 
-    /// Members to dial: active, not this node.
-    var active: [MemberRecord] { others.values.filter { $0.status == .active }.sorted { $0.node < $1.node } }
+    /// Members to dial: active, not this node, by id.
+    private(set) var active: [MemberRecord] = []
 
     /// Members to list in status: all but the forgotten.
     var listed: [MemberRecord] { others.values.filter { $0.status != .forgotten }.sorted { $0.node < $1.node } }
 
-    /// Every record, this node's own first: what a join reply or an exchange carries.
-    var allRecords: [MemberRecord] { [local] + others.values.sorted { $0.node < $1.node } }
+    /// Every record: this node's own, then the active members, then those that left or were
+    /// forgotten. What a join reply or an exchange carries, in the order a joining node needs
+    /// them (a table too large for one message is split: see `MembersMessage.split`).
+    var allRecords: [MemberRecord] {
+        [local] + others.values.sorted { ($0.status, $0.node) < ($1.status, $1.node) }
+    }
 
     subscript(node: NodeID) -> MemberRecord? { node == local.node ? local : others[node] }
 
