@@ -61,7 +61,8 @@ def scenario_join_runtime(ctx, binary):
 
 def scenario_rejoin(ctx, binary):
     """node3 knows only node1. Restarted on its data, it rejoins by itself; wiped, it rejoins
-    as a new incarnation, and the others list the new one."""
+    as a new incarnation, and the others list the new one. Restarted with no seed at all and at
+    another port, it dials the members saved in its store, and they dial its new address."""
     with Cluster(binary, 3, "rejoin", seeds=lambda k: [1] if k == 3 else [j for j in (1, 2) if j != k]) as c:
         c.start_all()
         w = Workload(c, [f"r{i}" for i in range(4)], writers=2, targets=lambda wid: [1, 2]).start()
@@ -82,6 +83,28 @@ def scenario_rejoin(ctx, binary):
         if any(i != new for i in listed.values()):
             raise Failure(f"the others list node3 as {listed}, not its new incarnation {new}")
         ctx.say(f"wiped node3 rejoined as incarnation {new[:8]} (was {old[:8]}) in {time.monotonic() - started:.2f} s")
+        # (0.18.0 kept no member table: node3 came back alone, its writes reached nobody, and
+        # the others listed it down at its old address.)
+        c.stop(3)
+        c.seeds = lambda k: [] if k == 3 else [j for j in (1, 2) if j != k]
+        c.nodes[3].port = c.port + 100
+        started = time.monotonic()
+        c.start(3)
+
+        def moved_and_alive():
+            peers = [peers_of(s).get("node3") or {} for s in c.statuses([1, 2]).values()]
+            return all(p.get("address") == c.nodes[3].listen and p.get("state") == "alive" for p in peers)
+        if not wait_for(moved_and_alive, 10):
+            listed = {k: peers_of(s).get("node3") for k, s in c.statuses([1, 2]).items()}
+            raise Failure(f"the others do not list node3 alive at its new address {c.nodes[3].listen}: {listed}")
+        c.wait_all_alive()
+        written = c.client(3, ["set", "from-moved-node3", '"x"'])
+        if written.returncode != 0:
+            raise Failure(f"the write on the moved node3 failed: {written.stderr.strip()}")
+        if not wait_for(lambda: all(c.client(k, ["get", "from-moved-node3"]).returncode == 0 for k in (1, 2)), 5):
+            raise Failure("the moved node3's write did not reach node1 and node2 within 5 s")
+        ctx.say(f"node3 restarted with no seed at {c.nodes[3].listen}: members found from its saved table, "
+                f"listed at the new address, its write replicated ({time.monotonic() - started:.2f} s)")
         w.stop()
         converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="the last write")
         verify(ctx, c, w)
