@@ -19,9 +19,9 @@ struct MetricsReporterTests {
             problems: [problem], loadErrors: [problem], saveErrors: [])
     }
 
-    func peer(_ id: String, _ state: PeerState, missing: Int = 0, gaps: Int = 0, repairBytes: Int = 0) -> ReplicaStatus.Peer {
+    func peer(_ id: String, _ state: PeerState, since: Date = Date(), missing: Int = 0, gaps: Int = 0, repairBytes: Int = 0) -> ReplicaStatus.Peer {
         ReplicaStatus.Peer(
-            id: id, address: "127.0.0.1:7002", state: state, since: Date(), lastSeenSecondsAgo: 0.5, relayedBy: nil, epoch: 1,
+            id: id, address: "127.0.0.1:7002", state: state, since: since, lastSeenSecondsAgo: 0.5, relayedBy: nil, epoch: 1,
             lastSequence: nil, inSync: true, sequenceGaps: gaps, syncsCompleted: 1, repairsCompleted: 0, syncInProgress: false,
             missingUpdates: missing, roundTripMillis: 2, clockOffsetMillis: -250, incarnation: "J", trusted: true,
             bytesReceived: .init(published: 100, sync: 0, repair: repairBytes), futureTimestampsRejected: 0, skewedHeartbeats: 0)
@@ -55,6 +55,24 @@ struct MetricsReporterTests {
 
         reporter.update(from: status(published: 12, malformed: 1, peers: []))
         #expect(metrics.recorders(label: ReplicaMetricName.peerState).isEmpty, "a peer that left has no series")
+    }
+
+    /// A member that left is reported as `left` for a while, then its series go: a node that has
+    /// seen a thousand members leave kept 16 series for each (16,730 in one scrape).
+    @Test func aMemberThatLeftLosesItsSeriesAfterTheRetention() throws {
+        let metrics = TestMetrics()
+        var reporter = ReplicaMetricsReporter(node: "n1", factory: metrics)
+        let retention = ReplicaMetricsReporter.leftSeriesRetention
+        let departed = [
+            peer("recent", .left, since: Date().addingTimeInterval(-retention / 2)),
+            peer("long-ago", .left, since: Date().addingTimeInterval(-retention - 60)),
+            peer("down", .down, since: Date().addingTimeInterval(-retention - 60)),
+        ]
+        reporter.update(from: status(published: 1, malformed: 0, peers: departed))
+        let states = metrics.recorders(label: ReplicaMetricName.peerState)
+        let peers = Set(states.compactMap { $0.dimensions.first { $0.0 == "peer" }?.1 })
+        #expect(peers == ["recent", "down"], "a member down for long stays: it may come back")
+        #expect(try metrics.expectGauge(ReplicaMetricName.peerState, [("node", "n1"), ("peer", "recent"), ("state", "left")]).lastValue == 1)
     }
 
     @Test func commitsRecordLatencyOutcomeAndEntriesByBatch() throws {

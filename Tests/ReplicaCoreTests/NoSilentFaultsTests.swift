@@ -172,6 +172,36 @@ import Testing
         #expect(await replicas[1].isShutDown)
     }
 
+    /// While the hand-off waits (here for a member, alive, that never reports holding our
+    /// writes), `status` says `leaving` (it said `active` while writes were refused). A second
+    /// call with `force` joins the first and makes it leave when the hand-off time is up, where
+    /// alone it would have stayed.
+    @Test func aWaitingLeaveShowsInStatusAndAForcedSecondCallMakesItLeave() async throws {
+        let peer = try FakePeer()
+        let replica = try peer.makeNode(leaveTimeout: .seconds(2))
+        #expect(try await peer.waitUntilHeard(by: replica))
+        try await replica.write("only-here", payload: [0x31])
+        #expect(try await eventually {
+            try peer.keepAlive()
+            return await replica.status().peers.first?.state == .alive
+        })
+        let first = Task { await replica.leave() }
+        #expect(try await eventually {
+            try peer.keepAlive()
+            return await replica.status().membership == "leaving"
+        })
+        await #expect(throws: ReplicaError.leaving) { try await replica.write("late", payload: [0x32]) }
+        let forced = Task { await replica.leave(force: true) }
+        #expect(try await eventually(timeout: .seconds(5)) {
+            try peer.keepAlive()
+            return await replica.isShutDown
+        })
+        let (waited, second) = (await first.value, await forced.value)
+        #expect(waited.left && second.left, "the waiting call gets the forced result")
+        #expect(waited.holding.isEmpty && waited.asked == ["fake"])
+        #expect(await replica.status().membership == "left")
+    }
+
     /// A second `leave` while the first waits joins it, and one after it gets the same count: the
     /// members asked that answered (one of two here; the other was stopped and never answers).
     /// The second call used to replace the first, whose caller then waited for ever.

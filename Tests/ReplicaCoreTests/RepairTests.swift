@@ -124,11 +124,12 @@ final class FakePeer {
     deinit { responder.stop() }
 
     /// A node whose only peer is this fake.
-    func makeNode() throws -> Replica {
+    func makeNode(leaveTimeout: Duration = .seconds(10)) throws -> Replica {
         var configuration = ReplicaConfiguration(
             node: "node", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()),
             peers: [Endpoint(host: "127.0.0.1", port: port)], storage: .memory)
         configuration.heartbeatInterval = .milliseconds(200)
+        configuration.leaveTimeout = leaveTimeout
         return try Replica(configuration)
     }
 

@@ -118,7 +118,7 @@ import Testing
         _ = try SQLiteStore(directory: directory.url, node: "n1")
         let error = #expect(throws: SQLiteStore.ForeignDataDirectory.self) { try SQLiteStore(directory: directory.url, node: "n2") }
         #expect(error?.description == "the data directory belongs to node n1, not n2: start it as node n1 "
-            + "(replica-node: --id n1), or give node n2 another data directory", "words for library and CLI users alike")
+            + "(`replica-node serve --id n1`), or give node n2 another data directory", "words for library and CLI users alike")
     }
 
     @Test func aCorruptFileIsMovedAsideNotOverwritten() throws {

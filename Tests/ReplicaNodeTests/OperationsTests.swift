@@ -93,6 +93,9 @@ import Testing
         #expect(refused.stderr.contains("no member is alive") && refused.stderr.contains("--force"), "\(refused)")
         #expect(try cluster.client(0, ["get", "only-here"]).stdout == "1\n", "still serving")
         #expect(try cluster.client(0, ["set", "after", "2"]).status == 0, "and writing")
+        let refusedJSON = try cluster.client(0, ["leave", "--json"])
+        #expect(refusedJSON.status == 1 && refusedJSON.stdout.contains("\"left\":false"), "\(refusedJSON)")
+        #expect(refusedJSON.stderr.contains("not left: no member confirmed holding the 2 update(s)"), "the reason too: \(refusedJSON)")
 
         let forced = try cluster.client(0, ["leave", "--force", "--json"])
         #expect(forced.status == 0, "\(forced)")

@@ -1,3 +1,4 @@
+import Foundation
 import Metrics
 
 /// Turns `ReplicaStatus` snapshots into swift-metrics counters and gauges, so that any backend a
@@ -6,8 +7,9 @@ import Metrics
 ///
 /// The replica's own counters only grow; each snapshot adds what they grew by since the last one
 /// to a swift-metrics `Counter`. Peer metrics carry a `peer` dimension and are destroyed when the
-/// member leaves the snapshot (forgotten), so a backend does not
-/// keep reporting a peer that is gone. The commit path records its own latency histogram
+/// member leaves the snapshot (forgotten), or `leftSeriesRetention` after it left, so a backend
+/// does not keep reporting a peer that is gone (a cluster that has seen a thousand members came
+/// with 16 series each for every one of them). The commit path records its own latency histogram
 /// (`CommitMetrics`); everything here costs one `status()` call per interval.
 ///
 /// ```swift
@@ -26,6 +28,10 @@ public struct ReplicaMetricsReporter: Sendable {
     private let loadErrors: Gauge
     private let saveErrors: Gauge
     private var info: Gauge?
+
+    /// How long (seconds) a member that left keeps its series, `replica_peer_state{state="left"}`
+    /// among them: long enough for a scrape and an alert to see the departure.
+    public static let leftSeriesRetention: TimeInterval = 600
 
     public init(node: NodeID, factory: any MetricsFactory = MetricsSystem.factory) {
         let node = ("node", node.rawValue)
@@ -94,7 +100,9 @@ public struct ReplicaMetricsReporter: Sendable {
 
         var seen: Set<String> = []
         let now = ContinuousClock.now
+        let wall = Date()
         for peer in status.peers {
+            if peer.state == .left && wall.timeIntervalSince(peer.since) > Self.leftSeriesRetention { continue }
             seen.insert(peer.id)
             if peers[peer.id] == nil { peers[peer.id] = PeerSeries(node: node, peer: peer.id, factory: factory) }
             peers[peer.id]?.update(from: peer, now: now)

@@ -18,7 +18,7 @@ extension Replica {
             epoch: epoch,
             listen: configuration.listen.description,
             advertise: membership.local.address.description,
-            membership: membership.local.status == .active ? "active" : "left",
+            membership: membership.local.status != .active ? "left" : leaving != nil ? "leaving" : "active",
             hlc: clock.last.description,
             uptimeSeconds: (now - started) / .seconds(1),
             entryCount: store.count,

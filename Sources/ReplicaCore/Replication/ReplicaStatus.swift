@@ -125,7 +125,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
     public var listen: String
     /// The address members dial (`--advertise`, by default `listen`).
     public var advertise: String
-    /// active, or left once `leave` ran.
+    /// `active`; `leaving` while `leave` hands this node's writes over (writes are refused);
+    /// `left` once it has left.
     public var membership: String
     public var hlc: String
     public var uptimeSeconds: Double

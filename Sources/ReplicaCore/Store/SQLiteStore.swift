@@ -70,7 +70,7 @@ public final class SQLiteStore: ReplicaStore {
         public var found: NodeID
         public var description: String {
             "the data directory belongs to node \(found), not \(expected): start it as node \(found) "
-                + "(replica-node: --id \(found)), or give node \(expected) another data directory"
+                + "(`replica-node serve --id \(found)`), or give node \(expected) another data directory"
         }
     }
 

@@ -37,7 +37,9 @@ struct Leave: ClientCommand {
         client.timeout = .seconds(30)  // the hand-off (10 s) and the acknowledgements (2 s)
         let departure = try client.call(.leave(force: force), expecting: \.left)
         if options.json {
+            // The fields say it all; the reason goes to stderr as well, for whoever reads it.
             try Output.json(encoding: departure)
+            if !departure.left { Output.error(Self.notLeft(departure)) }
         } else if departure.left {
             Output.line("OK left the cluster; \(Self.handOff(departure)); the node stops")
             if departure.holding.isEmpty && (departure.published > 0 || departure.earlierWrites) {
@@ -45,15 +47,20 @@ struct Leave: ClientCommand {
                     + "what no member had is only in \(options.dataPath ?? "its data directory") now")
             }
         } else {
-            let asked = departure.asked.isEmpty
-                ? "no member is alive"
-                : "asked within 10 s: " + departure.asked.map(\.rawValue).joined(separator: ", ")
-                    + (departure.earlierWrites ? "; writes of earlier runs are confirmed by a digest equal to this node's" : "")
-            Output.error("not left: no member confirmed holding \(departure.writesText) (\(asked)). The node stays a "
-                + "member, keeps running and accepts writes again. Check that members are up and reach it (status), then "
-                + "run leave again; leave --force leaves anyway, its writes then only in its data directory")
+            Output.error(Self.notLeft(departure))
         }
         if !departure.left { throw ExitCode.failure }
+    }
+
+    /// Why the node did not leave, and what to do.
+    static func notLeft(_ departure: Departure) -> String {
+        let asked = departure.asked.isEmpty
+            ? "no member is alive"
+            : "asked within 10 s: " + departure.asked.map(\.rawValue).joined(separator: ", ")
+                + (departure.earlierWrites ? "; writes of earlier runs are confirmed by a digest equal to this node's" : "")
+        return "not left: no member confirmed holding \(departure.writesText) (\(asked)). The node stays a "
+            + "member, keeps running and accepts writes again. Check that members are up and reach it (status), then "
+            + "run leave again; leave --force leaves anyway, its writes then only in its data directory"
     }
 
     /// "3 of 3 members hold its 12 update(s) and acknowledged", and who did not.

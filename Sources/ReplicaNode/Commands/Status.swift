@@ -32,7 +32,12 @@ struct Status: ClientCommand {
         line("id", status.id)
         line("incarnation", status.incarnation)
         line("listen", "\(status.listen) (sync on port + 1)")
-        line("advertise", status.advertise + (status.membership == "left" ? " (left the cluster)" : ""))
+        let membership = switch status.membership {
+        case "left": " (left the cluster)"
+        case "leaving": " (leaving: handing its writes over; writes are refused)"
+        default: ""
+        }
+        line("advertise", status.advertise + membership)
         let started = now.addingTimeInterval(-status.uptimeSeconds)
         line("started", "\(TimeText.iso8601(started)) (up \(TimeText.duration(seconds: status.uptimeSeconds)))")
         line("hlc", status.hlc + (TimeText.iso8601(hybridTimestamp: status.hlc).map { " (\($0))" } ?? ""))
