@@ -243,6 +243,29 @@ import Testing
         for replica in replicas { await replica.shutdown() }
     }
 
+    /// A catch-up that finds nothing missing does not clear the `commit` problem while the disk
+    /// is still full (it did: small commits still fitted in SQLite's log, and health turned green
+    /// while every large write was refused).
+    @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))
+    func anEmptyCatchUpLeavesAFullDiskFailingHealth() async throws {
+        let disk = try SmallDisk(size: "2m")
+        defer { disk.remove() }
+        let replicas = try makeReplicas(2) { index in index == 0 ? .directory(disk.url.appendingPathComponent("data")) : .memory }
+        let full = replicas[0]
+        try await full.write("before", payload: Array("1".utf8))
+        #expect(await eventually { await full.status().peers.first?.inSync == true })
+        let syncsBefore = await full.status().peers.first?.syncsCompleted ?? 0
+        try disk.fill()
+        await #expect(throws: ReplicaError.self) {
+            try await full.write("refused", payload: Array(String(repeating: "x", count: 512 * 1024).utf8))
+        }
+        #expect(await !full.health().healthy)
+        #expect(await eventually { (await full.status().peers.first?.syncsCompleted ?? 0) > syncsBefore }, "the catch-up ran")
+        #expect(await full.status().problems.contains { $0.kind == .commit }, "still listed: the disk is full")
+        #expect(await !full.health().healthy)
+        for replica in replicas { await replica.shutdown() }
+    }
+
     @Test func inMemoryKeysShareStateWithinTheProcess() async throws {
         @Shared(.inMemory("preview")) var a = 1
         @Shared(.inMemory("preview")) var b = 1

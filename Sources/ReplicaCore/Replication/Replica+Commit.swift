@@ -192,3 +192,25 @@ extension Replica {
         }
     }
 }
+
+extension Replica {
+    /// After commits failed and a catch-up found nothing missing, whether the store takes
+    /// commits again, with nothing received left to prove it: the disk has room for a few of
+    /// the largest messages (`commitProbeFreeBytes`), and a small commit (the member table,
+    /// saved anew) works. (An empty catch-up alone cleared the `commit` problem on a disk still
+    /// full: SQLite's log had room for small commits, and health turned green while every large
+    /// write was refused.)
+    func storeTakesCommitsAgain() -> Bool {
+        if let free = store.availableBytes, free < commitProbeFreeBytes { return false }
+        do {
+            try store.saveMemberTable(memberTableMessages())
+            savedMemberTableDigest = membership.digest
+            return true
+        } catch {
+            return false
+        }
+    }
+
+    /// Free bytes the disk must have before an empty catch-up may clear the `commit` problem.
+    var commitProbeFreeBytes: Int64 { Int64(4 * codec.limits.maxFrameBytes) }
+}

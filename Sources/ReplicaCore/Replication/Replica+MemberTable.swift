@@ -39,9 +39,8 @@ extension Replica {
     func saveMemberTable(now: ContinuousClock.Instant, force: Bool = false) {
         guard membership.digest != savedMemberTableDigest, force || now >= nextMemberTableSave else { return }
         nextMemberTableSave = now + Self.memberTableSaveInterval
-        let messages = MembersMessage.split(origin: identity.node, wantsReply: false, records: membership.allRecords, limits: codec.limits)
         do {
-            try store.saveMemberTable(messages.map { codec.encode(.members($0)) })
+            try store.saveMemberTable(memberTableMessages())
             savedMemberTableDigest = membership.digest
         } catch {
             logger.warning("cannot save the member table (retrying in \(Self.memberTableRetryInterval)): \(error)")
@@ -49,6 +48,13 @@ extension Replica {
         }
     }
 
+    /// The table as saved: its members messages, encoded.
+    func memberTableMessages() -> [[UInt8]] {
+        MembersMessage.split(origin: identity.node, wantsReply: false, records: membership.allRecords, limits: codec.limits)
+            .map { codec.encode(.members($0)) }
+    }
+
     static let memberTableSaveInterval: Duration = .seconds(1)
     static let memberTableRetryInterval: Duration = .seconds(30)
 }
+

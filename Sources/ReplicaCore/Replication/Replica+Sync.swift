@@ -149,8 +149,10 @@ extension Replica {
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
-            if sync.reason == .commitFailed && sync.entries == 0, commits.committed(now: now) != nil {
-                // Nothing was missing after all: what failed to commit is here.
+            if sync.reason == .commitFailed && sync.entries == 0, storeTakesCommitsAgain(), commits.committed(now: now) != nil {
+                // Nothing received is missing, and the store writes again: nothing is left to
+                // prove it by a commit of its own.
+                logger.info("commits succeed again: a test commit worked and the disk has room")
                 problems.clear(.commit, Self.commitSubject)
             }
         }

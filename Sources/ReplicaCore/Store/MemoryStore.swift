@@ -69,6 +69,8 @@ public final class MemoryStore: ReplicaStore {
 
     public func saveMemberTable(_ messages: [[UInt8]]) { memberTable = messages }
 
+    public var availableBytes: Int64? { nil }
+
     public func entries(forKeys keys: [String]) -> [Entry] {
         table.entries.withLock { entries in keys.compactMap { entries[ExactKey($0)] } }
     }

@@ -42,6 +42,9 @@ public protocol ReplicaStore: AnyObject {
     func savedMemberTable() throws -> [[UInt8]]
     /// Replaces the saved member table.
     func saveMemberTable(_ messages: [[UInt8]]) throws
+    /// Bytes free for this store on its file system (nil: it keeps nothing on disk, or the
+    /// file system cannot say).
+    var availableBytes: Int64? { get }
     /// The entries of `keys` that exist, in the order given.
     func entries(forKeys keys: [String]) throws -> [Entry]
     /// All entries (tombstones included) whose key starts with `prefix`, in key order: the

@@ -439,6 +439,12 @@ public final class SQLiteStore: ReplicaStore {
         return (text ?? "").split(separator: "\n").compactMap { Data(base64Encoded: String($0)).map { Array($0) } }
     }
 
+    public var availableBytes: Int64? {
+        var info = statvfs()
+        guard statvfs(url.deletingLastPathComponent().path, &info) == 0 else { return nil }
+        return Int64(info.f_bavail) * Int64(info.f_frsize)
+    }
+
     public func saveMemberTable(_ messages: [[UInt8]]) throws {
         let text = messages.map { Data($0).base64EncodedString() }.joined(separator: "\n")
         try database.write { db in
