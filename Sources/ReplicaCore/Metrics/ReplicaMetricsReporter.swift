@@ -102,7 +102,9 @@ public struct ReplicaMetricsReporter: Sendable {
         let now = ContinuousClock.now
         let wall = Date()
         for peer in status.peers {
-            if peer.state == .left && wall.timeIntervalSince(peer.since) > Self.leftSeriesRetention { continue }
+            // A member seen leaving keeps its series for the retention; one already gone when
+            // first seen (a restart restores the table of departed members) gets none.
+            if peer.state == .left && (peers[peer.id] == nil || wall.timeIntervalSince(peer.since) > Self.leftSeriesRetention) { continue }
             seen.insert(peer.id)
             if peers[peer.id] == nil { peers[peer.id] = PeerSeries(node: node, peer: peer.id, factory: factory) }
             peers[peer.id]?.update(from: peer, now: now)

@@ -194,20 +194,22 @@ extension Replica {
 }
 
 extension Replica {
-    /// After commits failed and a catch-up found nothing missing, whether the store takes
-    /// commits again, with nothing received left to prove it: the disk has room for a few of
-    /// the largest messages (`commitProbeFreeBytes`), and a small commit (the member table,
-    /// saved anew) works. (An empty catch-up alone cleared the `commit` problem on a disk still
-    /// full: SQLite's log had room for small commits, and health turned green while every large
-    /// write was refused.)
-    func storeTakesCommitsAgain() -> Bool {
-        if let free = store.availableBytes, free < commitProbeFreeBytes { return false }
+    /// After commits failed and a catch-up found nothing missing, why the store does not take
+    /// commits yet (nil: it does), with nothing received left to prove it: the disk must have
+    /// room for a few of the largest messages (`commitProbeFreeBytes`), and a small commit (the
+    /// member table, saved anew) must work. (An empty catch-up alone cleared the `commit`
+    /// problem on a disk still full: SQLite's log had room for small commits, and health turned
+    /// green while every large write was refused.)
+    func commitRefusal() -> String? {
+        if let free = store.availableBytes, free < commitProbeFreeBytes {
+            return "the disk has \(free) bytes free, fewer than the \(commitProbeFreeBytes) a commit may need"
+        }
         do {
             try store.saveMemberTable(memberTableMessages())
             savedMemberTableDigest = membership.digest
-            return true
+            return nil
         } catch {
-            return false
+            return "a test commit failed: \(error)"
         }
     }
 

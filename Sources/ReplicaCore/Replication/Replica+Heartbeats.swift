@@ -5,8 +5,9 @@ extension Replica {
     func publishHeartbeat(now: ContinuousClock.Instant) {
         guard let publisher else { return }
         var reports: [PeerReport] = []
-        reports.reserveCapacity(sessions.count)
-        for session in sessions.values where session.record.status == .active {
+        let active = activeSessions
+        reports.reserveCapacity(active.count)
+        for session in active {
             let echo = session.echo
             reports.append(PeerReport(
                 node: session.node, epoch: session.stream.epoch, through: session.heldThrough,

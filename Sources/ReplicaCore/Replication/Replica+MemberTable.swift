@@ -5,7 +5,9 @@ import Foundation
 /// gone) came back alone, accepted writes that reached nobody and looked healthy, and one that
 /// moved to another address was never found by the others.
 extension Replica {
-    /// Merges the table saved before this start, as gossip: active members are dialled (those
+    /// Merges the table saved before this start, as gossip (the wire's members messages: a later
+    /// protocol version must still read those of this one, or a node upgraded without seeds
+    /// comes back alone): active members are dialled (those
     /// gone for good show as `down` until forgotten, as they would from any member's gossip), and
     /// those that left or were forgotten stay so. Our own saved record is an earlier life.
     func restoreMemberTable() {
@@ -43,7 +45,7 @@ extension Replica {
             try store.saveMemberTable(memberTableMessages())
             savedMemberTableDigest = membership.digest
         } catch {
-            logger.warning("cannot save the member table (retrying in \(Self.memberTableRetryInterval)): \(error)")
+            logger.warning("cannot save the member table\(force ? "" : " (retrying in \(Self.memberTableRetryInterval))"): \(error)")
             nextMemberTableSave = now + Self.memberTableRetryInterval
         }
     }

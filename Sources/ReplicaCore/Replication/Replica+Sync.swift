@@ -149,11 +149,16 @@ extension Replica {
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
-            if sync.reason == .commitFailed && sync.entries == 0, storeTakesCommitsAgain(), commits.committed(now: now) != nil {
-                // Nothing received is missing, and the store writes again: nothing is left to
-                // prove it by a commit of its own.
-                logger.info("commits succeed again: a test commit worked and the disk has room")
-                problems.clear(.commit, Self.commitSubject)
+            if sync.reason == .commitFailed && sync.entries == 0 {
+                // Nothing received is missing, so no commit of its own will tell whether the store
+                // writes again: a test commit does. If it fails, the next fetch (and test) comes
+                // after the back-off, as after any failed commit.
+                if let refusal = commitRefusal() {
+                    _ = commits.failed(refusal, now: now)
+                } else if commits.committed(now: now) != nil {
+                    logger.info("commits succeed again: a test commit worked and the disk has room")
+                    problems.clear(.commit, Self.commitSubject)
+                }
             }
         }
         sessions[node]?.countBytes(sync: bytes)

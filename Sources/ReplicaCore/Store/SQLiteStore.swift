@@ -436,7 +436,8 @@ public final class SQLiteStore: ReplicaStore {
         let text = try readFailures.watch {
             try database.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'member_table'") }
         }
-        return (text ?? "").split(separator: "\n").compactMap { Data(base64Encoded: String($0)).map { Array($0) } }
+        // A line that is not base64 comes back empty: the replica counts it as unreadable.
+        return (text ?? "").split(separator: "\n").map { Data(base64Encoded: String($0)).map { Array($0) } ?? [] }
     }
 
     public var availableBytes: Int64? {

@@ -6,8 +6,9 @@ public struct WireLimits: Sendable, Equatable {
     public var maxPayloadBytes: Int
     /// Most entries in one sync chunk, and in one batch of updates.
     public var maxEntriesPerChunk: Int
-    /// Most member records in one members message, and peer reports in one heartbeat: the
-    /// largest cluster a node accepts.
+    /// Most member records in one members message (a larger table is split:
+    /// `MembersMessage.split`), and peer reports in one heartbeat: the most active members a
+    /// cluster may have (a heartbeat reporting more is refused).
     public var maxMembers: Int
 
     public init(maxKeyBytes: Int = 1024, maxPayloadBytes: Int = 1 << 20, maxEntriesPerChunk: Int = 1024, maxMembers: Int = 1024) {

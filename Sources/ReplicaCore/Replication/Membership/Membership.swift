@@ -13,11 +13,7 @@ struct Membership: Sendable {
     private(set) var local: MemberRecord
     /// Every other node ever learnt, `forgotten` ones included (as tombstones, so that gossip
     /// from a member that has not heard of the removal cannot bring them back).
-    private(set) var others: [NodeID: MemberRecord] = [:] {
-        // Kept rather than filtered on demand: the loop asks every turn, and members that left
-        // stay in `others` (a cluster that has seen a thousand made each turn sort a thousand).
-        didSet { active = others.values.filter { $0.status == .active }.sorted { $0.node < $1.node } }
-    }
+    private(set) var others: [NodeID: MemberRecord] = [:]
     /// A hash of the whole table; equal on two nodes means equal tables.
     private(set) var digest: UInt64 = 0
 
@@ -51,7 +47,9 @@ struct Membership: Sendable {
         var reasserted: Bool { reassertedAgainst != nil }
     }
 
-    /// Members to dial: active, not this node, by id.
+    /// Members to dial: active, not this node, by id. Kept (by `othersChanged`) rather than
+    /// filtered on demand: the loop asks every turn, and members that left stay in `others` (a
+    /// cluster that has seen a thousand made each turn sort a thousand).
     private(set) var active: [MemberRecord] = []
 
     /// Members to list in status: all but the forgotten.
@@ -108,8 +106,14 @@ struct Membership: Sendable {
                 result.changes.append(.forgotten(record))
             }
         }
-        if !result.announce.isEmpty { digest = computeDigest() }
+        if !result.announce.isEmpty { othersChanged() }
         return result
+    }
+
+    /// Once per change of the table, not per record: a join of a thousand records is one pass.
+    private mutating func othersChanged() {
+        active = others.values.filter { $0.status == .active }.sorted { $0.node < $1.node }
+        digest = computeDigest()
     }
 
     /// This node leaves: its record says so (at the same epoch, so it wins everywhere).
@@ -134,7 +138,7 @@ struct Membership: Sendable {
         guard !isAlive || record.status == .left else { throw .stillAlive }
         record.status = .forgotten
         others[node] = record
-        digest = computeDigest()
+        othersChanged()
         return record
     }
 
