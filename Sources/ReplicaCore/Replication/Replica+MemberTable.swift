@@ -5,11 +5,11 @@ import Foundation
 /// gone) came back alone, accepted writes that reached nobody and looked healthy, and one that
 /// moved to another address was never found by the others.
 extension Replica {
-    /// Merges the table saved before this start, as gossip (the wire's members messages: a later
-    /// protocol version must still read those of this one, or a node upgraded without seeds
-    /// comes back alone): active members are dialled (those
+    /// Merges the table saved before this start, as gossip: active members are dialled (those
     /// gone for good show as `down` until forgotten, as they would from any member's gossip), and
-    /// those that left or were forgotten stay so. Our own saved record is an earlier life.
+    /// those that left or were forgotten stay so. Our own saved record is an earlier life. (It is
+    /// saved as the wire's members messages: a later protocol version must still read those of
+    /// this one, or a node upgraded without seeds comes back alone.)
     func restoreMemberTable() {
         let saved: [[UInt8]]
         do {
@@ -59,4 +59,3 @@ extension Replica {
     static let memberTableSaveInterval: Duration = .seconds(1)
     static let memberTableRetryInterval: Duration = .seconds(30)
 }
-
