@@ -252,6 +252,8 @@ final class ClusterProcesses: Sendable {
         var waiters: [CheckedContinuation<StopReason, Never>] = []
         /// The exit of every child has been recorded.
         var allExited: Bool { children.allSatisfy { $0.exit != nil } }
+        /// Children started whose exit is not recorded yet.
+        var running: Int { children.filter { $0.exit == nil }.count }
     }
 
     private let state = Mutex(State())
@@ -270,7 +272,7 @@ final class ClusterProcesses: Sendable {
     }
 
     /// How many nodes started and have not exited.
-    var runningCount: Int { state.withLock { $0.children.filter { $0.exit == nil }.count } }
+    var runningCount: Int { state.withLock { $0.running } }
 
     /// Whether node `id` has been started and its exit recorded.
     func hasExited(_ id: String) -> Bool {
@@ -321,7 +323,7 @@ final class ClusterProcesses: Sendable {
             state.children[index].exit = process.terminationReason
             state.children[index].status = process.terminationStatus
             let id = state.children[index].id
-            let running = state.children.filter { $0.exit == nil }.count
+            let running = state.running
             // Stopping already (a signal was handled, or another node failed): its exit is part of that.
             guard !state.stopping, state.reason == nil else { return nil }
             if clean {

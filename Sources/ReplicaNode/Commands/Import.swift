@@ -15,7 +15,8 @@ struct Import: ClientCommand {
             "encoding": "base64" the value is a base64 string whose bytes are stored, and \
             "schema" (0-65535, default 0) is stored with the value, so exported registers come \
             back as they were. The whole input is checked first: if any line is not an object \
-            with a string "key" and a "value", or its key is reserved (starts with U+001F), holds U+0000, or is longer than \
+            with a string "key" and a "value", or its key is reserved (starts with U+001F), \
+            holds U+0000, or is longer than \
             \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, or its value is longer than \
             \(ControlEndpoint.replicaLimits.maxPayloadBytes) bytes (without whitespace), nothing \
             is written and import exits with 64, naming the line. Keys are distinct when their \

@@ -8,8 +8,9 @@ import Glibc
 /// The input of `import`: one `{"key": "...", "value": <any JSON>}` per line; blank lines are
 /// skipped, other members ignored, except those `get --json` prints that change what is stored:
 /// `"encoding": "base64"` (the value is a string of base64: its bytes are stored, not the
-/// string) and `"schema": N`. So a register exported with `get --json` comes back as it was. The client checks every line before writing anything, and
-/// the node checks each batch again (the control socket is an interface of its own).
+/// string) and `"schema": N`. So a register exported with `get --json` comes back as it was.
+/// The client checks every line before writing anything, and the node checks each batch again
+/// (the control socket is an interface of its own).
 enum JSONLines {
     struct BadLine: Error, Equatable, CustomStringConvertible {
         var line: Int
@@ -40,9 +41,7 @@ enum JSONLines {
         while start < bytes.count {
             let end = lineEnd(in: bytes, from: start)
             let line = UnsafeBufferPointer(rebasing: bytes[start..<end])
-            if let item = try parse(line, number: number) {
-                try body(Item(key: item.key, value: item.value, decoded: item.decoded, schema: item.schema, line: start..<end, number: number), line)
-            }
+            if let item = try parse(line, at: start..<end, number: number) { try body(item, line) }
             start = end + 1
             number += 1
         }
@@ -55,9 +54,7 @@ enum JSONLines {
     }
 
     /// The key and value of one line, or nil for a blank line.
-    private static func parse(
-        _ line: UnsafeBufferPointer<UInt8>, number: Int
-    ) throws(BadLine) -> (key: String, value: JSONScanner.Value, decoded: [UInt8]?, schema: UInt16)? {
+    private static func parse(_ line: UnsafeBufferPointer<UInt8>, at range: Range<Int>, number: Int) throws(BadLine) -> Item? {
         if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) {
             throw BadLine(line: number, reason: "the file starts with a UTF-8 byte order mark (EF BB BF): save it without one")
         }
@@ -123,13 +120,13 @@ enum JSONLines {
         }
         switch encoding {
         case nil, "json":
-            return (key, value, nil, schema)
+            return Item(key: key, value: value, decoded: nil, schema: schema, line: range, number: number)
         case "base64":
             var reader = JSONScanner(line, from: value.range.lowerBound)
             guard reader.next == UInt8(ascii: "\""), let text = try? reader.readString(), let bytes = Data(base64Encoded: text) else {
                 throw BadLine(line: number, reason: "\"encoding\" is \"base64\" but \"value\" is not a string of base64")
             }
-            return (key, value, Array(bytes), schema)
+            return Item(key: key, value: value, decoded: Array(bytes), schema: schema, line: range, number: number)
         default:
             throw BadLine(line: number, reason: "\"encoding\" must be \"json\" or \"base64\" (as `get --json` prints it)")
         }
