@@ -114,7 +114,8 @@ import Testing
 
     /// A replica named `name` whose only seeds are `seeds` (ports), with its storage and limits.
     static func replica(_ name: NodeID, port: UInt16 = testPorts.pair(), seeds: [UInt16],
-                        storage: ReplicaConfiguration.Storage, limits: WireLimits = .standard) throws -> Replica {
+                        storage: ReplicaConfiguration.Storage, limits: WireLimits = .standard,
+                        configure: (inout ReplicaConfiguration) -> Void = { _ in }) throws -> Replica {
         var configuration = ReplicaConfiguration(
             node: name, listen: Endpoint(host: "127.0.0.1", port: port),
             peers: seeds.map { Endpoint(host: "127.0.0.1", port: $0) }, storage: storage)
@@ -122,6 +123,7 @@ import Testing
         configuration.suspectAfter = .milliseconds(600)
         configuration.downAfter = .seconds(2)
         configuration.limits = limits
+        configure(&configuration)
         return try Replica(configuration)
     }
 
@@ -135,8 +137,9 @@ import Testing
         let a = try Self.replica("a", port: port, seeds: [], storage: .memory, limits: limits)
         let b = try Self.replica("b", seeds: [port], storage: .memory, limits: limits)
         #expect(await eventually { await Self.everyoneSees([a, b]) })
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)  // departures older than the retention are dropped
         let departed = (0..<30).map { index in
-            MemberRecord(node: NodeID(rawValue: "0-gone-\(index)")!, epoch: 1_000 + UInt64(index), incarnation: UUID(), status: .left,
+            MemberRecord(node: NodeID(rawValue: "0-gone-\(index)")!, epoch: now - 1_000 + UInt64(index), incarnation: UUID(), status: .left,
                          address: Endpoint(host: "127.0.0.1", port: 9), publicKey: nil)
         }
         // Their ids sort before the active members': only the order of the split puts those first.
@@ -193,6 +196,31 @@ import Testing
             for replica in [a, b] where await replica.status().peers.contains(where: { $0.id == "c" }) { return false }
             return true
         }, "gone from every list")
+        for replica in [a, b] { await replica.shutdown() }
+    }
+
+    /// The record of a member that left is dropped by every member once it is older than the
+    /// retention (dated by the departure, not by the member's start), and the tables agree
+    /// again. (Records of departed members were kept for ever: a cluster with churn grew a
+    /// table, a status listing and a session per member it had ever seen.)
+    @Test func aDepartureIsDroppedEverywhereAfterTheRetention() async throws {
+        let port = testPorts.pair()
+        let retention: Duration = .seconds(2)
+        let a = try Self.replica("a", port: port, seeds: [], storage: .memory) { $0.tombstoneRetention = retention }
+        let b = try Self.replica("b", seeds: [port], storage: .memory) { $0.tombstoneRetention = retention }
+        let c = try Self.replica("c", seeds: [port], storage: .memory) { $0.tombstoneRetention = retention }
+        #expect(await eventually { await Self.everyoneSees([a, b, c]) })
+        let start = ContinuousClock.now
+        #expect(await c.leave().left)
+        #expect(await Self.everyoneSees([a, b], .left, of: ["c"]), "acknowledged, so already listed")
+        #expect(await eventually {
+            let (onA, onB) = (await a.membership["c"], await b.membership["c"])
+            return onA == nil && onB == nil
+        })
+        #expect(ContinuousClock.now - start >= retention, "not before the retention, counted from the departure")
+        let digests = (await a.membership.digest, await b.membership.digest)
+        #expect(digests.0 == digests.1)
+        #expect(await a.status().peers.map(\.id) == ["b"])
         for replica in [a, b] { await replica.shutdown() }
     }
 

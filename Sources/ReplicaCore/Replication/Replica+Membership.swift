@@ -62,7 +62,18 @@ extension Replica {
             logger.info("member \(record.node) was forgotten")
             sessions[record.node] = nil
             stopAsking(record.node)
+        case .expired(let record):
+            logger.info("member \(record.node): its departure is older than the retention (\(configuration.tombstoneRetention)); removed from the member table")
+            sessions[record.node] = nil
+            stopAsking(record.node)
         }
+    }
+
+    /// Removes the departures older than the retention (`Membership.nextExpiry` says when).
+    func expireDepartures(wallMillis: UInt64) {
+        let expired = membership.expireDepartures(wallMillis: wallMillis)
+        for record in expired { apply(.expired(record), now: .now) }
+        if !expired.isEmpty { refreshTrustProblems() }
     }
 
     /// A member that left or was forgotten: hung up on, asked for nothing more, and its clock
@@ -191,7 +202,7 @@ extension Replica {
     private func perform(_ action: LeaveProgress.Action) {
         switch action {
         case .announce:
-            let departed = membership.leave()
+            let departed = membership.leave(wallMillis: configuration.wallClock())
             announce([departed])
             let asked = leaving?.asked ?? []
             for node in asked.sorted() { sendMembers(to: node, wantsReply: true) }
@@ -231,7 +242,7 @@ extension Replica {
     public func forget(_ node: NodeID) throws {
         let alive = sessions[node]?.liveness.state == .alive
         do {
-            let tombstone = try membership.forget(node, isAlive: alive)
+            let tombstone = try membership.forget(node, isAlive: alive, wallMillis: configuration.wallClock())
             apply(.forgotten(tombstone), now: .now)
             announce([tombstone])
             refreshTrustProblems()

@@ -100,6 +100,10 @@ extension Replica {
             restoreMemberTable()
             contactSeeds()
         }
+        if let expiry = membership.nextExpiry {
+            let wall = configuration.wallClock()
+            if wall >= expiry { expireDepartures(wallMillis: wall) }
+        }
         saveMemberTable(now: now)
         if now >= nextHeartbeat {
             publishHeartbeat(now: now)

@@ -199,7 +199,8 @@ public actor Replica: PollLoopOwner {
         membership = Membership(local: MemberRecord(
             node: configuration.node, epoch: epoch, incarnation: identity.incarnation, status: .active,
             address: configuration.advertise ?? configuration.listen,
-            publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }))
+            publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }),
+            departureRetention: UInt64(max(0, configuration.tombstoneRetention / .milliseconds(1))))
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
             let authenticator = try context.socket(.rep)

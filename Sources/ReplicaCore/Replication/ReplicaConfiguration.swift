@@ -67,8 +67,9 @@ public struct ReplicaConfiguration: Sendable {
     /// A sync that has received nothing for this long is abandoned (and retried by a trigger).
     public var syncTimeout: Duration = .seconds(10)
     /// How long a tombstone (a removed key, e.g. a removed log element) is kept before it is
-    /// deleted. A node offline for longer than this may bring removed values back when it
-    /// returns: see docs/sharing.md, "Tombstone retention".
+    /// deleted, and the record of a member that left or was forgotten after its departure. A
+    /// node offline for longer than this may bring removed values (or departed members, as
+    /// `down`) back when it returns: see docs/sharing.md, "Tombstone retention".
     public var tombstoneRetention: Duration = .seconds(7 * 24 * 3600)
     /// How often expired tombstones are looked for.
     public var tombstoneSweepInterval: Duration = .seconds(60)

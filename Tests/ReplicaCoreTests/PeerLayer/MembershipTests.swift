@@ -10,7 +10,7 @@ import Testing
                      status: status, address: Endpoint(host: "10.0.0.1", port: port), publicKey: nil)
     }
 
-    func table(_ local: NodeID = "a") -> Membership { Membership(local: Self.record(local)) }
+    func table(_ local: NodeID = "a", retention: UInt64 = .max) -> Membership { Membership(local: Self.record(local), departureRetention: retention) }
 
     /// A record of this node at the largest epoch (refused by the codec, but not only the codec
     /// feeds the table) is answered without a trap: `epoch + 1` crashed the node at every start.
@@ -67,11 +67,12 @@ import Testing
     @Test func forgetRefusesItselfTheUnknownAndTheLiving() {
         var membership = table()
         _ = membership.merge([Self.record("b"), Self.record("c")], wallMillis: 0)
-        #expect(throws: Membership.ForgetRefusal.isSelf) { try membership.forget("a", isAlive: false) }
-        #expect(throws: Membership.ForgetRefusal.unknown) { try membership.forget("z", isAlive: false) }
-        #expect(throws: Membership.ForgetRefusal.stillAlive) { try membership.forget("b", isAlive: true) }
-        let tombstone = try? membership.forget("c", isAlive: false)
+        #expect(throws: Membership.ForgetRefusal.isSelf) { try membership.forget("a", isAlive: false, wallMillis: 0) }
+        #expect(throws: Membership.ForgetRefusal.unknown) { try membership.forget("z", isAlive: false, wallMillis: 0) }
+        #expect(throws: Membership.ForgetRefusal.stillAlive) { try membership.forget("b", isAlive: true, wallMillis: 0) }
+        let tombstone = try? membership.forget("c", isAlive: false, wallMillis: 40)
         #expect(tombstone?.status == .forgotten)
+        #expect(tombstone?.epoch == 40, "dated by the forget, so it expires a retention after it")
         #expect(membership.listed.map(\.node) == ["b"])
         #expect(membership.active.map(\.node) == ["b"])
     }
@@ -79,9 +80,78 @@ import Testing
     @Test func leavingMarksOurOwnRecord() {
         var membership = table()
         let before = membership.digest
-        let check1 = membership.leave().status == .left
-        #expect(check1)
+        let departed = membership.leave(wallMillis: 50)
+        #expect(departed.status == .left && departed.epoch == 50, "dated by the departure")
+        #expect(departed.supersedes(Self.record("a")), "it wins over this life's active record")
         #expect(membership.digest != before)
+        var early = table()
+        #expect(early.leave(wallMillis: 0).epoch == 1, "never below the life's own epoch")
+    }
+
+    // MARK: Departures past the retention (here 100 ms)
+
+    struct ExpiryRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var before: [MemberRecord]
+        var incoming: [MemberRecord]
+        var wallMillis: UInt64
+        var changes: [Membership.Change]
+        var held: [NodeID]
+        var testDescription: String { name }
+    }
+
+    static let expiryRows: [ExpiryRow] = [
+        ExpiryRow(name: "a departure within the retention is kept", before: [], incoming: [record("b", epoch: 10, status: .left)],
+                  wallMillis: 110, changes: [.left(record("b", epoch: 10, status: .left))], held: ["b"]),
+        ExpiryRow(name: "an expired departure is not kept (no one hands it back)", before: [], incoming: [record("b", epoch: 10, status: .left)],
+                  wallMillis: 111, changes: [], held: []),
+        ExpiryRow(name: "an expired forget is not kept", before: [], incoming: [record("b", epoch: 10, status: .forgotten)],
+                  wallMillis: 5_000, changes: [], held: []),
+        ExpiryRow(name: "an expired departure still ends the life it replaces", before: [record("b", epoch: 5)],
+                  incoming: [record("b", epoch: 10, status: .left)], wallMillis: 5_000, changes: [.expired(record("b", epoch: 5))], held: []),
+        ExpiryRow(name: "an expired departure of an earlier life changes nothing", before: [record("b", epoch: 20)],
+                  incoming: [record("b", epoch: 10, status: .left)], wallMillis: 5_000, changes: [], held: ["b"]),
+        ExpiryRow(name: "an active record never expires", before: [], incoming: [record("b", epoch: 10)],
+                  wallMillis: 5_000, changes: [.joined(record("b", epoch: 10))], held: ["b"]),
+    ]
+
+    @Test(arguments: expiryRows) func expiry(_ row: ExpiryRow) {
+        var membership = table(retention: 100)
+        _ = membership.merge(row.before, wallMillis: 0)
+        let digest = membership.digest
+        let result = membership.merge(row.incoming, wallMillis: row.wallMillis)
+        #expect(result.changes == row.changes)
+        #expect(result.announce.count == (row.held.isEmpty || row.changes.isEmpty ? 0 : 1), "an expiry is not gossiped")
+        #expect(membership.allRecords.dropFirst().map(\.node) == row.held)
+        #expect((membership.digest == digest) == (row.changes.isEmpty))
+    }
+
+    @Test func departuresExpireOneRetentionAfterTheyWereWritten() {
+        var membership = table(retention: 100)
+        #expect(membership.nextExpiry == nil)
+        _ = membership.merge([Self.record("b", epoch: 10, status: .left), Self.record("c", epoch: 30, status: .forgotten),
+                              Self.record("d", epoch: 1)], wallMillis: 50)
+        #expect(membership.nextExpiry == 110, "the oldest departure's")
+        #expect(membership.expireDepartures(wallMillis: 110).isEmpty, "kept through its last millisecond")
+        #expect(membership.expireDepartures(wallMillis: 111).map(\.node) == ["b"])
+        #expect(membership.nextExpiry == 130)
+        #expect(membership.expireDepartures(wallMillis: 10_000).map(\.node) == ["c"])
+        #expect(membership.nextExpiry == nil)
+        #expect(membership.active.map(\.node) == ["d"], "active members stay, however old")
+    }
+
+    /// Two members whose clocks differ: the one ahead drops a departure first and then ignores
+    /// it from the other, which drops it on its own a moment later; neither brings it back.
+    @Test func departuresDoNotBounceBetweenMembersWhoseClocksDiffer() {
+        var ahead = table("x", retention: 100), behind = table("y", retention: 100)
+        let departure = Self.record("b", epoch: 10, status: .left)
+        _ = ahead.merge([departure], wallMillis: 20)
+        _ = behind.merge([departure], wallMillis: 20)
+        #expect(ahead.expireDepartures(wallMillis: 115).count == 1)
+        _ = ahead.merge(behind.allRecords, wallMillis: 115)
+        #expect(ahead["b"] == nil, "not taken back from a member that still holds it")
+        #expect(behind.expireDepartures(wallMillis: 111).count == 1)
+        #expect(ahead["b"] == nil && behind["b"] == nil)
     }
 
     /// Tables that saw the same records in any order and grouping are equal (and so their

@@ -2,11 +2,13 @@ import Foundation
 
 /// What the cluster knows about one member, as gossiped between members.
 ///
-/// A member writes its own record once per process start (its `epoch`); other members only
-/// ever mark it `left` (it said so) or `forgotten` (an operator removed it), at the same epoch.
-/// So records merge by (epoch, status): a restarted member's new record replaces every record of
-/// its earlier lives, and within one life `left`/`forgotten` replace `active`. Liveness (alive,
-/// suspect, down) is not part of the record: each node judges it from what it hears.
+/// A member writes its own active record once per process start (its `epoch`); it is marked
+/// `left` (it said so) or `forgotten` (an operator removed it) at the time of the departure. So
+/// records merge by (epoch, status): a restarted member's new record replaces every record of
+/// its earlier lives, and a departure replaces the active record of the life it ends. A departure
+/// is kept for `ReplicaConfiguration.tombstoneRetention` after its epoch, then dropped by every
+/// member (`Membership.isExpired`). Liveness (alive, suspect, down) is not part of the record:
+/// each node judges it from what it hears.
 public struct MemberRecord: Equatable, Hashable, Sendable {
     public enum Status: UInt8, Sendable, Comparable {
         /// Serving at `address`: dial it.
@@ -21,7 +23,7 @@ public struct MemberRecord: Equatable, Hashable, Sendable {
 
     public var node: NodeID
     /// When this life of the member began (milliseconds since 1970, strictly increasing across
-    /// the restarts of one data directory).
+    /// the restarts of one data directory); for a departure, when it was written (if later).
     public var epoch: UInt64
     /// The member's store incarnation (a wiped data directory gets a new one).
     public var incarnation: UUID

@@ -16,9 +16,16 @@ struct Membership: Sendable {
     private(set) var others: [NodeID: MemberRecord] = [:]
     /// A hash of the whole table; equal on two nodes means equal tables.
     private(set) var digest: UInt64 = 0
+    /// How long (ms) a departure (a `left` or `forgotten` record, whose epoch is when it was
+    /// written) is kept: `ReplicaConfiguration.tombstoneRetention`, the rule for removed keys too.
+    let departureRetention: UInt64
+    /// When the oldest departure held expires (wall ms), nil when none is held: the loop compares
+    /// one number per turn instead of walking a table of thousands.
+    private(set) var nextExpiry: UInt64?
 
-    init(local: MemberRecord) {
+    init(local: MemberRecord, departureRetention: UInt64 = .max) {
         self.local = local
+        self.departureRetention = departureRetention
         digest = computeDigest()
     }
 
@@ -34,6 +41,9 @@ struct Membership: Sendable {
         case left(MemberRecord)
         /// An operator removed a member.
         case forgotten(MemberRecord)
+        /// A departure past the retention: the member's record (as it was held) is gone from the
+        /// table.
+        case expired(MemberRecord)
     }
 
     struct MergeResult: Equatable, Sendable {
@@ -66,6 +76,7 @@ struct Membership: Sendable {
 
     mutating func merge(_ records: [MemberRecord], wallMillis: UInt64) -> MergeResult {
         var result = MergeResult()
+        var changed = false
         for record in records {
             if record.node == local.node {
                 // Only this node writes its own record. A record of it that would win (an
@@ -77,10 +88,22 @@ struct Membership: Sendable {
                     local.epoch = max(record.epoch == .max ? .max : record.epoch + 1, wallMillis)
                     result.reassertedAgainst = record
                     result.announce.append(local)
+                    changed = true
+                }
+                continue
+            }
+            if isExpired(record, wallMillis: wallMillis) {
+                // Not kept, so a member that has not expired it yet cannot hand it back; but it
+                // still ends the older record it replaces (a member that missed the departure).
+                if let existing = others[record.node], record.supersedes(existing) {
+                    others[record.node] = nil
+                    changed = true
+                    result.changes.append(.expired(existing))
                 }
                 continue
             }
             guard let existing = others[record.node] else {
+                changed = true
                 others[record.node] = record
                 result.announce.append(record)
                 switch record.status {
@@ -91,6 +114,7 @@ struct Membership: Sendable {
                 continue
             }
             guard record.supersedes(existing) else { continue }
+            changed = true
             others[record.node] = record
             result.announce.append(record)
             switch record.status {
@@ -106,19 +130,38 @@ struct Membership: Sendable {
                 result.changes.append(.forgotten(record))
             }
         }
-        if !result.announce.isEmpty { othersChanged() }
+        if changed { othersChanged() }
         return result
+    }
+
+    /// Whether `record` is a departure older than the retention.
+    func isExpired(_ record: MemberRecord, wallMillis: UInt64) -> Bool {
+        record.status != .active && record.epoch < wallMillis - min(wallMillis, departureRetention)
+    }
+
+    /// Removes the departures past the retention; returns them.
+    mutating func expireDepartures(wallMillis: UInt64) -> [MemberRecord] {
+        let expired = others.values.filter { isExpired($0, wallMillis: wallMillis) }
+        guard !expired.isEmpty else { return [] }
+        for record in expired { others[record.node] = nil }
+        othersChanged()
+        return expired.sorted { $0.node < $1.node }
     }
 
     /// Once per change of the table, not per record: a join of a thousand records is one pass.
     private mutating func othersChanged() {
         active = others.values.filter { $0.status == .active }.sorted { $0.node < $1.node }
+        let oldestDeparture = others.values.lazy.filter { $0.status != .active }.map(\.epoch).min()
+        nextExpiry = oldestDeparture.map { $0 &+ departureRetention < $0 ? .max : $0 + departureRetention }
         digest = computeDigest()
     }
 
-    /// This node leaves: its record says so (at the same epoch, so it wins everywhere).
-    mutating func leave() -> MemberRecord {
+    /// This node leaves: its record says so, at the departure's time (`wallMillis`, or the
+    /// record's epoch if that is later), so that it wins over this life's active record everywhere
+    /// and expires a retention after the departure, not after the start.
+    mutating func leave(wallMillis: UInt64) -> MemberRecord {
         local.status = .left
+        local.epoch = max(local.epoch, wallMillis)
         digest = computeDigest()
         return local
     }
@@ -131,12 +174,14 @@ struct Membership: Sendable {
     }
 
     /// An operator removes member `node` from the cluster (it must not be alive: a live member
-    /// would re-assert itself at once). Returns the tombstone to announce.
-    mutating func forget(_ node: NodeID, isAlive: Bool) throws(ForgetRefusal) -> MemberRecord {
+    /// would re-assert itself at once). Returns the tombstone to announce, dated `wallMillis`
+    /// (or the record's epoch if later) like a departure.
+    mutating func forget(_ node: NodeID, isAlive: Bool, wallMillis: UInt64) throws(ForgetRefusal) -> MemberRecord {
         guard node != local.node else { throw .isSelf }
         guard var record = others[node], record.status != .forgotten else { throw .unknown }
         guard !isAlive || record.status == .left else { throw .stillAlive }
         record.status = .forgotten
+        record.epoch = max(record.epoch, wallMillis)
         others[node] = record
         othersChanged()
         return record

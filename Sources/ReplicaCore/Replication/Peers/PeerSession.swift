@@ -50,6 +50,15 @@ struct PeerSession: Sendable {
     private(set) var syncMark: StoreMark = .none
     private(set) var stats = Stats()
     private var membersMismatches = 0
+    /// Heartbeats in a row with another member table before the next exchange: 2, doubled (up
+    /// to `maxExchangeSpacing`) after each exchange that left both tables as they were. Such a
+    /// difference is one exchanges cannot settle (a member of an earlier version keeping the
+    /// departures this one dropped, or a clock far from ours); exchanging the whole table every
+    /// second over it cost bandwidth for nothing.
+    private var exchangeSpacing = 2
+    /// The two tables' digests (theirs, ours) at the last exchange.
+    private var lastExchange: (theirs: UInt64, ours: UInt64)?
+    static let maxExchangeSpacing = 64
     /// Since when the member's digest root and ours have both stayed as they are.
     private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant)?
 
@@ -213,13 +222,23 @@ struct PeerSession: Sendable {
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
         if message.membersDigest != local.membersDigest {
+            let tables = (theirs: message.membersDigest, ours: local.membersDigest)
+            if let last = lastExchange, last != tables {
+                // A table changed since the last exchange: a new difference.
+                exchangeSpacing = 2
+                lastExchange = nil
+            }
             membersMismatches += 1
-            if membersMismatches >= 2 {
+            if membersMismatches >= exchangeSpacing {
                 membersMismatches = 0
+                if lastExchange != nil { exchangeSpacing = min(exchangeSpacing * 2, Self.maxExchangeSpacing) }
+                lastExchange = tables
                 actions.append(.exchangeMembers)
             }
         } else {
             membersMismatches = 0
+            exchangeSpacing = 2
+            lastExchange = nil
         }
         heartbeat = HeardHeartbeat(
             epoch: message.epoch, sequence: message.sequence, wallMillis: message.wallMillis, receivedAt: now,
