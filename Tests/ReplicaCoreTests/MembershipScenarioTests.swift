@@ -224,6 +224,29 @@ import Testing
         for replica in [a, b] { await replica.shutdown() }
     }
 
+    /// A seed whose join reply this node refuses (here a table over the node's smaller record
+    /// limit, as an earlier version sends one over 1,024) is no longer asked once the node hears
+    /// it as a member, learnt through another seed. (It was sent a join every 2 s, and its reply
+    /// counted as malformed, for as long as the node ran.)
+    @Test func aSeedThatIsAMemberHeardHereIsNoLongerAskedToJoin() async throws {
+        let small = WireLimits(maxMembers: 8)
+        let ports = (testPorts.pair(), testPorts.pair())
+        let a = try Self.replica("a", port: ports.0, seeds: [], storage: .memory)
+        let c = try Self.replica("c", port: ports.1, seeds: [ports.0], storage: .memory, limits: small)
+        #expect(await eventually { await Self.everyoneSees([a, c]) })
+        let now = UInt64(Date().timeIntervalSince1970 * 1000)
+        let departed = (0..<30).map { index in
+            MemberRecord(node: NodeID(rawValue: "gone-\(index)")!, epoch: now - 1_000, incarnation: UUID(), status: .left,
+                         address: Endpoint(host: "127.0.0.1", port: 9), publicKey: nil)
+        }
+        await a.mergeMembers(departed, from: "gone-0")  // a's table is now one message c refuses
+        let b = try Self.replica("b", seeds: [ports.0, ports.1], storage: .memory, limits: small)
+        #expect(await eventually { await Self.everyoneSees([a, b, c]) }, "b learnt a through c")
+        #expect(await eventually { await b.status().pendingSeeds.isEmpty }, "a is heard as a member: not asked any more")
+        #expect(await b.status().counters.malformedDropped >= 1, "a's reply was refused")
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+
     @Test func aSeedThatIsTheNodeItselfIsHarmless() async throws {
         let port = testPorts.pair()
         let a = try Self.replica("a", port: port, seeds: [port])

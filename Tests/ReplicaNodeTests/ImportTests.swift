@@ -148,6 +148,9 @@ import Testing
         #expect(written["doc"] == Replica.WriteRequest(key: "doc", payload: Array(#"{"a":1}"#.utf8), schema: 3))
         #expect(written["long"] == Replica.WriteRequest(key: "long", payload: binary, schema: 65535), "rewritten, still base64")
         #expect(written["plain"] == Replica.WriteRequest(key: "plain", payload: Array(#""aGk=""#.utf8)), "no encoding: JSON")
+        #expect(!batches.isEmpty && batches.allSatisfy(\.typed), "every batch of such a file goes as importTypedLines")
+        let plain = try Import.batches(of: Data(#"{"key":"a","value":1,"schema":0,"encoding":"json"}"#.utf8), keysPerBatch: 10, maxBytes: 1000)
+        #expect(plain.map(\.typed) == [false], "what every version stores alike goes as importLines")
         let bad = [
             (#"{"key":"a","value":"%%","encoding":"base64"}"#, "\"value\" is not a string of base64"),
             (#"{"key":"a","value":12,"encoding":"base64"}"#, "\"value\" is not a string of base64"),

@@ -184,6 +184,13 @@ extension Replica {
     /// outlived every connection).
     func maintainSeeds(now: ContinuousClock.Instant) {
         let dialTiming = LinkDialer.Timing.adapted(to: nil, silentRedialEvery: timing.silentRedialEvery)
+        if !seeds.isEmpty {
+            let alive = Set(activeSessions.filter { $0.liveness.state == .alive }.map(\.record.address))
+            for id in SeedRetirement.redundant(seeds: seeds.map { ($0.id, $0.address) }, aliveMembers: alive) {
+                logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") is a member heard here: no longer asked to join")
+                closeSeed(id)
+            }
+        }
         for seed in seeds {
             if seed.dialer.shouldRedial(now: now, peerSilent: false, timing: dialTiming) {
                 _ = try? seed.dealer.redial(Endpoint.connecting(to: seed.syncAddress, from: configuration.listen))

@@ -345,7 +345,12 @@ public actor Replica: PollLoopOwner {
             do {
                 try configuration.limits.validate(key: request.key)
             } catch {
-                throw ReplicaError.invalidKey(error.description)
+                // The reason without the codec's own "invalid key" (it read "invalid key: invalid key (empty)").
+                let reason = switch error {
+                case .invalidField: request.key.isEmpty ? "it is empty" : "it contains U+0000"
+                default: error.description
+                }
+                throw ReplicaError.invalidKey(reason)
             }
             if let payload = request.payload, payload.count > configuration.limits.maxPayloadBytes {
                 throw ReplicaError.valueTooLarge(size: payload.count, limit: configuration.limits.maxPayloadBytes)

@@ -14,7 +14,8 @@ struct Import: ClientCommand {
             Each line may also carry "encoding" and "schema" as `get --json` prints them: with \
             "encoding": "base64" the value is a base64 string whose bytes are stored, and \
             "schema" (0-65535, default 0) is stored with the value, so exported registers come \
-            back as they were. The whole input is checked first: if any line is not an object \
+            back as they were (such a file goes only to a node of 0.20.0 or later: an older one \
+            refuses it, and nothing is written). The whole input is checked first: if any line is not an object \
             with a string "key" and a "value", or its key is reserved (starts with U+001F), \
             holds U+0000, or is longer than \
             \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes, or its value is longer than \
@@ -67,7 +68,7 @@ struct Import: ClientCommand {
                     inFlight -= 1
                     progress.show(written)
                 }
-                try client.send(.importLines(batch.lines))
+                try client.send(batch.typed ? .importTypedLines(batch.lines) : .importLines(batch.lines))
                 inFlight += 1
             }
             for _ in 0..<inFlight {
@@ -101,15 +102,35 @@ struct Import: ClientCommand {
     }
 
     private func receiveWritten(_ client: ControlClient) throws -> Int {
-        guard let reply = try client.receive(timeout: client.timeout) else { throw client.notAnswering }
+        let reply: ControlReply?
+        do {
+            reply = try client.receive(timeout: client.timeout)
+        } catch let failure as ControlFailure where failure.code == .invalidRequest && failure.message == ControlFailure.malformedRequest {
+            throw NodeTooOld(dataDirectory: client.dataDirectory)
+        }
+        guard let reply else { throw client.notAnswering }
         guard let written = reply.written else { throw ControlClient.UnexpectedReply(reply: reply) }
         return written
+    }
+
+    /// A node older than 0.20.0 refused `importTypedLines` (only a file with "encoding" or
+    /// "schema" is sent so, and then every batch is): nothing was written.
+    struct NodeTooOld: Error, CustomStringConvertible {
+        var dataDirectory: URL
+        var description: String {
+            "the node serving \(dataDirectory.path) runs a replica-node older than 0.20.0, which does not take lines with "
+                + "\"encoding\" or \"schema\" as this client sends them (nodes before 0.19.0 store a base64 value as a JSON "
+                + "string, and every value at schema 0); import through a node of 0.20.0 or later"
+        }
     }
 
     /// Lines for one request, and how many keys they hold.
     struct Batch {
         var lines: Data
         var keys: Int
+        /// The file holds lines with "encoding" or "schema" (every batch of it says so): sent as
+        /// `importTypedLines`, which an older node refuses rather than store them wrongly.
+        var typed = false
     }
 
     /// One line to send: as it is in the input, or rewritten.
@@ -139,8 +160,10 @@ struct Import: ClientCommand {
             var isLast: [Bool] = []
             // By the key's bytes (`ExactKey`): "caf\u{E9}" and "cafe\u{301}" are two keys.
             var lastLine: [ExactKey: Int] = [:]
+            var typed = false
             try JSONLines.forEachItem(in: bytes) { item, line throws(JSONLines.BadLine) in
                 let toSend = try Self.line(for: item, in: line, limits: limits, maxBytes: maxBytes)
+                if item.decoded != nil || item.schema != 0 { typed = true }
                 if let previous = lastLine.updateValue(lines.count, forKey: ExactKey(item.key)) { isLast[previous] = false }
                 lines.append(toSend)
                 isLast.append(true)
@@ -150,7 +173,7 @@ struct Import: ClientCommand {
             var keys = 0
             for (index, line) in lines.enumerated() where isLast[index] {
                 if keys == keysPerBatch || (keys > 0 && current.count + line.count + 1 > maxBytes) {
-                    batches.append(Batch(lines: current, keys: keys))
+                    batches.append(Batch(lines: current, keys: keys, typed: typed))
                     current = Data()
                     keys = 0
                 }
@@ -161,7 +184,7 @@ struct Import: ClientCommand {
                 current.append(0x0A)
                 keys += 1
             }
-            if keys > 0 { batches.append(Batch(lines: current, keys: keys)) }
+            if keys > 0 { batches.append(Batch(lines: current, keys: keys, typed: typed)) }
             return batches
         }
     }

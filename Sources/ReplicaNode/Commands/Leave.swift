@@ -1,4 +1,5 @@
 import ArgumentParser
+import Foundation
 import ReplicaCore
 
 struct Leave: ClientCommand {
@@ -35,7 +36,25 @@ struct Leave: ClientCommand {
     func perform(with client: ControlClient) throws {
         var client = client
         client.timeout = .seconds(30)  // the hand-off (10 s) and the acknowledgements (2 s)
-        let departure = try client.call(.leave(force: force), expecting: \.left)
+        let departure: Departure
+        do {
+            departure = try client.call(.leave(force: force), expecting: \.left)
+        } catch let unreadable as ControlClient.UnreadableReply {
+            // A node of another version answered in a form this client cannot read. Whether it
+            // left shows all the same: a node that left stops, one that stayed keeps serving.
+            guard Self.stops(client, within: Self.stopWait) else { throw unreadable }
+            let text = "OK left the cluster; the node stopped (it runs another version of replica-node, whose reply "
+                + "this client cannot read in full: \(unreadable.reason))"
+            if options.json {
+                var object = JSONObjectWriter()
+                object.field("left", true)
+                Output.json(object.closed)
+                Output.error(text)
+            } else {
+                Output.line(text)
+            }
+            return
+        }
         if options.json {
             // The fields say it all; the reason goes to stderr as well, for whoever reads it.
             try Output.json(encoding: departure)
@@ -50,6 +69,20 @@ struct Leave: ClientCommand {
             Output.error(Self.notLeft(departure))
         }
         if !departure.left { throw ExitCode.failure }
+    }
+
+    /// How long a node whose reply could not be read is given to stop (it stops right after it
+    /// answers, if it left).
+    static let stopWait: Duration = .seconds(10)
+
+    /// Whether the node stops serving within `limit` (checked every 50 ms).
+    static func stops(_ client: ControlClient, within limit: Duration) -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while client.nodeIsListening {
+            guard ContinuousClock.now < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return true
     }
 
     /// Why the node did not leave, and what to do.

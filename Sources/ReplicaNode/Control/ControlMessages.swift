@@ -13,6 +13,11 @@ enum ControlRequest: Codable, Sendable, Equatable {
     /// JSON Lines, one `{"key": ..., "value": ...}` each, written in one commit. Sent as the
     /// bytes of the file so that neither side builds and re-encodes a value per line.
     case importLines(Data)
+    /// As `importLines`, for a file some of whose lines carry `encoding` or `schema`. A request
+    /// of its own so that a node older than 0.20.0 refuses it (as malformed) rather than store
+    /// such lines wrongly: nodes before 0.19.0 ignore both fields, and would store a binary
+    /// value as the JSON text of its base64, at schema 0, and replicate it.
+    case importTypedLines(Data)
     case status
     /// Answered with `.watching`, then one `.change` per applied change until the client goes;
     /// a watch the node ends (it stops, or the client read too slowly and lost changes) ends

@@ -357,7 +357,7 @@ actor ControlServer: PollLoopOwner {
             try refuseReserved(key)
             _ = try liveEntry(key, replica)
             return .entry(StoredEntry(try await replica.write(key, payload: nil)))
-        case .importLines(let lines):
+        case .importLines(let lines), .importTypedLines(let lines):
             let batch = try Self.writes(importing: lines)
             // One batch: one transaction, one acknowledgement.
             try await replica.write(batch)

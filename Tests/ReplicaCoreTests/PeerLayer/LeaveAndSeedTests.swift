@@ -43,6 +43,16 @@ import Testing
         }
     }
 
+    /// `SeedRetirement`: a seed at the address of a member heard here is no longer asked; others
+    /// (a retired host, a member not heard) are.
+    @Test func aSeedThatIsAMemberHeardHereIsNoLongerAsked() {
+        let member = Endpoint(host: "10.0.0.1", port: 7000), other = Endpoint(host: "10.0.0.2", port: 7000)
+        let seeds = [(id: 1, address: member), (id: 2, address: other), (id: 3, address: Endpoint(host: "10.0.0.1", port: 7002))]
+        #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: [member]) == [1])
+        #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: []).isEmpty, "nobody heard: every seed is still a way in")
+        #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: [member, other]) == [1, 2])
+    }
+
     /// `Isolation`: listed once no member has been heard for the limit, with seeds or members
     /// to hear; cleared the moment one is heard; never for a node with nobody to hear.
     @Test func aNodeThatHearsNoMemberIsListedAfterTheLimit() {

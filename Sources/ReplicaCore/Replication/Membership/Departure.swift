@@ -26,6 +26,17 @@ public struct Departure: Sendable, Equatable, Codable {
         self.earlierWrites = earlierWrites
     }
 
+    /// Reads a departure of a node before 0.19.0 too, which did not send `earlierWrites` (false).
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        left = try container.decode(Bool.self, forKey: .left)
+        asked = try container.decode([NodeID].self, forKey: .asked)
+        holding = try container.decode([NodeID].self, forKey: .holding)
+        acknowledged = try container.decode([NodeID].self, forKey: .acknowledged)
+        published = try container.decode(UInt64.self, forKey: .published)
+        earlierWrites = try container.decodeIfPresent(Bool.self, forKey: .earlierWrites) ?? false
+    }
+
     /// What was to be handed over, in words: "the 12 update(s) this node published in this
     /// run and its writes of earlier runs".
     public var writesText: String {

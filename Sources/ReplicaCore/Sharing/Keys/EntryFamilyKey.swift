@@ -71,6 +71,9 @@ public final class EntryFamilyKey<Family: EntryFamily>: SharedKey, CustomStringC
 
     public func subscribe(context: LoadContext<Value>, subscriber: SharedSubscriber<Value>) -> SharedSubscription {
         books.withLock { $0.subscriber = subscriber }
+        // Waiting for a default replica: said at once, as a register's load says it (the follow
+        // task says it too, when it first runs, which code reading `loadError` once missed).
+        if binding.replica == nil { subscriber.yield(throwing: SharingError.noDefaultReplica(key: description)) }
         let following = binding.follow(
             prefix: family.prefix, key: description, subscriber: subscriber,
             bind: { [self] replica in

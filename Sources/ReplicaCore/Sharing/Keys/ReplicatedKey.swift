@@ -148,6 +148,23 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
             return true
         }
         guard !held, advance(to: entry, on: replica) else { return }
+        var delivered = entry
+        while true {
+            show(delivered, on: replica, subscriber: subscriber)
+            // A save that ended between `advance` and this yield (it began after `advance`, so
+            // nothing held this entry for it) recorded a newer version, whose value the yield
+            // just replaced with an older one: show the newest again, until none came meanwhile.
+            // (Under load, a register showed a value older than the one stored, for good.)
+            guard let newer = books.withLock({ books -> Entry? in
+                guard books.replica == ObjectIdentifier(replica), let version = books.shown, version > delivered.version,
+                      let content = books.shownContent else { return nil }
+                return Entry(key: name, version: version, schema: content.schema, payload: content.payload)
+            }) else { return }
+            delivered = newer
+        }
+    }
+
+    private func show(_ entry: Entry, on replica: Replica, subscriber: SharedSubscriber<Value>) {
         if entry.isTombstone {
             clearLoadError(on: replica)
             subscriber.yieldReturningInitialValue()

@@ -1,0 +1,100 @@
+import Foundation
+import ReplicaCore
+@testable import ReplicaNode
+import Testing
+
+/// This version's client with a node of an earlier one, played by a stand-in that answers on
+/// the node's control socket as that version does (a node of 0.16 or 0.18 is not built here).
+@Suite(.serialized) struct OlderNodeTests {
+    /// A stand-in node: a ROUTER on `DIR/control.sock` that the client under test reaches.
+    struct StandIn {
+        let directory: URL
+        let context: ZMQContext
+        let socket: ZMQSocket
+
+        init() throws {
+            directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-older-\(UUID().uuidString.prefix(6))")
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+            context = try ZMQContext()
+            socket = try context.socket(.router)
+            try socket.bind(ControlEndpoint.address(in: directory))
+        }
+
+        /// Reads the next request and answers it with `reply`; returns the request's JSON.
+        func answer(with reply: String) throws -> String {
+            guard try socket.waitUntilReadable(timeout: .seconds(15)), let request = try socket.receive(maxFrames: 2), request.frames.count == 2 else {
+                throw ControlClient.Unreachable(message: "no request reached the stand-in")
+            }
+            _ = try socket.send([request.frames[0], Array(reply.utf8)])
+            return String(decoding: request.frames[1], as: UTF8.self)
+        }
+
+        /// Stops serving as a stopping node does: its socket file goes first.
+        func stopServing() throws { try FileManager.default.removeItem(atPath: ControlEndpoint.socketPath(in: directory)) }
+
+        func remove() {
+            socket.close()
+            try? FileManager.default.removeItem(at: directory)
+        }
+    }
+
+    /// Starts `replica-node ARGS`; `finish` collects what it printed.
+    static func start(_ arguments: [String]) throws -> (process: Process, out: Pipe, err: Pipe) {
+        let process = Process()
+        process.executableURL = replicaNodeBinary
+        process.arguments = arguments
+        let out = Pipe(), err = Pipe()
+        process.standardOutput = out
+        process.standardError = err
+        try process.run()
+        return (process, out, err)
+    }
+
+    static func finish(_ started: (process: Process, out: Pipe, err: Pipe)) -> CommandResult {
+        let stdout = started.out.fileHandleForReading.readDataToEndOfFile()
+        let stderr = started.err.fileHandleForReading.readDataToEndOfFile()
+        started.process.waitUntilExit()
+        return CommandResult(status: started.process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+                             stderr: String(decoding: stderr, as: UTF8.self))
+    }
+
+    /// A node of 0.16 answers `leave` as `{"left":{"acknowledged":N}}`, which this client cannot
+    /// read; the node then stops, so it left: exit 0, saying so. (It exited 1 with "cannot read
+    /// the reply", although the node had left.)
+    @Test func aLeaveAnsweredInAnOlderFormIsTakenFromTheNodeStopping() throws {
+        let node = try StandIn()
+        defer { node.remove() }
+        let client = try Self.start(["leave", "--data", node.directory.path])
+        let request = try node.answer(with: #"{"left":{"acknowledged":2}}"#)
+        #expect(request.contains("leave"))
+        try node.stopServing()
+        let result = Self.finish(client)
+        #expect(result.status == 0, "\(result)")
+        #expect(result.stdout.contains("OK left the cluster; the node stopped"), "\(result)")
+        #expect(result.stdout.contains("no field left._0"), "says what it could not read: \(result)")
+    }
+
+    /// A node of 0.18 answers `leave` without `earlierWrites`: read as false.
+    @Test func aDepartureWithoutEarlierWritesReads() throws {
+        let reply = #"{"left":{"_0":{"left":true,"asked":["node1"],"holding":["node1"],"acknowledged":["node1"],"published":3}}}"#
+        let departure = try #require(try JSONDecoder().decode(ControlReply.self, from: Data(reply.utf8)).left)
+        #expect(departure == Departure(left: true, asked: ["node1"], holding: ["node1"], acknowledged: ["node1"], published: 3, earlierWrites: false))
+    }
+
+    /// A node older than 0.20.0 refuses `importTypedLines` as malformed: the client says why and
+    /// that nothing was written. (A node before 0.19.0 took the lines as `importLines`, stored a
+    /// binary value as the JSON text of its base64 at schema 0, and import said OK.)
+    @Test func anImportWithEncodingOrSchemaIsRefusedByAnOlderNodeAndSaysSo() throws {
+        let node = try StandIn()
+        defer { node.remove() }
+        let file = node.directory.appendingPathComponent("export.jsonl")
+        try Data("{\"key\":\"bin\",\"value\":\"AAEC/w==\",\"encoding\":\"base64\"}\n{\"key\":\"doc\",\"value\":{\"y\":1},\"schema\":3}\n".utf8).write(to: file)
+        let client = try Self.start(["import", file.path, "--data", node.directory.path])
+        let request = try node.answer(with: #"{"failure":{"_0":{"code":"invalidRequest","message":"malformed control request"}}}"#)
+        #expect(request.contains("importTypedLines"), "\(request)")
+        let result = Self.finish(client)
+        #expect(result.status != 0, "\(result)")
+        #expect(result.stderr.contains("older than 0.20.0"), "\(result)")
+        #expect(result.stderr.contains("0 of 2 keys were written"), "\(result)")
+    }
+}
