@@ -346,6 +346,54 @@ import Testing
         for replica in [a, b, c] { await replica.shutdown() }
     }
 
+    /// A node that wrote with its wall clock 2 h ahead (alone, so nothing checked it) keeps its
+    /// hybrid clock there once the wall clock is fixed: what it stamps now, every member would
+    /// refuse (then, 2 h later, let win over everything written meanwhile). It refuses its writes
+    /// and lists the `clock` problem saying why and what to do, until the wall clock catches up.
+    /// (It acknowledged them, they never replicated, and no node listed anything.)
+    @Test func aNodeWhoseLogicalClockIsAheadRefusesWritesAndSaysSo() async throws {
+        let offset = Mutex<Int64>(7_200_000)
+        var configuration = ReplicaConfiguration(node: "alone", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), peers: [], storage: .memory)
+        configuration.wallClock = { UInt64(Int64(HybridLogicalClock.systemClock()) + offset.withLock { $0 }) }
+        let replica = try Replica(configuration)
+        try await replica.write("while-ahead", payload: Array("1".utf8))  // a cluster of one checks no clock
+        offset.withLock { $0 = 0 }  // fixed
+        await #expect(throws: ReplicaError.self) { try await replica.write("after-fix", payload: Array("2".utf8)) }
+        do {
+            try await replica.write("after-fix", payload: Array("2".utf8))
+        } catch let error as ReplicaError {
+            guard case .clockAhead(let lead, let limit) = error else { Issue.record("\(error)"); return }
+            #expect(lead > 7_100_000 && limit == 60_000)
+            #expect(error.description.contains("ahead of its wall clock"))
+        }
+        #expect(await eventually { await replica.status().problems.contains { $0.kind == .clock && $0.message.contains("logical clock") } })
+        #expect(await !replica.health().healthy)
+        offset.withLock { $0 = 7_200_000 }  // the wall clock catches up
+        #expect(await eventually { await replica.health().healthy }, "listed no more")
+        try await replica.write("caught-up", payload: Array("3".utf8))
+        await replica.shutdown()
+    }
+
+    /// The members of such a node list it while they refuse what it wrote ahead, although its
+    /// clock now agrees with theirs. (Its `peerClock` problem cleared once its clock was fixed,
+    /// while every entry it wrote ahead was still refused.)
+    @Test func membersListANodeWhoseEntriesTheyRefuseAsWrittenAhead() async throws {
+        let offset = Mutex<Int64>(7_200_000)
+        let ports = (testPorts.pair(), testPorts.pair())
+        var bConfiguration = configuration("b", ports.1, ports.0)
+        bConfiguration.wallClock = { UInt64(Int64(HybridLogicalClock.systemClock()) + offset.withLock { $0 }) }
+        bConfiguration.clockCheckGrace = .milliseconds(100)
+        let b = try Replica(bConfiguration)
+        // a is not there yet: after the grace, b writes with an unchecked clock, 2 h ahead.
+        #expect(await eventually { (try? await b.write("ahead", payload: Array("1".utf8))) != nil })
+        offset.withLock { $0 = 0 }  // fixed, before any member compared it
+        let a = try Replica(configuration("a", ports.0, ports.1))
+        #expect(await eventually { await a.status().problems.contains { $0.kind == .peerClock && $0.subject == "b" && $0.message.contains("refused here") } })
+        #expect(await eventually { await b.status().problems.contains { $0.kind == .clock && $0.message.contains("logical clock") } })
+        #expect(try await a.entry(for: "ahead") == nil)
+        for replica in [a, b] { await replica.shutdown() }
+    }
+
     /// A member listed for its clock that goes down is listed no more: there is no clock to
     /// judge (an outside tester saw the problem stay, its "last" time after the member stopped).
     @Test func aMemberThatIsDownIsNoLongerListedForItsClock() async throws {

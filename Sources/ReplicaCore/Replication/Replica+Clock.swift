@@ -9,13 +9,17 @@ extension Replica {
         var offsets: [Int64] = []
         var measured: [(node: NodeID, offset: Int64)] = []
         var unmeasured = 0
+        var refusing: [NodeID: Int64] = [:]
+        for session in activeSessions {
+            if let ahead = session.refusedEntriesAhead(now: now, window: Self.refusedEntriesWindow) { refusing[session.node] = ahead }
+        }
         for session in activeSessions where session.hearsDirectly(now: now, base: timing) {
             if let offset = session.clock.offsetMillis {
                 offsets.append(offset)
                 measured.append((session.node, offset))
             } else {
                 unmeasured += 1
-                problems.clear(.peerClock, session.node.rawValue)
+                if refusing[session.node] == nil { problems.clear(.peerClock, session.node.rawValue) }
             }
         }
         clock.extraDriftMillis = clockCheck.allowanceMillis
@@ -24,6 +28,7 @@ extension Replica {
         if offsets.isEmpty && unmeasured == 0 && hasMembersOrSeeds {
             unmeasured = 1
         }
+        let lead = clockLeadRefusal()
         if let verdict = clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
             clock.extraDriftMillis = clockCheck.allowanceMillis
             switch verdict {
@@ -33,12 +38,13 @@ extension Replica {
                 logger.error("\(error.description)")
                 refuse(commits.takeWrites()) { _ in error }
             case .agrees, .alone, .unverified:
-                if problems.clear(.clock, identity.node.rawValue) != nil {
+                if lead == nil, problems.clear(.clock, identity.node.rawValue) != nil {
                     logger.info("this node's clock agrees with its members' again; writes are accepted")
                 }
             }
         }
-        judgeMemberClocks(measured, median: ClockCheck.median(offsets))
+        noteClockLead(lead)
+        judgeMemberClocks(measured, median: ClockCheck.median(offsets), refusing: refusing)
         // A member that is down has no clock to judge: what was said of it is stale (it stayed
         // listed, its last time after the member's last heartbeat).
         for session in activeSessions where session.liveness.state == .down {
@@ -52,19 +58,59 @@ extension Replica {
         }
     }
 
+    /// The refusal of local writes while this node's hybrid clock is further ahead of its wall
+    /// clock than members accept (`ReplicaError.clockAhead`); nil otherwise. It gets there only
+    /// by its own writes with a wall clock ahead (members' entries that far ahead are refused),
+    /// and leaves it as the wall clock catches up.
+    func clockLeadRefusal() -> ReplicaError? {
+        let limit = Int64(clock.maxDriftMillis + clock.extraDriftMillis)
+        let lead = Int64(clock.last.wallMillis) - Int64(configuration.wallClock())
+        return lead > limit ? .clockAhead(leadMillis: lead, limitMillis: limit) : nil
+    }
+
+    /// Lists the lead as the `clock` problem whether or not anything is written (what this node
+    /// wrote meanwhile waits, refused by every member), and clears it once the wall clock caught up.
+    private func noteClockLead(_ refusal: ReplicaError?) {
+        let subject = identity.node.rawValue
+        if let refusal {
+            // Described once: the message's figures are rounded to seconds, so it changes rarely.
+            if !clockLeadListed || !problems.contains(.clock, subject) {
+                problems.describe(.clock, subject, refusal.description)
+                logger.error("\(refusal.description)")
+            }
+            clockLeadListed = true
+        } else if clockLeadListed {
+            clockLeadListed = false
+            if clockCheck.refusal == nil, problems.clear(.clock, subject) != nil {
+                logger.info("this node's logical clock is within reach of its members' again; writes are accepted")
+            }
+        }
+    }
+
+    /// How long after the last refused entry of a member it stays listed for it.
+    static let refusedEntriesWindow: Duration = .seconds(10)
+
     /// Whether this node has anyone to hear (seeds or members): otherwise it is a cluster of one,
     /// whose clock has nothing to be compared with and which is never isolated.
     var hasMembersOrSeeds: Bool { !configuration.peers.isEmpty || !membership.active.isEmpty }
 
     /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
     /// clock has been judged (a member behind ours but with the median is not the wrong one).
-    private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?) {
+    private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?, refusing: [NodeID: Int64]) {
+        for (node, ahead) in refusing.sorted(by: { $0.key < $1.key }) where !problems.contains(.peerClock, node.rawValue) {
+            // Its clock may look right now (fixed), but what it writes is still stamped ahead:
+            // said until no entry of it has been refused for a while.
+            problems.describe(.peerClock, node.rawValue, "entries written by \(node) are stamped \(ahead / 1000) s ahead of this node's "
+                + "clock, beyond the \(clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its clock was "
+                + "ahead. They are taken once this clock reaches them (and then win over later writes to the same keys)")
+            logger.warning("\(node)'s entries are stamped \(ahead) ms ahead of this node's clock: refused")
+        }
         for (node, offset) in measured {
             let subject = node.rawValue
             let message: String
             switch clockCheck.judge(memberOffset: offset, median: median) {
             case .fine:
-                problems.clear(.peerClock, subject)
+                if refusing[node] == nil { problems.clear(.peerClock, subject) }
                 continue
             case .ahead:
                 message = "\(subject)'s clock is \(offset / 1000) s ahead of this node's; entries it writes are refused here while so"

@@ -124,6 +124,10 @@ extension Replica {
     /// problem).
     func localWriteRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
         if let rival = identityClash.rival { return .identityClash(address: rival.address.description) }
+        if let error = clockLeadRefusal() {
+            problems.raise(.clock, identity.node.rawValue, error.description)
+            return error
+        }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
         case .accept, .hold: return nil

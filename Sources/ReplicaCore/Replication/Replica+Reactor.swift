@@ -149,11 +149,15 @@ extension Replica {
         }
         planRelays(now: now)
         if let expired = planner.expire(now: now, timeout: timing.requestTimeout) {
-            logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry")
+            let patience = planner.timeout(for: expired.peer, base: timing.requestTimeout)
+            logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
         startNextSync(now: now)
-        for reply in responder.expire(now: now, timeout: timing.requestTimeout) {
-            logger.warning("reply to \(reply.requester) abandoned: nothing could be sent for \(timing.requestTimeout)")
+        // As long as the slowest requester waits for a chunk: a reply that cannot be sent is
+        // usually one whose queue drains at the pace of a slow link, not one nobody reads.
+        let replyTimeout = timing.requestTimeout * (1 << SyncPlanner.maxTimeoutDoublings)
+        for reply in responder.expire(now: now, timeout: replyTimeout) {
+            logger.warning("reply to \(reply.requester) abandoned: nothing could be sent for \(replyTimeout)")
         }
         maintainSeeds(now: now)
         checkLeaveDeadline(now: now)

@@ -186,8 +186,9 @@ extension Replica {
             try clock.receive(entry.version.timestamp, wallMillis: wallMillis)
         } catch {
             counters.futureTimestampsRejected += 1
-            sessions[entry.version.node]?.countFutureRejection()
-            let ahead = Double(Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)) / 1000
+            let aheadMillis = Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)
+            sessions[entry.version.node]?.countFutureRejection(aheadMillis: aheadMillis, now: now)
+            let ahead = Double(aheadMillis) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
             return false

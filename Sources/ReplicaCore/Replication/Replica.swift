@@ -76,6 +76,8 @@ public actor Replica: PollLoopOwner {
     var lastTurn = ContinuousClock.now
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
+    /// The `clock` problem says this node's hybrid clock is too far ahead (`clockLeadRefusal`).
+    var clockLeadListed = false
     /// When a node that hears no member asks its seeds again.
     var seedRecontact = SeedRecontact()
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and

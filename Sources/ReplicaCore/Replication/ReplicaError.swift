@@ -16,6 +16,11 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `ReplicaConfiguration.requireClockCheck`: this node's clock has not been compared with a
     /// member's since it started (none reached), so its writes are refused.
     case clockUnchecked
+    /// This node's hybrid clock is `leadMillis` ahead of its wall clock, beyond `limitMillis`
+    /// (what members accept ahead of theirs): it wrote while its wall clock was ahead (unchecked,
+    /// or before a restart). A write stamped now would be refused by every member until their
+    /// clocks reach it, and then win over the writes made meanwhile, so it is refused here.
+    case clockAhead(leadMillis: Int64, limitMillis: Int64)
     /// Another process uses this node's id (members hold its record, at `address`): writes are
     /// refused while it does, since two processes writing as one node overwrite each other's
     /// counter slots.
@@ -35,6 +40,11 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
             "another process uses this node's id (members hold its record, at \(address)): writes are refused until one of "
                 + "the two stops, since two processes writing as one node overwrite each other's counters. Give each node "
                 + "its own --id and data directory (a copied data directory is the same node)"
+        case .clockAhead(let lead, let limit):
+            "this node's logical clock is \(Self.seconds(lead)) ahead of its wall clock, beyond the \(Self.seconds(limit)) "
+                + "its members accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
+                + "every member. Writes are refused until the wall clock catches up (in \(Self.seconds(lead - limit))), or "
+                + "wipe this node's data directory and let it rejoin (its writes the members refused are then lost)"
         case .clockSkew(let offset, let limit):
             "this node's clock is \(Self.seconds(-offset)) \(offset < 0 ? "ahead of" : "behind") its members' (median), "
                 + "beyond the \(Self.seconds(limit)) limit: writes are refused until the clock is fixed"

@@ -108,7 +108,7 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
             self = failure
         case let error as ReplicaError:
             let code: Code = switch error {
-            case .saveFailed, .clockSkew, .clockUnchecked, .identityClash: .saveFailed
+            case .saveFailed, .clockSkew, .clockUnchecked, .clockAhead, .identityClash: .saveFailed
             case .shutDown, .leaving: .shutDown
             case .invalidKey, .valueTooLarge: .invalidValue
             }

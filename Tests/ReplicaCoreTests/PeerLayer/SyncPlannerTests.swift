@@ -117,6 +117,29 @@ import Testing
         #expect(planner.inFlight == nil && planner.wanted["a"] == .peerRestarted)
     }
 
+    /// A sync abandoned because a chunk took longer than the timeout waits twice as long for a
+    /// chunk the next time, up to 16 times, until one completes. (Behind a 1 Mbit/s link, a
+    /// 1 MiB chunk never arrived within 10 s, and the node never caught up.)
+    @Test func aMemberWhoseChunksComeSlowlyIsGivenMoreTime() {
+        var planner = SyncPlanner()
+        var start = now
+        func attempt(_ id: UInt64, expiresAfter seconds: Int64) -> Bool {
+            planner.want(.digestsDiffer, with: "slow")
+            planner.started(with: "slow", requestID: id, reason: .digestsDiffer, now: start)
+            defer { start += .seconds(seconds) }
+            guard planner.expire(now: start + .seconds(seconds) - .milliseconds(1), timeout: .seconds(10)) == nil else { return false }
+            return planner.expire(now: start + .seconds(seconds), timeout: .seconds(10)) != nil
+        }
+        for (id, seconds) in zip(UInt64(1)..., [10, 20, 40, 80, 160, 160] as [Int64]) {
+            #expect(attempt(id, expiresAfter: seconds), "attempt \(id) waits \(seconds) s")
+        }
+        #expect(planner.timeout(for: "other", base: .seconds(10)) == .seconds(10), "per member")
+        planner.started(with: "slow", requestID: 9, reason: .digestsDiffer, now: start)
+        let done = planner.received(requestID: 9, from: "slow", entries: 1, bytes: 1_048_576, isLast: true, now: start + .seconds(100))
+        #expect(done != .unrelated)
+        #expect(planner.timeout(for: "slow", base: .seconds(10)) == .seconds(10), "a completed sync starts over")
+    }
+
     @Test func aDepartedMemberIsAskedNothing() {
         var planner = SyncPlanner()
         planner.want(.periodic, with: "a")

@@ -50,6 +50,8 @@ struct PeerSession: Sendable {
     private(set) var syncMark: StoreMark = .none
     private(set) var stats = Stats()
     private var membersMismatches = 0
+    /// When an entry it wrote was last refused for a timestamp too far ahead, and by how much.
+    private var lastFutureRejection: (at: ContinuousClock.Instant, aheadMillis: Int64)?
     /// Heartbeats in a row with another member table before the next exchange: 2, doubled (up
     /// to `maxExchangeSpacing`) after each exchange that left both tables as they were. Such a
     /// difference is one exchanges cannot settle (a member of an earlier version keeping the
@@ -61,6 +63,12 @@ struct PeerSession: Sendable {
     static let maxExchangeSpacing = 64
     /// Since when the member's digest root and ours have both stayed as they are.
     private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant)?
+    /// Syncs wanted in a row for the same two roots (the last one settled nothing: the member
+    /// is itself behind and syncing, or its link is too slow for a reply): each doubles the
+    /// quiet time the next needs, up to 64 half intervals. A node stuck behind a slow link was
+    /// sent a request (with 8 KiB of bucket hashes) by each member twice a second, which
+    /// slowed the very sync it waited for.
+    private var divergenceSyncs = 0
 
     struct HeardHeartbeat: Equatable, Sendable {
         var epoch: UInt64
@@ -212,12 +220,15 @@ struct PeerSession: Sendable {
         // Heartbeats read back to back from a backlog say nothing about quiet: the two roots must
         // have stayed put for half an interval of our own time.
         if let quiet = quietSince, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
-            if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= local.heartbeatInterval / 2 {
+            let spacing = local.heartbeatInterval / 2 * (1 << min(divergenceSyncs, 6))
+            if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= spacing {
                 actions.append(.wantSync(.digestsDiffer))
                 quietSince = (message.digestRoot, local.digestRoot, now)
+                divergenceSyncs += 1
             }
         } else {
             quietSince = (message.digestRoot, local.digestRoot, now)
+            divergenceSyncs = 0
         }
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
@@ -283,7 +294,18 @@ struct PeerSession: Sendable {
         return actions
     }
 
-    mutating func countFutureRejection() { stats.futureTimestampsRejected += 1 }
+    mutating func countFutureRejection(aheadMillis: Int64, now: ContinuousClock.Instant) {
+        stats.futureTimestampsRejected += 1
+        lastFutureRejection = (now, aheadMillis)
+    }
+
+    /// How far ahead of our clock the entries it wrote were when one was last refused for it,
+    /// if that was within `window`: its clock was fixed, but what it wrote meanwhile (and its
+    /// logical clock) are still ahead, which its clock offset no longer shows.
+    func refusedEntriesAhead(now: ContinuousClock.Instant, window: Duration) -> Int64? {
+        guard let last = lastFutureRejection, now - last.at < window else { return nil }
+        return last.aheadMillis
+    }
 
     /// Our wall clock was stepped: offsets measured against the old one are void.
     mutating func resetClock() { clock = ClockEstimate() }

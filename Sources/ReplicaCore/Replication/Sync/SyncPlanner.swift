@@ -45,6 +45,18 @@ struct SyncPlanner: Sendable {
     /// A sync wanted with whichever member holds the most, and the member to prefer if it can.
     private(set) var catchUp: (reason: SyncReason, preferred: NodeID?)?
     private(set) var inFlight: InFlight?
+    /// Per member, syncs with it abandoned in a row because a chunk took longer than the
+    /// timeout: each doubles the time the next one waits for a chunk (`timeout(for:base:)`), up
+    /// to 16 times. A chunk is up to 1 MiB, which a link of 1 Mbit/s takes over 8 s to carry:
+    /// with a fixed 10 s, a node behind such a link abandoned every sync and never caught up.
+    private(set) var slowTimeouts: [NodeID: Int] = [:]
+
+    /// How long the sync with `peer` waits for its next chunk.
+    func timeout(for peer: NodeID, base: Duration) -> Duration {
+        base * (1 << min(slowTimeouts[peer] ?? 0, Self.maxTimeoutDoublings))
+    }
+
+    static let maxTimeoutDoublings = 4
 
     /// Lost updates are not repaired one origin at a time while a sync that brings everything
     /// is pending or running.
@@ -125,6 +137,7 @@ struct SyncPlanner: Sendable {
         sync.lastProgress = now
         if isLast {
             inFlight = nil
+            slowTimeouts[peer] = nil
             return .completed(sync)
         }
         inFlight = sync
@@ -133,7 +146,8 @@ struct SyncPlanner: Sendable {
 
     /// Abandons the sync in flight if nothing arrived for `timeout`; it is wanted again.
     mutating func expire(now: ContinuousClock.Instant, timeout: Duration) -> InFlight? {
-        guard let sync = inFlight, now - sync.lastProgress >= timeout else { return nil }
+        guard let sync = inFlight, now - sync.lastProgress >= self.timeout(for: sync.peer, base: timeout) else { return nil }
+        slowTimeouts[sync.peer, default: 0] += 1
         abandon(sync)
         return sync
     }
@@ -148,6 +162,7 @@ struct SyncPlanner: Sendable {
     /// `peer` left or was forgotten: nothing more is asked of it.
     mutating func remove(_ peer: NodeID) {
         wanted[peer] = nil
+        slowTimeouts[peer] = nil
         if catchUp?.preferred == peer { catchUp?.preferred = nil }
         if let sync = inFlight, sync.peer == peer {
             if sync.reason.isCatchUp { wantCatchUp(sync.reason) }
