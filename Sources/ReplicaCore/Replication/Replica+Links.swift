@@ -235,7 +235,8 @@ extension Replica {
             message = "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
                 + "here reach no one. Usually its key is not trusted by them (a key that is not its own, or a new key not yet "
                 + "copied to their trust directories: see their trust problems), or its address (--advertise) is wrong, or "
-                + "links work one way only"
+                + "links work one way only, or a slow link is saturated (a large transfer, whose data the members' heartbeats "
+                + "wait behind: then it passes by itself)"
         } else {
             if problems.clear(.isolated, Self.isolationSubject) != nil { logger.info("members hear this node again: no longer isolated") }
             return
