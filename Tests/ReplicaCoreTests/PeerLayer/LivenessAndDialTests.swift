@@ -93,6 +93,28 @@ import Testing
         #expect(check16)
     }
 
+    /// A handshake cut short for its deadline gets twice as long the next time (up to 8 times),
+    /// until one completes: a proxy that accepts at once but delays data by a second each way
+    /// made every handshake miss its 3 s, for ever.
+    @Test func aHandshakeThatMissesItsDeadlineGetsLongerEachTime() {
+        var dialer = LinkDialer(dialedAt: at(0))
+        var now = 0
+        for deadline in [3_000, 6_000, 12_000, 24_000, 24_000] {
+            dialer.tcpConnected(now: at(now))
+            let early = dialer.shouldRedial(now: at(now + deadline - 1), peerSilent: true, timing: lan)
+            let due = dialer.shouldRedial(now: at(now + deadline), peerSilent: true, timing: lan)
+            #expect(!early && due, "a deadline of \(deadline) ms")
+            now += deadline
+            dialer.dialed(now: at(now))
+        }
+        dialer.tcpConnected(now: at(now))
+        _ = dialer.handshakeSucceeded(now: at(now + 20_000))
+        dialer.dialed(now: at(now + 30_000))
+        dialer.tcpConnected(now: at(now + 30_000))
+        let startedOver = dialer.shouldRedial(now: at(now + 33_000), peerSilent: true, timing: lan)
+        #expect(startedOver, "a completed handshake starts over")
+    }
+
     /// A connection that just came up (a slow handshake took its time) gets a moment to deliver
     /// the member's first heartbeat before silence counts against it.
     @Test func aFreshConnectionIsNotJudgedBySilenceAtOnce() {

@@ -54,6 +54,12 @@ struct LinkDialer: Equatable, Sendable {
     private(set) var failures = 0
     /// Completed handshakes over the socket's life.
     private(set) var handshakes = 0
+    /// Handshakes cut short in a row for taking longer than the deadline: each doubles the next
+    /// one's deadline, up to 8 times. The deadline comes from the round trip, which before any
+    /// echo is only the TCP connect's: behind a proxy that accepts at once but carries data with
+    /// a second's delay, a handshake of a few round trips never fit in 3 s, and the link never
+    /// formed.
+    private(set) var slowHandshakes = 0
     /// The connection was lost (or re-dialled) since the last completed handshake.
     private(set) var interrupted = false
     /// How long the last TCP connect took: about one round trip, known before any heartbeat
@@ -106,6 +112,7 @@ struct LinkDialer: Equatable, Sendable {
     mutating func handshakeSucceeded(now: ContinuousClock.Instant) -> Outcome {
         phase = .connected(since: now)
         failures = 0
+        slowHandshakes = 0
         handshakes += 1
         defer { interrupted = false }
         return handshakes == 1 ? .connected : (interrupted ? .reconnected : .none)
@@ -123,7 +130,11 @@ struct LinkDialer: Equatable, Sendable {
         case .connecting(let since):
             if now - since >= timing.connectAttempt { failures += 1; return true }
         case .handshaking(let since):
-            if now - since >= timing.handshakeDeadline { failures += 1; return true }
+            if now - since >= timing.handshakeDeadline * (1 << min(slowHandshakes, 3)) {
+                failures += 1
+                slowHandshakes += 1
+                return true
+            }
         case .connected(let since):
             if peerSilent && now - lastDial >= timing.silentRedialEvery && now - since >= timing.freshConnectionGrace { return true }
         case .waiting(let until):
