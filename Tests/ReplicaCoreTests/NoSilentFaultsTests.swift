@@ -353,10 +353,13 @@ import Testing
     /// (It acknowledged them, they never replicated, and no node listed anything.)
     @Test func aNodeWhoseLogicalClockIsAheadRefusesWritesAndSaysSo() async throws {
         let offset = Mutex<Int64>(7_200_000)
-        var configuration = ReplicaConfiguration(node: "alone", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), peers: [], storage: .memory)
+        // Its seed is not there: after the grace, it writes with an unchecked clock.
+        var configuration = ReplicaConfiguration(node: "cut-off", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()),
+                                                 peers: [Endpoint(host: "127.0.0.1", port: testPorts.pair())], storage: .memory)
         configuration.wallClock = { UInt64(Int64(HybridLogicalClock.systemClock()) + offset.withLock { $0 }) }
+        configuration.clockCheckGrace = .milliseconds(100)
         let replica = try Replica(configuration)
-        try await replica.write("while-ahead", payload: Array("1".utf8))  // a cluster of one checks no clock
+        #expect(await eventually { (try? await replica.write("while-ahead", payload: Array("1".utf8))) != nil })
         offset.withLock { $0 = 0 }  // fixed
         await #expect(throws: ReplicaError.self) { try await replica.write("after-fix", payload: Array("2".utf8)) }
         do {
@@ -369,9 +372,21 @@ import Testing
         #expect(await eventually { await replica.status().problems.contains { $0.kind == .clock && $0.message.contains("logical clock") } })
         #expect(await !replica.health().healthy)
         offset.withLock { $0 = 7_200_000 }  // the wall clock catches up
-        #expect(await eventually { await replica.health().healthy }, "listed no more")
+        #expect(await eventually { await !replica.status().problems.contains { $0.kind == .clock } }, "listed no more")
         try await replica.write("caught-up", payload: Array("3".utf8))
         await replica.shutdown()
+
+        // A node with nobody to compare with (an app alone whose clock was set back) is not held:
+        // nobody would refuse what it stamps.
+        let aloneOffset = Mutex<Int64>(7_200_000)
+        var alone = ReplicaConfiguration(node: "alone", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), peers: [], storage: .memory)
+        alone.wallClock = { UInt64(Int64(HybridLogicalClock.systemClock()) + aloneOffset.withLock { $0 }) }
+        let single = try Replica(alone)
+        try await single.write("k", payload: Array("1".utf8))
+        aloneOffset.withLock { $0 = 0 }
+        try await single.write("k", payload: Array("2".utf8))
+        #expect(try await single.entry(for: "k")?.payload == Array("2".utf8))
+        await single.shutdown()
     }
 
     /// The members of such a node list it while they refuse what it wrote ahead, although its
@@ -426,6 +441,7 @@ import Testing
         let syncs = await b.status().peers.first { $0.id == "a" }?.syncsCompleted ?? 0
         #expect(await eventually { (await b.status().peers.first { $0.id == "a" }?.syncsCompleted ?? 0) > syncs })
         #expect(try await b.entry(for: "x") == nil)
+        #expect(await !b.status().problems.contains { $0.kind == .peerClock }, "b's own clock is at fault, not a's entries")
 
         behind.withLock { $0 = 0 }  // the clock is fixed
         #expect(await eventually(timeout: .seconds(15)) { (try? await b.entry(for: "x")) != nil })

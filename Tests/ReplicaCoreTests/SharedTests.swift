@@ -67,6 +67,41 @@ import Testing
         #expect(try await replica.entry(for: "race")?.payload == Array("2".utf8))
     }
 
+    /// The other interleaving, seen by the reference: a change the key was delivering when a
+    /// save began replaces the value being saved; the save's end reads the stored value again.
+    /// (The value delivered, older than the save, stayed shown for good.)
+    @Test func aChangeDeliveredWhileASaveIsInFlightDoesNotOutliveTheSave() async throws {
+        let key = ManualKey()
+        @Shared(key) var value = 0
+        $value.withLock { $0 = 3 }  // its save waits in the key
+        #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+        key.deliver(1)  // an older change, delivered while the save is in flight
+        #expect(value == 1)
+        key.finishSave()  // stores 3
+        #expect(await eventually { value == 3 }, "the stored value")
+    }
+
+    /// A key whose saves wait until the test finishes them, and whose changes the test delivers.
+    final class ManualKey: SharedKey, @unchecked Sendable {
+        let stored = Mutex(0)
+        let pendingSave = Mutex<(value: Int, continuation: SaveContinuation)?>(nil)
+        private let subscriber = Mutex<SharedSubscriber<Int>?>(nil)
+        var id: ObjectIdentifier { ObjectIdentifier(self) }
+
+        func load(context: LoadContext<Int>, continuation: LoadContinuation<Int>) { continuation.resume(returning: stored.withLock { $0 }) }
+        func subscribe(context: LoadContext<Int>, subscriber: SharedSubscriber<Int>) -> SharedSubscription {
+            self.subscriber.withLock { $0 = subscriber }
+            return SharedSubscription {}
+        }
+        func save(_ value: Int, context: SaveContext, continuation: SaveContinuation) { pendingSave.withLock { $0 = (value, continuation) } }
+        func deliver(_ value: Int) { subscriber.withLock { $0 }?.yield(value) }
+        func finishSave() {
+            guard let save = pendingSave.withLock({ pending in defer { pending = nil }; return pending }) else { return }
+            stored.withLock { $0 = save.value }
+            save.continuation.resume()
+        }
+    }
+
     /// A bad key says why once: "invalid key: it is empty", not "invalid key: invalid key (empty)".
     @Test func aBadKeyIsRefusedInOneClearSentence() async throws {
         let replica = try makeReplicas(1)[0]

@@ -9,10 +9,19 @@ extension Replica {
         var offsets: [Int64] = []
         var measured: [(node: NodeID, offset: Int64)] = []
         var unmeasured = 0
+        // Members whose entries were refused lately as stamped too far ahead. Not while this
+        // node's own clock is refused: behind, it refuses everyone's, and the fault is its own.
         var refusing: [NodeID: Int64] = [:]
-        for session in activeSessions {
-            if let ahead = session.refusedEntriesAhead(now: now, window: Self.refusedEntriesWindow) { refusing[session.node] = ahead }
+        if clockCheck.refusal == nil {
+            let window = max(Self.refusedEntriesWindow, configuration.periodicSyncInterval * 2)
+            for session in activeSessions where session.liveness.state != .down {
+                if let ahead = session.refusedEntriesAhead(now: now, window: window) { refusing[session.node] = ahead }
+            }
         }
+        // Listed for that and no longer refusing: cleared (the judgement below lists it again if
+        // its clock is off now).
+        for node in refusalsListed.subtracting(refusing.keys) { problems.clear(.peerClock, node.rawValue) }
+        refusalsListed = Set(refusing.keys)
         for session in activeSessions where session.hearsDirectly(now: now, base: timing) {
             if let offset = session.clock.offsetMillis {
                 offsets.append(offset)
@@ -62,26 +71,36 @@ extension Replica {
     /// clock than members accept (`ReplicaError.clockAhead`); nil otherwise. It gets there only
     /// by its own writes with a wall clock ahead (members' entries that far ahead are refused),
     /// and leaves it as the wall clock catches up.
+    /// A node with nobody to compare with (no seeds, no members: an app alone on a device whose
+    /// clock was set back) is not held: nobody refuses what it stamps, and its clock stays monotonic.
     func clockLeadRefusal() -> ReplicaError? {
-        let limit = Int64(clock.maxDriftMillis + clock.extraDriftMillis)
-        let lead = Int64(clock.last.wallMillis) - Int64(configuration.wallClock())
+        guard hasMembersOrSeeds else { return nil }
+        let limit = Int64(clamping: clock.maxDriftMillis &+ clock.extraDriftMillis)
+        let lead = Int64(clamping: clock.last.wallMillis) - Int64(clamping: configuration.wallClock())
         return lead > limit ? .clockAhead(leadMillis: lead, limitMillis: limit) : nil
     }
 
     /// Lists the lead as the `clock` problem whether or not anything is written (what this node
     /// wrote meanwhile waits, refused by every member), and clears it once the wall clock caught up.
+    /// A skewed clock's message wins (fixing the clock comes first); the lead's is kept as first
+    /// described (its figures would change every second).
     private func noteClockLead(_ refusal: ReplicaError?) {
         let subject = identity.node.rawValue
-        if let refusal {
-            // Described once: the message's figures are rounded to seconds, so it changes rarely.
-            if !clockLeadListed || !problems.contains(.clock, subject) {
+        if let skew = clockCheck.refusal {
+            if clockLeadListed {
+                clockLeadListed = false
+                problems.describe(.clock, subject, clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: clockCheck.limitMillis)))
+            }
+        } else if let refusal {
+            let listed = problems.of(.clock).first { $0.subject == subject }?.message
+            if listed?.hasPrefix(ReplicaError.clockAheadPrefix) != true {
                 problems.describe(.clock, subject, refusal.description)
                 logger.error("\(refusal.description)")
             }
             clockLeadListed = true
         } else if clockLeadListed {
             clockLeadListed = false
-            if clockCheck.refusal == nil, problems.clear(.clock, subject) != nil {
+            if problems.clear(.clock, subject) != nil {
                 logger.info("this node's logical clock is within reach of its members' again; writes are accepted")
             }
         }

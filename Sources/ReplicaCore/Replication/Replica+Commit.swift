@@ -124,13 +124,17 @@ extension Replica {
     /// problem).
     func localWriteRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
         if let rival = identityClash.rival { return .identityClash(address: rival.address.description) }
-        if let error = clockLeadRefusal() {
-            problems.raise(.clock, identity.node.rawValue, error.description)
-            return error
-        }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
-        case .accept, .hold: return nil
+        case .hold: return nil
+        case .accept:
+            // Judged once the clock check lets writes through: the allowance it sets counts.
+            guard let lead = clockLeadRefusal() else { return nil }
+            if !clockLeadListed {
+                clockLeadListed = true  // cleared by `checkClock` once the lead is gone
+                problems.describe(.clock, identity.node.rawValue, lead.description)
+            }
+            return lead
         case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
         case .refuseUnchecked: error = .clockUnchecked
         }

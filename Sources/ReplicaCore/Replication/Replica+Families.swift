@@ -50,7 +50,7 @@ extension Replica {
     /// Tombstones stamped before this are expired: collected here, ignored when received.
     var tombstoneCutoff: HybridTimestamp {
         let now = configuration.wallClock()
-        let retention = UInt64(max(0, configuration.tombstoneRetention / .milliseconds(1)))
+        let retention = configuration.tombstoneRetentionMillis
         guard now > retention else { return .zero }
         return HybridTimestamp(wallMillis: min(now - retention, HybridTimestamp.maxWallMillis), logical: 0)
     }

@@ -153,8 +153,8 @@ extension Replica {
             logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
         startNextSync(now: now)
-        // As long as the slowest requester waits for a chunk: a reply that cannot be sent is
-        // usually one whose queue drains at the pace of a slow link, not one nobody reads.
+        // As long as the most patient requester waits for a chunk: a reply that cannot be sent
+        // is usually one whose queue drains at the pace of a slow link, not one nobody reads.
         let replyTimeout = timing.requestTimeout * (1 << SyncPlanner.maxTimeoutDoublings)
         for reply in responder.expire(now: now, timeout: replyTimeout) {
             logger.warning("reply to \(reply.requester) abandoned: nothing could be sent for \(replyTimeout)")

@@ -78,6 +78,8 @@ public actor Replica: PollLoopOwner {
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
     /// The `clock` problem says this node's hybrid clock is too far ahead (`clockLeadRefusal`).
     var clockLeadListed = false
+    /// Members listed as `peerClock` because entries they wrote were refused as stamped ahead.
+    var refusalsListed: Set<NodeID> = []
     /// When a node that hears no member asks its seeds again.
     var seedRecontact = SeedRecontact()
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and
@@ -202,7 +204,7 @@ public actor Replica: PollLoopOwner {
             node: configuration.node, epoch: epoch, incarnation: identity.incarnation, status: .active,
             address: configuration.advertise ?? configuration.listen,
             publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }),
-            departureRetention: UInt64(max(0, configuration.tombstoneRetention / .milliseconds(1))))
+            departureRetention: configuration.tombstoneRetentionMillis)
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
             let authenticator = try context.socket(.rep)
@@ -349,7 +351,8 @@ public actor Replica: PollLoopOwner {
             } catch {
                 // The reason without the codec's own "invalid key" (it read "invalid key: invalid key (empty)").
                 let reason = switch error {
-                case .invalidField: request.key.isEmpty ? "it is empty" : "it contains U+0000"
+                case .invalidField(WireLimits.nulInKey): "it contains U+0000"
+                case .invalidField(WireLimits.emptyKey): "it is empty"
                 default: error.description
                 }
                 throw ReplicaError.invalidKey(reason)

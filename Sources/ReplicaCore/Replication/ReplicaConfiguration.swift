@@ -71,6 +71,14 @@ public struct ReplicaConfiguration: Sendable {
     /// node offline for longer than this may bring removed values (or departed members, as
     /// `down`) back when it returns: see docs/sharing.md, "Tombstone retention".
     public var tombstoneRetention: Duration = .seconds(7 * 24 * 3600)
+
+    /// `tombstoneRetention` in milliseconds, 0 if negative, clamped to a `UInt64`.
+    var tombstoneRetentionMillis: UInt64 {
+        let components = tombstoneRetention.components
+        guard components.seconds >= 0 else { return 0 }
+        let (millis, overflow) = UInt64(components.seconds).multipliedReportingOverflow(by: 1000)
+        return overflow ? .max : millis + UInt64(components.attoseconds / 1_000_000_000_000_000)
+    }
     /// How often expired tombstones are looked for.
     public var tombstoneSweepInterval: Duration = .seconds(60)
     /// How many of its latest published updates a node can resend to a peer that lost some (it

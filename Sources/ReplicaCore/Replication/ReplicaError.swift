@@ -41,7 +41,7 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "the two stops, since two processes writing as one node overwrite each other's counters. Give each node "
                 + "its own --id and data directory (a copied data directory is the same node)"
         case .clockAhead(let lead, let limit):
-            "this node's logical clock is \(Self.seconds(lead)) ahead of its wall clock, beyond the \(Self.seconds(limit)) "
+            "\(Self.clockAheadPrefix) \(Self.seconds(lead)) ahead of its wall clock, beyond the \(Self.seconds(limit)) "
                 + "its members accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
                 + "every member. Writes are refused until the wall clock catches up (in \(Self.seconds(lead - limit))), or "
                 + "wipe this node's data directory and let it rejoin (its writes the members refused are then lost)"
@@ -50,6 +50,9 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "beyond the \(Self.seconds(limit)) limit: writes are refused until the clock is fixed"
         }
     }
+
+    /// How a `clockAhead` message begins.
+    static let clockAheadPrefix = "this node's logical clock is"
 
     private static func seconds(_ millis: Int64) -> String {
         let value = Double(abs(millis)) / 1000

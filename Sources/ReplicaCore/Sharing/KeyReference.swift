@@ -46,6 +46,11 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     private var savingChangeCount = 0
     /// Local changes made since the save in flight took its value: saved when it finishes.
     private var saveAgain = false
+    /// The key set the value while a save was in flight. Usually a newer change it held for the
+    /// save's end; but a change the key was already delivering when the save began is older than
+    /// the save, and replaced its value here for good. So the save's end reads the stored value
+    /// again (the built-in keys answer at once, with the newest).
+    private var setByKeyWhileSaving = false
     /// Waiting for the save in flight (or for the next one when `saveAgain`).
     private var currentWaiters: [CheckedContinuation<Void, any Error>] = []
     private var nextWaiters: [CheckedContinuation<Void, any Error>] = []
@@ -224,6 +229,7 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         let changed = announcing(\.value) {
             locked { () -> Value? in
                 guard let value, !saveAgain else { return nil }
+                if isSaving { setByKeyWhileSaving = true }
                 current = value
                 deliverToObservers()
                 return value
@@ -361,7 +367,18 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
             case .failure(let error): status.saveError = error  // the value stays; the next save retries it
             }
         }
+        let reload = locked { () -> Bool in
+            guard case .success = result else { return false }
+            return setByKeyWhileSaving && !saveAgain
+        }
+        if reload {
+            // Before the save's callers resume: they see the value stored.
+            key.load(context: .userInitiated, continuation: LoadContinuation("reload of \(key.readable) after its save") { [weak self] outcome in
+                self?.finishLoad(outcome, ifUnchangedSince: changes, unsavedAtStart: false)
+            })
+        }
         let (waiters, next) = locked { () -> ([CheckedContinuation<Void, any Error>], (Value, Int)?) in
+            setByKeyWhileSaving = false  // (the reload above sets it too: the save is still in flight)
             if case .success = result { savedChangeCount = max(savedChangeCount, changes) }
             let waiters = currentWaiters
             currentWaiters = nextWaiters

@@ -42,7 +42,7 @@ public struct WireLimits: Sendable, Equatable {
     /// Validates a key as the codec would, for callers that want the error before sending.
     public func validate(key: String) throws(WireError) {
         let size = key.utf8.count
-        guard size > 0 else { throw .invalidField("key (empty)") }
+        guard size > 0 else { throw .invalidField(Self.emptyKey) }
         guard size <= maxKeyBytes else { throw .tooLarge(field: "key", size: size, limit: maxKeyBytes) }
         guard !key.utf8.contains(0) else { throw .invalidField(Self.nulInKey) }
     }
@@ -51,6 +51,7 @@ public struct WireLimits: Sendable, Equatable {
     /// end a string at its first NUL, so such a key would be stored whole but read back as
     /// another, shorter key.
     static let nulInKey = "key (contains U+0000)"
+    static let emptyKey = "key (empty)"
 
     public func validate(payload: [UInt8]?) throws(WireError) {
         guard let payload, payload.count > maxPayloadBytes else { return }

@@ -75,6 +75,9 @@ struct Import: ClientCommand {
                 written += try receiveWritten(client)
                 progress.show(written)
             }
+        } catch let tooOld as NodeTooOld {
+            progress.finish(written)
+            throw tooOld  // refused whole: nothing was written
         } catch {
             progress.finish(written)
             throw Interrupted(written: written, total: total, cause: error)
@@ -120,7 +123,7 @@ struct Import: ClientCommand {
         var description: String {
             "the node serving \(dataDirectory.path) runs a replica-node older than 0.20.0, which does not take lines with "
                 + "\"encoding\" or \"schema\" as this client sends them (nodes before 0.19.0 store a base64 value as a JSON "
-                + "string, and every value at schema 0); import through a node of 0.20.0 or later"
+                + "string, and every value at schema 0); nothing was written: import through a node of 0.20.0 or later"
         }
     }
 

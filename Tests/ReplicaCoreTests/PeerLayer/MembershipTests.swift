@@ -131,10 +131,10 @@ import Testing
         #expect(membership.nextExpiry == nil)
         _ = membership.merge([Self.record("b", epoch: 10, status: .left), Self.record("c", epoch: 30, status: .forgotten),
                               Self.record("d", epoch: 1)], wallMillis: 50)
-        #expect(membership.nextExpiry == 110, "the oldest departure's")
+        #expect(membership.nextExpiry == 111, "the first millisecond the oldest departure is expired")
         #expect(membership.expireDepartures(wallMillis: 110).isEmpty, "kept through its last millisecond")
         #expect(membership.expireDepartures(wallMillis: 111).map(\.node) == ["b"])
-        #expect(membership.nextExpiry == 130)
+        #expect(membership.nextExpiry == 131)
         #expect(membership.expireDepartures(wallMillis: 10_000).map(\.node) == ["c"])
         #expect(membership.nextExpiry == nil)
         #expect(membership.active.map(\.node) == ["d"], "active members stay, however old")

@@ -7,12 +7,15 @@ import Foundation
 /// record that supersedes what the table holds (see `MemberRecord.supersedes`) replaces it and is
 /// announced on, so every member learns it in a round or two; one that does not changes nothing,
 /// so gossip stops by itself. Merging is commutative, associative and idempotent: tables that
-/// saw the same records, in any order, are equal (and so are their digests).
+/// saw the same records, in any order, are equal (and so are their digests). Departures past the
+/// retention are the exception: one received before a stale active record does not stop it (a
+/// node away longer than the retention may bring a departed member back, as for deleted keys).
 struct Membership: Sendable {
     /// This node's own record (written by this node alone).
     private(set) var local: MemberRecord
-    /// Every other node ever learnt, `forgotten` ones included (as tombstones, so that gossip
-    /// from a member that has not heard of the removal cannot bring them back).
+    /// Every other node learnt, `left` and `forgotten` ones included (as tombstones, so that
+    /// gossip from a member that has not heard of the removal cannot bring them back) for the
+    /// retention after their departure.
     private(set) var others: [NodeID: MemberRecord] = [:]
     /// A hash of the whole table; equal on two nodes means equal tables.
     private(set) var digest: UInt64 = 0
@@ -152,7 +155,11 @@ struct Membership: Sendable {
     private mutating func othersChanged() {
         active = others.values.filter { $0.status == .active }.sorted { $0.node < $1.node }
         let oldestDeparture = others.values.lazy.filter { $0.status != .active }.map(\.epoch).min()
-        nextExpiry = oldestDeparture.map { $0 &+ departureRetention < $0 ? .max : $0 + departureRetention }
+        // The first millisecond at which it is expired (`isExpired`: older than the retention).
+        nextExpiry = oldestDeparture.map { epoch in
+            let (end, overflow) = epoch.addingReportingOverflow(departureRetention)
+            return overflow || end == .max ? .max : end + 1
+        }
         digest = computeDigest()
     }
 

@@ -47,8 +47,10 @@ struct SyncPlanner: Sendable {
     private(set) var inFlight: InFlight?
     /// Per member, syncs with it abandoned in a row because a chunk took longer than the
     /// timeout: each doubles the time the next one waits for a chunk (`timeout(for:base:)`), up
-    /// to 16 times. A chunk is up to 1 MiB, which a link of 1 Mbit/s takes over 8 s to carry:
-    /// with a fixed 10 s, a node behind such a link abandoned every sync and never caught up.
+    /// to 4 times (40 s: a 1 MiB chunk at about 250 kbit/s). A chunk is up to 1 MiB, which a
+    /// link of 1 Mbit/s takes over 8 s to carry: with a fixed 10 s, a node behind such a link
+    /// abandoned every sync and never caught up. Not more: a member that drops requests (its
+    /// replies all taken) looks the same, and while one sync waits no other runs.
     private(set) var slowTimeouts: [NodeID: Int] = [:]
 
     /// How long the sync with `peer` waits for its next chunk.
@@ -56,7 +58,7 @@ struct SyncPlanner: Sendable {
         base * (1 << min(slowTimeouts[peer] ?? 0, Self.maxTimeoutDoublings))
     }
 
-    static let maxTimeoutDoublings = 4
+    static let maxTimeoutDoublings = 2
 
     /// Lost updates are not repaired one origin at a time while a sync that brings everything
     /// is pending or running.
