@@ -367,7 +367,7 @@ import Testing
         } catch let error as ReplicaError {
             guard case .clockAhead(let lead, let limit) = error else { Issue.record("\(error)"); return }
             #expect(lead > 7_100_000 && limit == 60_000)
-            #expect(error.description.contains("ahead of its wall clock"))
+            #expect(error.description.contains("ahead of its members' clocks"))
         }
         #expect(await eventually { await replica.status().problems.contains { $0.kind == .clock && $0.message.contains("logical clock") } })
         #expect(await !replica.health().healthy)

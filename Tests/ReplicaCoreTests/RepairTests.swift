@@ -69,6 +69,18 @@ import Testing
         #expect(await replica.status().peers.first?.repairsCompleted == 1)
     }
 
+    /// A chunk of a sync the node abandoned (it came slower than the node's patience, behind a
+    /// slow link) is kept: its entries are as good as any. (It was dropped, and each retry's
+    /// reply crossed the link behind the last one's for nothing.)
+    @Test func aChunkOfAnAbandonedSyncIsKept() async throws {
+        let peer = try FakePeer()
+        let replica = try peer.makeNode()
+        #expect(try await peer.waitUntilHeard(by: replica))
+        let late = SyncChunk(origin: "fake", requestID: 987_654, index: 0, isLast: true, entries: [RepairTests.entry("late")])
+        await replica.receive(late, bytes: 100, from: "fake", now: .now)
+        #expect(try await eventually { try await replica.entry(for: "late") != nil })
+    }
+
     /// Digests that differ while both sides are still (no writes on either) mean divergence that
     /// sequence numbers cannot show: the node must start a full sync by itself.
     @Test func digestsThatDifferWhileBothAreQuietStartASync() async throws {

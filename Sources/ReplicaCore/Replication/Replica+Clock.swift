@@ -73,10 +73,14 @@ extension Replica {
     /// and leaves it as the wall clock catches up.
     /// A node with nobody to compare with (no seeds, no members: an app alone on a device whose
     /// clock was set back) is not held: nobody refuses what it stamps, and its clock stays monotonic.
+    /// Measured against the members' clocks (ours plus their median offset) once compared: a
+    /// clock fixed to within the limit but ahead of theirs leaves less room than its own reading
+    /// shows.
     func clockLeadRefusal() -> ReplicaError? {
         guard hasMembersOrSeeds else { return nil }
-        let limit = Int64(clamping: clock.maxDriftMillis &+ clock.extraDriftMillis)
-        let lead = Int64(clamping: clock.last.wallMillis) - Int64(clamping: configuration.wallClock())
+        let limit = Int64(clamping: clock.maxDriftMillis)
+        let members = Int64(clamping: configuration.wallClock()) + clockCheck.agreedMedianMillis
+        let lead = Int64(clamping: clock.last.wallMillis) - members
         return lead > limit ? .clockAhead(leadMillis: lead, limitMillis: limit) : nil
     }
 

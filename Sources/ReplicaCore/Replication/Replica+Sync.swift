@@ -121,7 +121,7 @@ extension Replica {
         }
     }
 
-    private func receive(_ chunk: SyncChunk, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
+    func receive(_ chunk: SyncChunk, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
         guard var session = sessions[node] else { return }
         switch session.repairChunk(requestID: chunk.requestID, entries: chunk.entries.count, isLast: chunk.isLast, isUnavailable: chunk.isUnavailable, now: now) {
         case .unrelated:
@@ -140,7 +140,15 @@ extension Replica {
         }
         switch planner.received(requestID: chunk.requestID, from: node, entries: chunk.entries.count, bytes: bytes, isLast: chunk.isLast, now: now) {
         case .unrelated:
-            return  // a reply to a request we abandoned
+            // A reply to a request we abandoned (a chunk slower than our patience): its entries
+            // are as good as any, versions decide, so they are kept; it completes nothing. (They
+            // were dropped, and behind a slow link each retry's reply queued behind the last
+            // one's, which then crossed the link for nothing.)
+            sessions[node]?.countBytes(sync: bytes)
+            accept(chunk.entries, from: node)
+            counters.syncEntriesReceived += chunk.entries.count
+            counters.syncBytesReceived += bytes
+            return
         case .progress(let sync):
             if sync.chunks % 100 == 0 {
                 logger.info("sync from \(node) in progress: \(sync.entries) entries, \(sync.bytes) bytes")

@@ -16,9 +16,9 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// `ReplicaConfiguration.requireClockCheck`: this node's clock has not been compared with a
     /// member's since it started (none reached), so its writes are refused.
     case clockUnchecked
-    /// This node's hybrid clock is `leadMillis` ahead of its wall clock, beyond `limitMillis`
-    /// (what members accept ahead of theirs): it wrote while its wall clock was ahead (unchecked,
-    /// or before a restart). A write stamped now would be refused by every member until their
+    /// This node's hybrid clock is `leadMillis` ahead of its members' clocks (its wall clock plus
+    /// their median offset), beyond `limitMillis` (what members accept ahead of theirs): it wrote
+    /// while its wall clock was ahead (unchecked, or before a restart). A write stamped now would be refused by every member until their
     /// clocks reach it, and then win over the writes made meanwhile, so it is refused here.
     case clockAhead(leadMillis: Int64, limitMillis: Int64)
     /// Another process uses this node's id (members hold its record, at `address`): writes are
@@ -41,8 +41,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "the two stops, since two processes writing as one node overwrite each other's counters. Give each node "
                 + "its own --id and data directory (a copied data directory is the same node)"
         case .clockAhead(let lead, let limit):
-            "\(Self.clockAheadPrefix) \(Self.seconds(lead)) ahead of its wall clock, beyond the \(Self.seconds(limit)) "
-                + "its members accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
+            "\(Self.clockAheadPrefix) \(Self.seconds(lead)) ahead of its members' clocks (its own wall clock until "
+                + "compared), beyond the \(Self.seconds(limit)) they accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
                 + "every member. Writes are refused until the wall clock catches up (in \(Self.seconds(lead - limit))), or "
                 + "wipe this node's data directory and let it rejoin (its writes the members refused are then lost)"
         case .clockSkew(let offset, let limit):

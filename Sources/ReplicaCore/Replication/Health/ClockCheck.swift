@@ -142,6 +142,12 @@ struct ClockCheck: Sendable {
     /// How much further ahead than our own clock a received timestamp may be: when our clock is
     /// behind the members' median, by that much (entries stamped by members whose clocks are
     /// fine must not be refused because ours is slow).
+    /// The members' median offset (theirs minus ours) while this clock agrees with it; else 0.
+    var agreedMedianMillis: Int64 {
+        if case .agrees(let median) = verdict { return median }
+        return 0
+    }
+
     var allowanceMillis: UInt64 {
         if case .agrees(let median) = verdict, median > 0 { return UInt64(median) }
         return 0
