@@ -67,15 +67,14 @@ extension Replica {
         }
     }
 
-    /// The refusal of local writes while this node's hybrid clock is further ahead of its wall
-    /// clock than members accept (`ReplicaError.clockAhead`); nil otherwise. It gets there only
-    /// by its own writes with a wall clock ahead (members' entries that far ahead are refused),
-    /// and leaves it as the wall clock catches up.
-    /// A node with nobody to compare with (no seeds, no members: an app alone on a device whose
-    /// clock was set back) is not held: nobody refuses what it stamps, and its clock stays monotonic.
-    /// Measured against the members' clocks (ours plus their median offset) once compared: a
-    /// clock fixed to within the limit but ahead of theirs leaves less room than its own reading
-    /// shows.
+    /// The refusal of local writes while this node's hybrid clock is further ahead of its
+    /// members' clocks than they accept (`ReplicaError.clockAhead`); nil otherwise. It gets there
+    /// only by its own writes with a wall clock ahead (members' entries that far ahead are
+    /// refused), and leaves it as the wall clock catches up. The members' clocks are ours plus
+    /// their median offset once compared (a clock fixed to within the limit but ahead of theirs
+    /// leaves less room than its own reading shows), ours before. A node with nobody to compare
+    /// with (no seeds, no members: an app alone on a device whose clock was set back) is not held:
+    /// nobody refuses what it stamps, and its clock stays monotonic.
     func clockLeadRefusal() -> ReplicaError? {
         guard hasMembersOrSeeds else { return nil }
         let limit = Int64(clamping: clock.maxDriftMillis)
@@ -85,9 +84,9 @@ extension Replica {
     }
 
     /// Lists the lead as the `clock` problem whether or not anything is written (what this node
-    /// wrote meanwhile waits, refused by every member), and clears it once the wall clock caught up.
-    /// A skewed clock's message wins (fixing the clock comes first); the lead's is kept as first
-    /// described (its figures would change every second).
+    /// wrote meanwhile waits, refused by every member), and clears it once the wall clock caught
+    /// up. A skewed clock's message wins (fixing the clock comes first); the lead's is kept as
+    /// first described (its figures would change every second).
     private func noteClockLead(_ refusal: ReplicaError?) {
         let subject = identity.node.rawValue
         if let skew = clockCheck.refusal {
@@ -110,6 +109,9 @@ extension Replica {
         }
     }
 
+    /// How a `peerClock` message for refused entries begins.
+    static let refusedEntriesPrefix = "entries written by"
+
     /// How long after the last refused entry of a member it stays listed for it.
     static let refusedEntriesWindow: Duration = .seconds(10)
 
@@ -120,12 +122,16 @@ extension Replica {
     /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
     /// clock has been judged (a member behind ours but with the median is not the wrong one).
     private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?, refusing: [NodeID: Int64]) {
-        for (node, ahead) in refusing.sorted(by: { $0.key < $1.key }) where !problems.contains(.peerClock, node.rawValue) {
+        let judgedOff = Set(measured.filter { clockCheck.judge(memberOffset: $0.offset, median: median) != .fine }.map(\.node))
+        for (node, ahead) in refusing.sorted(by: { $0.key < $1.key }) where !judgedOff.contains(node) {
             // Its clock may look right now (fixed), but what it writes is still stamped ahead:
-            // said until no entry of it has been refused for a while.
-            problems.describe(.peerClock, node.rawValue, "entries written by \(node) are stamped \(ahead / 1000) s ahead of this node's "
-                + "clock, beyond the \(clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its clock was "
-                + "ahead. They are taken once this clock reaches them (and then win over later writes to the same keys)")
+            // said (instead of what was said of its clock) until no entry of it has been refused
+            // for a while.
+            let listed = problems.of(.peerClock).first { $0.subject == node.rawValue }?.message
+            guard listed?.hasPrefix(Self.refusedEntriesPrefix) != true else { continue }
+            problems.describe(.peerClock, node.rawValue, "\(Self.refusedEntriesPrefix) \(node) are stamped \(ahead / 1000) s ahead of "
+                + "this node's clock, beyond the \(clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its "
+                + "clock was ahead. They are taken once this clock reaches them (and then win over later writes to the same keys)")
             logger.warning("\(node)'s entries are stamped \(ahead) ms ahead of this node's clock: refused")
         }
         for (node, offset) in measured {
