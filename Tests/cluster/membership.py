@@ -280,14 +280,18 @@ def scenario_bridge_partition(ctx, binary):
         converge(ctx, c, time.monotonic(), DEFAULT_BOUND)
 
 
-def start_delay_proxies(cluster, delay):
-    """One proxy per node inside the namespace: 127.0.2.K:PORT(+1) -> 127.0.1.K:PORT(+1)."""
+def start_delay_proxies(cluster, delay, rate=None, only=None):
+    """One proxy per node (or per node of `only`) inside the namespace: 127.0.2.K:PORT(+1) ->
+    127.0.1.K:PORT(+1); `rate`: bytes a second each way per connection."""
     mappings = []
     for node in cluster.nodes.values():
+        if only is not None and node.index not in only:
+            continue
         for port in (node.port, node.port + 1):
             mappings.append(f"127.0.2.{node.index}:{port}=127.0.1.{node.index}:{port}")
     script = os.path.join(os.path.dirname(os.path.abspath(__file__)), "delay_proxy.py")
-    proxy = subprocess.Popen(["ip", "netns", "exec", cluster.namespace, "/usr/bin/python3", script, "--delay", str(delay)] + mappings,
+    limit = ["--rate", str(rate)] if rate else []
+    proxy = subprocess.Popen(["ip", "netns", "exec", cluster.namespace, "/usr/bin/python3", script, "--delay", str(delay)] + limit + mappings,
                              stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True, start_new_session=True)
     if proxy.stdout.readline().strip() != "ready":
         proxy.kill()
@@ -316,6 +320,52 @@ def scenario_slow_links(ctx, binary):
             ctx.say(f"formed in {formed:.2f} s over 200 ms links; round trips seen {rtts[0]:.0f}-{rtts[-1]:.0f} ms")
             if not rtts or rtts[0] < 380:
                 raise Failure(f"the round trip shown ({rtts}) is not the links' 400 ms")
+        finally:
+            os.killpg(proxy.pid, 9)
+
+
+def sync_problem(status, subject):
+    return next((p for p in (status or {}).get("problems", []) if p["kind"] == "sync" and p["subject"] == subject), None)
+
+
+def scenario_slow_catch_up(ctx, binary):
+    """node2 starts empty behind a link of 100 kB/s to node1 (a proxy node1 advertises), which
+    holds three values of 700 KB, and waits 1 s for a sync chunk (`--sync-chunk-timeout 1`:
+    then 2 s, then 4 s). Each chunk takes 7 s to cross, so every sync times out: node2 lists a
+    `sync` problem naming node1 (a warning: `health` still exits 0), keeps the chunks that come
+    late, holds the three values in the end, and the problem clears. Before, nothing was listed,
+    and those chunks were dropped: a node behind a link that slow never caught up."""
+    advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
+    extra = lambda k: ["--sync-chunk-timeout", "1"] if k == 2 else []
+    with Cluster(binary, 2, "slow-catch-up", advertise=advertise, extra_args=extra) as c:
+        proxy = start_delay_proxies(c, 0.01, rate=100_000, only={1})
+        try:
+            c.start(1)
+            values = {f"big{i}": {"blob": f"{i}" * 700_000} for i in range(3)}
+            c.import_keys(1, values.items())
+            t = time.monotonic()
+            c.start(2)
+            listed = None
+            if wait_for(lambda: sync_problem(c.status(2), "node1") is not None, 90, step=0.2):
+                listed = time.monotonic() - t
+                problem = sync_problem(c.status(2), "node1")
+                health = c.client(2, ["health"])
+                if health.returncode != 0 or "warning: sync node1" not in health.stdout:
+                    raise Failure(f"health of node2 with the sync problem: exit {health.returncode}, {health.stdout.strip()!r}")
+                ctx.say(f"node2 listed the sync problem after {listed:.1f} s: {problem['message'][:160]}...")
+            else:
+                raise Failure(f"node2 never listed a sync problem; its problems: {(c.status(2) or {}).get('problems')}")
+            took, statuses, _ = c.wait_converged(t, timeout=180)
+            if took is None:
+                raise Failure(f"node2 did not catch up in 180 s: {statuses[2] and statuses[2]['entryCount']} entries")
+            held = c.stored_entries(2, "big")
+            if {key: value for key, (_, _, value) in held.items()} != values:
+                raise Failure(f"node2 holds {sorted(held)} after converging, not the three values")
+            cleared = wait_for(lambda: sync_problem(c.status(2), "node1") is None, 60, step=0.2)
+            if not cleared:
+                raise Failure(f"the sync problem stayed after node2 caught up: {sync_problem(c.status(2), 'node1')}")
+            ctx.say(f"node2 caught up in {took:.1f} s (2.1 MB at 100 kB/s: 21 s at best) and the problem cleared "
+                    f"{time.monotonic() - t - took:.1f} s later")
         finally:
             os.killpg(proxy.pid, 9)
 
@@ -473,6 +523,7 @@ SCENARIOS = [
     ("revoke", scenario_revoke),
     ("bridge-partition", scenario_bridge_partition),
     ("slow-links", scenario_slow_links),
+    ("slow-catch-up", scenario_slow_catch_up),
     ("discovery", scenario_discovery),
     ("catch-up-volume", scenario_catch_up_volume),
     ("scale", scenario_scale),

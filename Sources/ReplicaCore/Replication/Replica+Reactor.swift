@@ -152,10 +152,11 @@ extension Replica {
             let patience = planner.timeout(for: expired.peer, base: timing.requestTimeout)
             logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
+        listSyncStalls(now: now)
         startNextSync(now: now)
         // As long as the most patient requester waits for a chunk: a reply that cannot be sent
         // is usually one whose queue drains at the pace of a slow link, not one nobody reads.
-        let replyTimeout = timing.requestTimeout * (1 << SyncPlanner.maxTimeoutDoublings)
+        let replyTimeout = SyncPlanner.longestTimeout(base: timing.requestTimeout)
         for reply in responder.expire(now: now, timeout: replyTimeout) {
             logger.warning("reply to \(reply.requester) abandoned: nothing could be sent for \(replyTimeout)")
         }

@@ -175,6 +175,33 @@ extension Replica {
         counters.syncBytesReceived += bytes
     }
 
+    /// Lists, as `sync` problems, the members whose syncs keep timing out while waiting for a
+    /// chunk: a node behind a link too slow for a chunk in the longest patience (or with a member
+    /// that drops its requests) would otherwise never catch up and show nothing. Cleared when a
+    /// sync with the member completes, or no sync with it has timed out for a while.
+    func listSyncStalls(now: ContinuousClock.Instant) {
+        guard !planner.slowTimeouts.isEmpty || !syncStallsListed.isEmpty else { return }
+        let longest = SyncPlanner.longestTimeout(base: timing.requestTimeout)
+        let stalls = planner.stalls(now: now, window: longest * 2)
+        for stall in stalls {
+            let late = stall.lateChunks == 0
+                ? "no chunk of them arrived late either"
+                : "\(stall.lateChunks) chunks of them arrived late (\(stall.lateBytes) bytes, kept)"
+            let message = "the last \(stall.timeouts) syncs with \(stall.peer) timed out waiting for a chunk (\(longest) at most); "
+                + "\(late). The link to it may be too slow to carry a chunk (up to \(configuration.limits.maxChunkBytes) bytes) in that time, "
+                + "or it does not answer syncs: what this node misses arrives slowly or not at all. Behind a slow link, raise "
+                + "this node's sync chunk timeout (--sync-chunk-timeout, now \(timing.requestTimeout))"
+            if problems.describe(.sync, stall.peer.rawValue, message) {
+                logger.warning("\(message)")
+            }
+        }
+        let stalled = Set(stalls.map(\.peer))
+        for node in syncStallsListed.subtracting(stalled) where problems.clear(.sync, node.rawValue) != nil {
+            logger.info("syncs with \(node) no longer time out (one completed, or none was wanted for \(longest * 2))")
+        }
+        syncStallsListed = stalled
+    }
+
     /// A sync brought everything `node` held when it took the request: the losses it covers (by
     /// its reports from before the request) are no longer losses. After a catch-up, losses of
     /// members we cannot reach that it did not cover are given up: nobody reachable holds them

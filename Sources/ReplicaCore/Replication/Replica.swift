@@ -80,6 +80,8 @@ public actor Replica: PollLoopOwner {
     var clockLeadListed = false
     /// Members listed as `peerClock` because entries they wrote were refused as stamped ahead.
     var refusalsListed: Set<NodeID> = []
+    /// Members listed as `sync` because syncs with them keep timing out (`listSyncStalls`).
+    var syncStallsListed: Set<NodeID> = []
     /// When a node that hears no member asks its seeds again.
     var seedRecontact = SeedRecontact()
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and

@@ -64,7 +64,9 @@ public struct ReplicaConfiguration: Sendable {
     public var leaveTimeout: Duration = .seconds(10)
     /// A full digest comparison with every peer at this interval, whatever else happened.
     public var periodicSyncInterval: Duration = .seconds(30)
-    /// A sync that has received nothing for this long is abandoned (and retried by a trigger).
+    /// A sync that has received nothing for this long is abandoned (and retried by a trigger);
+    /// after each such timeout in a row with a member, its next sync waits twice as long, up to 4
+    /// times this (`SyncPlanner`). Three in a row list a `sync` problem.
     public var syncTimeout: Duration = .seconds(10)
     /// How long a tombstone (a removed key, e.g. a removed log element) is kept before it is
     /// deleted, and the record of a member that left or was forgotten after its departure. A

@@ -71,6 +71,11 @@ struct Serve: AsyncParsableCommand {
     @Option(help: "SQLite synchronous mode: normal survives a crash of the process, full also a power cut.")
     var sync: SyncMode = .normal
 
+    @Option(help: ArgumentHelp(
+        "How long a sync waits for each chunk of a member's reply before it is retried; doubled after each retry in a row, up to 4 times. Raise it behind a link too slow to carry 1 MiB in 4 x this (a `sync` problem in status says so).",
+        valueName: "seconds"))
+    var syncChunkTimeout: Double = 10
+
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
 
@@ -262,6 +267,9 @@ struct Serve: AsyncParsableCommand {
     func validate() throws {
         _ = try settings()
         guard Logger.Level(rawValue: logLevel) != nil else { throw ValidationError("Invalid --log-level '\(logLevel)'.") }
+        guard syncChunkTimeout.isFinite, (1...3600).contains(syncChunkTimeout) else {
+            throw ValidationError("Invalid --sync-chunk-timeout \(syncChunkTimeout): give seconds from 1 to 3600.")
+        }
     }
 
     func run() async throws {
@@ -318,6 +326,7 @@ struct Serve: AsyncParsableCommand {
             configuration.synchronous = sync.rawValue.uppercased()
             configuration.batchesUpdates = !singleUpdates
             configuration.requireClockCheck = requireClockCheck
+            configuration.syncTimeout = .milliseconds(Int64(syncChunkTimeout * 1000))
             configuration.security = security
             replica = try Replica(configuration, logger: logger)
             if let signal = stopping.signal {

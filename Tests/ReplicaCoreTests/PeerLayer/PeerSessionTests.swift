@@ -175,6 +175,25 @@ import Testing
         #expect(session.heldThrough == 40)
     }
 
+    /// The same when the member is first heard through a relay (which names its epoch, so the
+    /// first heartbeat does not see the stream as new): what came before the relayed update is
+    /// not held until covered. (It was reported held, and a leaving member counted on it.)
+    @Test func updatesBeforeTheFirstRelayedOneAreNotHeldUntilCovered() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        _ = session.updateReceived(sequence: 41, epoch: 7)
+        #expect(session.stream.through == 41 && session.stream.missing.isEmpty)
+        #expect(session.heldThrough == 0)
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 41, timestamp: .zero, digestRoot: 2, entryCount: 0)
+        _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(100), wallMillis: 0)
+        #expect(session.heldThrough == 0, "a heartbeat covers nothing")
+        session.covered(through: 40, epoch: 7)
+        #expect(session.heldThrough == 41)
+        var direct = PeerSession(record: Self.record, now: Self.at(0))
+        _ = direct.updateReceived(sequence: 1, epoch: 7)
+        #expect(direct.heldThrough == 1, "from the first update on, nothing came before")
+    }
+
     /// Entries dropped here (a failed commit, a refused timestamp) were counted received by the
     /// stream: none counts as held until a sync covers them (a member with a full disk
     /// confirmed holding a leaving node's writes it had dropped).

@@ -140,6 +140,99 @@ import Testing
         #expect(planner.timeout(for: "slow", base: .seconds(10)) == .seconds(10), "a completed sync starts over")
     }
 
+    /// Syncs with a member that time out three times in a row (10, 20, 40 s) are reported as a
+    /// stall, with the chunks of them that arrived late; the report ends when a sync with it
+    /// completes, when it departs, or 80 s after the last timeout (nothing asked of it since).
+    @Test(arguments: [
+        // (timeouts in a row, late chunks, then, stalled?)
+        (2, 0, "nothing", false),
+        (3, 0, "nothing", true),
+        (3, 2, "nothing", true),
+        (4, 0, "nothing", true),
+        (3, 0, "a sync completes", false),
+        (3, 0, "it departs", false),
+        (3, 0, "80 s pass", false),
+        (3, 0, "79 s pass", true),
+    ] as [(Int, Int, String, Bool)])
+    func syncsThatKeepTimingOutAreAStall(timeouts: Int, lateChunks: Int, then: String, stalled: Bool) {
+        var planner = SyncPlanner()
+        var clock = now
+        for id in 1...UInt64(timeouts) {
+            planner.want(.digestsDiffer, with: "slow")
+            planner.started(with: "slow", requestID: id, reason: .digestsDiffer, now: clock)
+            clock += planner.timeout(for: "slow", base: .seconds(10))
+            _ = planner.expire(now: clock, timeout: .seconds(10))
+        }
+        for _ in 0..<lateChunks {
+            let late = planner.received(requestID: 1, from: "slow", entries: 3, bytes: 1_000, isLast: false, now: clock)
+            #expect(late == .unrelated)
+        }
+        switch then {
+        case "a sync completes":
+            planner.started(with: "slow", requestID: 99, reason: .digestsDiffer, now: clock)
+            _ = planner.received(requestID: 99, from: "slow", entries: 0, bytes: 40, isLast: true, now: clock)
+        case "it departs": planner.remove("slow")
+        case "80 s pass": clock += .seconds(80)
+        case "79 s pass": clock += .seconds(79)
+        default: break
+        }
+        let stalls = planner.stalls(now: clock, window: .seconds(80))
+        #expect(stalls.map(\.peer) == (stalled ? ["slow"] : []))
+        if stalled {
+            #expect(stalls.first?.timeouts == timeouts)
+            #expect(stalls.first?.lateChunks == lateChunks && stalls.first?.lateBytes == lateChunks * 1_000)
+        }
+    }
+
+    /// A late chunk of an earlier request to the same member is progress for the sync in flight
+    /// with it (its reply is queued behind): it does not time out while the link delivers.
+    @Test func aLateChunkFromTheSameMemberKeepsTheSyncInFlightWaiting() {
+        var planner = SyncPlanner()
+        planner.want(.digestsDiffer, with: "slow")
+        planner.started(with: "slow", requestID: 1, reason: .digestsDiffer, now: now)
+        _ = planner.expire(now: now + .seconds(10), timeout: .seconds(10))
+        planner.started(with: "slow", requestID: 2, reason: .digestsDiffer, now: now + .seconds(10))
+        let late = planner.received(requestID: 1, from: "slow", entries: 1, bytes: 900_000, isLast: false, now: now + .seconds(25))
+        #expect(late == .unrelated)
+        #expect(planner.expire(now: now + .seconds(44), timeout: .seconds(10)) == nil, "20 s from the late chunk, not from the request")
+        let fromOther = planner.received(requestID: 7, from: "other", entries: 1, bytes: 10, isLast: false, now: now + .seconds(44))
+        #expect(fromOther == .unrelated)
+        #expect(planner.expire(now: now + .seconds(45), timeout: .seconds(10))?.requestID == 2, "another member's chunk is not progress")
+    }
+
+    /// Once the member's heartbeat carries our digest root after syncs with it timed out, the
+    /// retries are dropped (they would bring nothing) and the stall is over; the patience stays.
+    @Test(arguments: ["in flight", "wanted", "catch-up"])
+    func agreeingDigestsEndTheRetriesOfATimedOutMember(retry: String) {
+        var planner = SyncPlanner()
+        var clock = now
+        for id in UInt64(1)...3 {
+            planner.wantCatchUp(.startUp, preferring: "slow")
+            planner.started(with: "slow", requestID: id, reason: .startUp, now: clock)
+            clock += planner.timeout(for: "slow", base: .seconds(10))
+            _ = planner.expire(now: clock, timeout: .seconds(10))
+        }
+        #expect(planner.stalls(now: clock, window: .seconds(80)).count == 1)
+        switch retry {
+        case "in flight": planner.started(with: "slow", requestID: 4, reason: .startUp, now: clock)
+        case "wanted": planner.want(.digestsDiffer, with: "slow")
+        default: break
+        }
+        planner.digestsAgree(with: "slow")
+        #expect(planner.inFlight == nil && planner.wanted.isEmpty && planner.catchUp == nil)
+        #expect(planner.next([Self.candidate("slow")]) == nil)
+        #expect(planner.stalls(now: clock, window: .seconds(80)).isEmpty)
+        #expect(planner.timeout(for: "slow", base: .seconds(10)) == .seconds(40), "the link is as slow as it was")
+    }
+
+    /// Without timeouts, agreeing digests change nothing: the usual triggers stand.
+    @Test func agreeingDigestsLeaveAnOrdinarySyncAlone() {
+        var planner = SyncPlanner()
+        planner.want(.periodic, with: "a")
+        planner.digestsAgree(with: "a")
+        #expect(planner.wanted["a"] == .periodic)
+    }
+
     @Test func aDepartedMemberIsAskedNothing() {
         var planner = SyncPlanner()
         planner.want(.periodic, with: "a")

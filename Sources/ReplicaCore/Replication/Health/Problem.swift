@@ -30,6 +30,10 @@ public struct Problem: Sendable, Equatable, Codable {
         /// writes stay here until one is reached (seeds that never answer, members all down,
         /// or a partition).
         case isolated
+        /// Syncs with a member keep timing out while waiting for a chunk (`SyncPlanner.stalls`):
+        /// a link too slow to carry a chunk in the longest patience, or a member that drops its
+        /// requests. What this node misses arrives slowly or not at all.
+        case sync
     }
 
     public var kind: Kind
@@ -55,11 +59,11 @@ public struct Problem: Sendable, Equatable, Codable {
     /// not make the node unhealthy: a refused write was told to its caller and clears when its
     /// key saves again, a load error names data to look at, another member's clock or key
     /// is that member's problem, and an isolated node still serves (during a partition, both
-    /// sides are isolated and both are fine).
+    /// sides are isolated and both are fine), as does one whose syncs with a member stall.
     public var failsHealth: Bool {
         switch kind {
         case .commit, .store, .clock, .identity: true
-        case .load, .save, .peerClock, .trust, .handshake, .isolated: false
+        case .load, .save, .peerClock, .trust, .handshake, .isolated, .sync: false
         }
     }
 

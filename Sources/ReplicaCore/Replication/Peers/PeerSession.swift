@@ -268,9 +268,15 @@ struct PeerSession: Sendable {
     mutating func updatesReceived(_ sequences: ClosedRange<UInt64>, epoch: UInt64? = nil, bytes: Int = 0, now: ContinuousClock.Instant? = nil) -> [Action] {
         var actions = now.map { heardDirectly(now: $0) } ?? []
         stats.updateBytes += bytes
+        let unknown = stream.epoch == 0 && stream.through == 0 && stream.missing.isEmpty
         if stream.received(sequences, epoch: epoch) == .restarted {
             forgetLosses(restartedThrough: stream.through)
             actions.append(.wantSync(.peerRestarted))
+        } else if unknown, epoch != nil, sequences.lowerBound > 1 {
+            // First heard through a relay, which names the epoch: the first heartbeat will not
+            // see the stream as new, so what came before is marked here, as it does (taken as
+            // received, not held until a sync or equal digests cover it).
+            markLost(1...sequences.lowerBound - 1)
         }
         return actions
     }

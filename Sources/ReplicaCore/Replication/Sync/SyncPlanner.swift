@@ -52,6 +52,42 @@ struct SyncPlanner: Sendable {
     /// abandoned every sync and never caught up. Not more: a member that drops requests (its
     /// replies all taken) looks the same, and while one sync waits no other runs.
     private(set) var slowTimeouts: [NodeID: Int] = [:]
+    /// Per member whose syncs time out (`slowTimeouts`): when the last one was abandoned, and
+    /// the chunks of abandoned syncs that arrived late since the first (kept, see
+    /// `Replica.receive(_:bytes:from:now:)`): what `stalls(now:)` reports.
+    private(set) var timeoutHistory: [NodeID: TimeoutHistory] = [:]
+
+    struct TimeoutHistory: Equatable, Sendable {
+        var lastAbandoned: ContinuousClock.Instant
+        /// Syncs abandoned in a row since the history began (`slowTimeouts` outlives it when
+        /// the digests came to agree: the patience stays, the stall is over).
+        var timeouts = 0
+        var lateChunks = 0
+        var lateBytes = 0
+    }
+
+    /// Syncs with a member that timed out this many times in a row (waiting 10, 20 and 40 s for
+    /// a chunk: 70 s) are listed as a problem: by then the longer patience did not help, and
+    /// without it a node that never catches up showed nothing (only a log line per retry).
+    static let stallThreshold = 3
+
+    /// A member whose syncs keep timing out, as `status` describes it.
+    struct Stall: Equatable, Sendable {
+        var peer: NodeID
+        var timeouts: Int
+        var lateChunks: Int
+        var lateBytes: Int
+    }
+
+    /// Members whose last `stallThreshold` or more syncs timed out in a row, the last within
+    /// `window` (twice the longest patience, 80 s with the defaults: retries come sooner while
+    /// the stall lasts; a member no sync is wanted from any more is dropped from the list).
+    func stalls(now: ContinuousClock.Instant, window: Duration) -> [Stall] {
+        timeoutHistory.compactMap { peer, history in
+            guard history.timeouts >= Self.stallThreshold, now - history.lastAbandoned < window else { return nil }
+            return Stall(peer: peer, timeouts: history.timeouts, lateChunks: history.lateChunks, lateBytes: history.lateBytes)
+        }.sorted { $0.peer < $1.peer }
+    }
 
     /// How long the sync with `peer` waits for its next chunk.
     func timeout(for peer: NodeID, base: Duration) -> Duration {
@@ -59,6 +95,9 @@ struct SyncPlanner: Sendable {
     }
 
     static let maxTimeoutDoublings = 2
+
+    /// The longest a sync waits for a chunk (after `maxTimeoutDoublings` timeouts in a row).
+    static func longestTimeout(base: Duration) -> Duration { base * (1 << maxTimeoutDoublings) }
 
     /// Lost updates are not repaired one origin at a time while a sync that brings everything
     /// is pending or running.
@@ -132,7 +171,15 @@ struct SyncPlanner: Sendable {
 
     /// A chunk answering a sync request arrived from `peer`.
     mutating func received(requestID: UInt64, from peer: NodeID, entries: Int, bytes: Int, isLast: Bool, now: ContinuousClock.Instant) -> ChunkVerdict {
-        guard var sync = inFlight, sync.peer == peer, sync.requestID == requestID else { return .unrelated }
+        guard var sync = inFlight, sync.peer == peer, sync.requestID == requestID else {
+            timeoutHistory[peer]?.lateChunks += 1
+            timeoutHistory[peer]?.lateBytes += bytes
+            // A late chunk of an earlier request to the same member: the link carries its
+            // replies, the one in flight queued behind. Patience is for a link that brings
+            // nothing, so it counts as progress (else each retry timed out behind the last).
+            if inFlight?.peer == peer { inFlight?.lastProgress = now }
+            return .unrelated
+        }
         sync.chunks += 1
         sync.entries += entries
         sync.bytes += bytes
@@ -140,6 +187,7 @@ struct SyncPlanner: Sendable {
         if isLast {
             inFlight = nil
             slowTimeouts[peer] = nil
+            timeoutHistory[peer] = nil
             return .completed(sync)
         }
         inFlight = sync
@@ -150,8 +198,24 @@ struct SyncPlanner: Sendable {
     mutating func expire(now: ContinuousClock.Instant, timeout: Duration) -> InFlight? {
         guard let sync = inFlight, now - sync.lastProgress >= self.timeout(for: sync.peer, base: timeout) else { return nil }
         slowTimeouts[sync.peer, default: 0] += 1
+        timeoutHistory[sync.peer, default: TimeoutHistory(lastAbandoned: now)].lastAbandoned = now
+        timeoutHistory[sync.peer]?.timeouts += 1
         abandon(sync)
         return sync
+    }
+
+    /// A heartbeat of `peer` carried our digest root: it holds exactly what we hold, so a sync
+    /// with it would bring nothing. After syncs with it timed out (and none completed since),
+    /// what is still wanted of it is dropped: those are retries, and behind a slow link each
+    /// one's reply queued behind earlier replies and timed out again, long after the late
+    /// chunks had brought everything. The stall is over (its patience stays: the link is as
+    /// slow as it was). Otherwise nothing changes: the usual triggers are left as they are.
+    mutating func digestsAgree(with peer: NodeID) {
+        guard slowTimeouts[peer] != nil else { return }
+        timeoutHistory[peer] = nil
+        wanted[peer] = nil
+        if catchUp?.preferred == peer { catchUp = nil }
+        if inFlight?.peer == peer { inFlight = nil }
     }
 
     /// The connection carrying the sync with `peer` was lost: its reply is gone with it.
@@ -165,6 +229,7 @@ struct SyncPlanner: Sendable {
     mutating func remove(_ peer: NodeID) {
         wanted[peer] = nil
         slowTimeouts[peer] = nil
+        timeoutHistory[peer] = nil
         if catchUp?.preferred == peer { catchUp?.preferred = nil }
         if let sync = inFlight, sync.peer == peer {
             if sync.reason.isCatchUp { wantCatchUp(sync.reason) }
