@@ -180,7 +180,7 @@ extension Replica {
     /// that drops its requests) would otherwise never catch up and show nothing. Cleared when a
     /// sync with the member completes, or no sync with it has timed out for a while.
     func listSyncStalls(now: ContinuousClock.Instant) {
-        guard !planner.slowTimeouts.isEmpty || !syncStallsListed.isEmpty else { return }
+        guard !planner.timeoutHistory.isEmpty || !syncStallsListed.isEmpty else { return }
         let longest = SyncPlanner.longestTimeout(base: timing.requestTimeout)
         let stalls = planner.stalls(now: now, window: longest * 2)
         for stall in stalls {

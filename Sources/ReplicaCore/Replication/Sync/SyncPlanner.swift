@@ -81,10 +81,12 @@ struct SyncPlanner: Sendable {
 
     /// Members whose last `stallThreshold` or more syncs timed out in a row, the last within
     /// `window` (twice the longest patience, 80 s with the defaults: retries come sooner while
-    /// the stall lasts; a member no sync is wanted from any more is dropped from the list).
-    func stalls(now: ContinuousClock.Instant, window: Duration) -> [Stall] {
-        timeoutHistory.compactMap { peer, history in
-            guard history.timeouts >= Self.stallThreshold, now - history.lastAbandoned < window else { return nil }
+    /// the stall lasts). The history of a member whose last timeout is older is forgotten: no
+    /// sync with it was wanted since.
+    mutating func stalls(now: ContinuousClock.Instant, window: Duration) -> [Stall] {
+        timeoutHistory = timeoutHistory.filter { now - $0.value.lastAbandoned < window }
+        return timeoutHistory.compactMap { peer, history in
+            guard history.timeouts >= Self.stallThreshold else { return nil }
             return Stall(peer: peer, timeouts: history.timeouts, lateChunks: history.lateChunks, lateBytes: history.lateBytes)
         }.sorted { $0.peer < $1.peer }
     }
