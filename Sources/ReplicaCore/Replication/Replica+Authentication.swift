@@ -15,6 +15,9 @@ extension Replica {
             + ": the two cannot connect. A cluster is all CURVE or all insecure (docs/security.md, \"Moving a cluster to CURVE\")"
     }
 
+    /// How long after a stall failed handshakes are put down to it.
+    static let stallAftermath: Duration = .seconds(5)
+
     func serviceAuthentication() {
         for monitor in handshakeMonitors {
             let report = monitor.drain()
@@ -26,9 +29,16 @@ extension Replica {
             }
             // Insecure, the rest are only counted: port scans and connections closed early.
             if curve != nil, report.failedHandshakes > report.mechanismMismatches {
-                warn("failed_handshake", "refused \(report.failedHandshakes - report.mechanismMismatches) incoming connection(s) "
-                    + "that failed the CURVE handshake: a client with another public key for this node than its own (an old "
-                    + "key of it, or another node's key), one that closed during the handshake, or garbage")
+                let failed = report.failedHandshakes - report.mechanismMismatches
+                if let resumed = lastStallEnded, ContinuousClock.now - resumed < Self.stallAftermath {
+                    // Members re-dial a silent node, and give up on each handshake it cannot run
+                    // while stopped: those fail as it resumes. Said as what they are, not as keys.
+                    logger.info("\(failed) incoming connection(s) failed their handshake as this node resumed from a stall: members' dials that timed out while it was stopped")
+                } else {
+                    warn("failed_handshake", "refused \(failed) incoming connection(s) "
+                        + "that failed the CURVE handshake: a client with another public key for this node than its own (an old "
+                        + "key of it, or another node's key), one that closed during the handshake, or garbage")
+                }
             }
         }
         guard let authenticator else { return }

@@ -26,10 +26,13 @@ extension Replica {
 
     public var pollTimeout: Duration? {
         guard !isShutDown else { return nil }
-        let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: .now)
-        if !commits.inbound.isEmpty || writesReady || !responder.replies.isEmpty { return .zero }
-        // Wake at least every 100 ms to age peer states and start syncs.
-        return min(max(.zero, nextHeartbeat - .now), .milliseconds(100))
+        let now = ContinuousClock.now
+        let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: now)
+        if !commits.inbound.isEmpty || writesReady || responder.hasReplyReady(now: now) { return .zero }
+        // Wake at least every 100 ms to age peer states and start syncs, and when a reply
+        // waiting for its requester's queue is offered again.
+        let wake = min(max(.zero, nextHeartbeat - now), .milliseconds(100))
+        return responder.nextRetry.map { min(wake, max(.zero, $0 - now)) } ?? wake
     }
 
     public func pollDidReturn(ready: [SocketRole]) {
@@ -85,6 +88,7 @@ extension Replica {
         lastTurn = now
         guard gap > timing.suspectAfter else { return }
         nextPeriodicSync = nextPeriodicSync + gap
+        lastStallEnded = now
         warn("stalled", "this node was stalled for \(gap); not counting that against its members")
         for node in sessions.keys { sessions[node]?.stalled(for: gap, now: now) }
     }

@@ -69,7 +69,7 @@ extension Replica {
         }
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID, mark: .none, isRepair: true,
-            pending: keys[...], lastProgress: now)
+            pending: Self.once(keys[...])[...], lastProgress: now)
         if responder.accept(reply) == .refused {
             counters.syncRequestsRefused += 1
         } else {
@@ -82,34 +82,27 @@ extension Replica {
         guard let syncServer, !responder.replies.isEmpty else { return }
         let now = ContinuousClock.now
         var finished: [Int] = []
-        for index in responder.replies.indices {
-            // A sync lists its buckets' keys as it goes: a slice's worth per turn.
-            while responder.replies[index].pending.count < Self.keysPerTurn, let bucket = responder.nextBucket(of: index) {
-                responder.append(store.keys(inBuckets: [bucket], storedAfter: responder.replies[index].storedAfter), to: index)
-            }
-            let keys = responder.take(from: index, limit: Self.keysPerTurn)
-            let entries: [Entry]
-            do {
-                entries = try store.entries(forKeys: responder.replies[index].isRepair ? Self.once(keys) : Array(keys))
-            } catch {
-                logger.error("sync read failed: \(error)")
-                finished.append(index)
-                continue
+        for index in responder.replies.indices where !responder.isWaiting(index, now: now) {
+            // Chunks its queue could not take last time go first, as encoded: nothing more is
+            // read until they are queued.
+            var chunks = responder.takeHeld(at: index)
+            if chunks.isEmpty {
+                do {
+                    chunks = try readNextChunks(of: index)
+                } catch {
+                    logger.error("sync read failed: \(error)")
+                    finished.append(index)
+                    continue
+                }
             }
             let reply = responder.replies[index]
-            let isDone = responder.isDone(index)
-            var chunks = split(entries)
-            if chunks.isEmpty && isDone { chunks = [[]] }
             var queued = 0
             var queuedEntries = 0
             do {
-                for (position, chunk) in chunks.enumerated() {
-                    let message = SyncChunk(
-                        origin: identity.node, requestID: reply.requestID, index: reply.nextChunk + UInt32(queued),
-                        isLast: isDone && position == chunks.count - 1, mark: reply.mark, sequence: reply.sequence, entries: chunk)
-                    guard try syncServer.send([reply.client, codec.encode(.syncChunk(message))]) else { break }
+                for chunk in chunks {
+                    guard try syncServer.send([reply.client, chunk.frame]) else { break }
                     queued += 1
-                    queuedEntries += chunk.count
+                    queuedEntries += chunk.entries
                 }
             } catch {
                 // The requester's connection is gone (ROUTER_MANDATORY): it will ask again.
@@ -117,18 +110,57 @@ extension Replica {
                 finished.append(index)
                 continue
             }
-            if queued > 0 { responder.sent(chunks: queued, entries: queuedEntries, at: index, now: now) }
+            if queued > 0 { responder.sent(entries: queuedEntries, at: index, now: now) }
             if queued < chunks.count {
-                // Its queue is full (it is not reading): what did not fit waits for a later turn.
-                responder.putBack(chunks[queued...].joined().map(\.key), at: index)
-                continue
-            }
-            if isDone {
+                // Its queue is full (it reads slowly, or not at all): the rest waits, encoded.
+                responder.hold(Array(chunks[queued...]), at: index, now: now)
+            } else if responder.isDone(index) {
                 logger.debug("reply to \(reply.requester) sent \(responder.replies[index].entriesSent) entries")
                 finished.append(index)
             }
         }
         responder.remove(at: finished)
+    }
+
+    /// Bytes of entries one reply reads from the store per turn (about two chunks of the
+    /// largest values): with values of up to 1 MiB, reading `keysPerTurn` keys at once could
+    /// take gigabytes.
+    static let replyBytesPerTurn = 2 << 20
+
+    /// Reads the next entries of reply `index` (at most `keysPerTurn` keys and about
+    /// `replyBytesPerTurn` bytes) and encodes them as its next chunks; the last chunk of the
+    /// reply says so (an empty one if nothing is left to send).
+    private func readNextChunks(of index: Int) throws -> [SyncResponder.HeldChunk] {
+        // A sync lists its buckets' keys as it goes: a slice's worth per turn.
+        while responder.replies[index].pending.count < Self.keysPerTurn, let bucket = responder.nextBucket(of: index) {
+            responder.append(store.keys(inBuckets: [bucket], storedAfter: responder.replies[index].storedAfter), to: index)
+        }
+        // A few keys first: their size says how many more fit the turn's bytes.
+        var entries: [Entry] = []
+        var bytes = 0
+        var read = 0
+        var group = 4
+        while bytes < Self.replyBytesPerTurn, read < Self.keysPerTurn, !responder.replies[index].pending.isEmpty {
+            let keys = responder.take(from: index, limit: group)
+            read += keys.count
+            for entry in try store.entries(forKeys: Array(keys)) {
+                bytes += Self.chunkBytes(of: entry)
+                entries.append(entry)
+            }
+            let average = max(1, bytes / max(1, entries.count))
+            group = max(1, min(Self.keysPerTurn - read, (Self.replyBytesPerTurn - bytes) / average))
+        }
+        let isLast = responder.isListed(index)
+        var split = split(entries)
+        if split.isEmpty && isLast { split = [[]] }
+        let reply = responder.replies[index]
+        let first = responder.numberChunks(split.count, at: index)
+        return split.enumerated().map { position, entries in
+            let chunk = SyncChunk(
+                origin: identity.node, requestID: reply.requestID, index: first + UInt32(position),
+                isLast: isLast && position == split.count - 1, mark: reply.mark, sequence: reply.sequence, entries: entries)
+            return SyncResponder.HeldChunk(frame: codec.encode(.syncChunk(chunk)), entries: entries.count)
+        }
     }
 
     /// A key published twice in a repaired range is read (and sent) once, first place kept.
@@ -137,13 +169,16 @@ extension Replica {
         return keys.filter { seen.insert($0).inserted }
     }
 
+    /// What an entry takes of a chunk's byte limit (its record, with room for the fields).
+    static func chunkBytes(of entry: Entry) -> Int { entry.key.utf8.count + (entry.payload?.count ?? 0) + 96 }
+
     /// Cuts entries into chunks that respect the entry-count and byte limits.
     func split(_ entries: [Entry]) -> [[Entry]] {
         var chunks: [[Entry]] = []
         var current: [Entry] = []
         var bytes = 0
         for entry in entries {
-            let size = entry.key.utf8.count + (entry.payload?.count ?? 0) + 96
+            let size = Self.chunkBytes(of: entry)
             if !current.isEmpty && (current.count == configuration.limits.maxEntriesPerChunk || bytes + size > configuration.limits.maxChunkBytes) {
                 chunks.append(current)
                 current = []

@@ -82,6 +82,9 @@ public actor Replica: PollLoopOwner {
     var refusalsListed: Set<NodeID> = []
     /// Members listed as `sync` because syncs with them keep timing out (`listSyncStalls`).
     var syncStallsListed: Set<NodeID> = []
+    /// When this node last resumed after a stall (`noticeStall`): handshakes that fail right
+    /// after are members' dials that timed out meanwhile, not strangers.
+    var lastStallEnded: ContinuousClock.Instant?
     /// When a node that hears no member asks its seeds again.
     var seedRecontact = SeedRecontact()
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and

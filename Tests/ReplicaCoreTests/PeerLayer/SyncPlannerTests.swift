@@ -275,22 +275,28 @@ import Testing
         #expect(responder.replies.count == 2)
     }
 
-    @Test func whatDoesNotFitWaitsAtTheFront() {
+    /// Chunks the requester's queue cannot take are held as encoded and offered again after
+    /// `retryDelay`; the reply is not done while any is held, and the loop may sleep meanwhile.
+    @Test func whatDoesNotFitIsHeldAndOfferedAgainLater() {
         var responder = SyncResponder(maxReplies: 4)
-        _ = responder.accept(reply(1, keys: ["a", "b", "c", "d", "e"]))
-        let first = responder.take(from: 0, limit: 2)
-        #expect(Array(first) == ["a", "b"])
-        responder.putBack(["b"], at: 0)
-        let again = responder.take(from: 0, limit: 10)
-        #expect(Array(again) == ["b", "c", "d", "e"])
-        #expect(responder.isDone(0))
+        _ = responder.accept(reply(1, keys: ["a", "b"]))
+        let keys = responder.take(from: 0, limit: 10)
+        #expect(Array(keys) == ["a", "b"] && responder.isListed(0))
+        #expect(responder.numberChunks(2, at: 0) == 0 && responder.numberChunks(1, at: 0) == 2, "chunks are numbered as encoded")
+        responder.hold([SyncResponder.HeldChunk(frame: [1, 2, 3], entries: 2)], at: 0, now: now)
+        #expect(!responder.isDone(0), "a held chunk is still to be sent")
+        #expect(responder.isWaiting(0, now: now) && !responder.hasReplyReady(now: now))
+        #expect(responder.nextRetry == now + SyncResponder.retryDelay)
+        #expect(responder.hasReplyReady(now: now + SyncResponder.retryDelay))
+        let held = responder.takeHeld(at: 0)
+        #expect(held.map(\.frame) == [[1, 2, 3]] && responder.isDone(0) && responder.nextRetry == nil)
     }
 
     @Test func aReplyNobodyReadsIsDropped() {
         var responder = SyncResponder(maxReplies: 4)
         _ = responder.accept(reply(1, keys: ["a"]))
         _ = responder.accept(reply(2, keys: ["a"]))
-        responder.sent(chunks: 1, entries: 1, at: 1, now: now + .seconds(5))
+        responder.sent(entries: 1, at: 1, now: now + .seconds(5))
         let dropped = responder.expire(now: now + .seconds(10), timeout: .seconds(10))
         #expect(dropped.map(\.client) == [[1]])
         #expect(responder.replies.map(\.client) == [[2]])
