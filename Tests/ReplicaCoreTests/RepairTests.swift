@@ -175,11 +175,23 @@ final class FakePeer {
     }
 
     /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.
+    /// (Up to a minute: with every suite running at once on 2 cores, a node took over 20 s to
+    /// hear the fake in about one full run in three, on the code of 0.20 as well, asking it to
+    /// join 5 to 8 times meanwhile; it heard it in the end every time.)
     func waitUntilHeard(by replica: Replica) async throws -> Bool {
-        try await eventually(timeout: .seconds(20)) {
+        let heard = try await eventually(timeout: .seconds(60)) {
             try heartbeat(sequence: 0)
             return await replica.status().peers.first { $0.id == "fake" }?.state == .alive
         }
+        if !heard {
+            let status = await replica.status()
+            Issue.record("""
+                the node never heard the fake: peers \(status.peers.map { "\($0.id) \($0.state) \($0.address)" }), \
+                problems \(status.problems.map { "\($0.kind) \($0.message)" }), joins answered \(joins), \
+                last seen \(status.peers.map { "\($0.id) \($0.lastSeenSecondsAgo ?? -1) s ago, round trip \($0.roundTripMillis ?? -1)" })
+                """)
+        }
+        return heard
     }
 
     /// Keeps heartbeating until the node's start-up syncs have completed and none is running,

@@ -24,6 +24,32 @@ import Testing
         #expect(reopened.highestTimestamp == HybridTimestamp(wallMillis: 3, logical: 0))
     }
 
+    /// A sync reply's read stops at its byte budget row by row, whatever the sizes (small
+    /// values first, then large ones), and hands back the keys it did not look at; reading on
+    /// from those returns every entry once. Both stores.
+    @Test(arguments: ["sqlite", "memory"])
+    func aBoundedReadStopsAtItsBytesAndSaysWhatIsLeft(kind: String) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store: any ReplicaStore = kind == "sqlite" ? try SQLiteStore(directory: directory.url, node: "n1") : MemoryStore(node: "n1")
+        let small = (0..<40).map { Self.entry("a\($0)", 1) }
+        let large = (0..<6).map { Self.entry("b\($0)", 1, "n1", String(repeating: "x", count: 100_000)) }
+        _ = try store.merge(small + large)
+        var wanted = (small + large).map(\.key) + ["absent"]
+        var read: [String] = []
+        var rounds = 0
+        while !wanted.isEmpty {
+            rounds += 1
+            let (entries, unread) = try store.entries(forKeys: wanted, maxBytes: 250_000)
+            #expect(!entries.isEmpty || unread.isEmpty, "each read makes progress")
+            #expect(entries.reduce(0) { $0 + $1.key.utf8.count + ($1.payload?.count ?? 0) } < 250_000 + 100_003)
+            read += entries.map(\.key)
+            wanted = unread
+        }
+        #expect(read.sorted() == (small + large).map(\.key).sorted())
+        #expect(rounds == 3, "40 small and 3 large, then 3 large, then none left")
+    }
+
     @Test func mergeKeepsTheHighestVersionAndReportsOnlyWinners() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

@@ -235,7 +235,7 @@ import Testing
         // Still streaming what it can to 20 connections, on 2 cores shared with the rest of the
         // suite: a write may take longer than the client's 5 s. Serving means one succeeds soon.
         var lastRefusal = ""
-        let served = try await eventually(timeout: .seconds(30)) {
+        let served = try await eventually(timeout: .seconds(15)) {
             let result = try cluster.client(0, ["set", "still", "1"])
             lastRefusal = result.stderr
             return result.status == 0

@@ -139,7 +139,7 @@ extension Replica {
         if heartbeat.digestRoot == local.digestRoot {
             // Equal digests, equal state: what the member holds of each stream, we hold too.
             sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
-            planner.digestsAgree(with: node)
+            if planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }
             for report in heartbeat.reports where report.node != identity.node && report.node != node {
                 sessions[report.node]?.covered(through: report.through, epoch: report.epoch)
             }

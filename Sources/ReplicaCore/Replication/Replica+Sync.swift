@@ -190,7 +190,7 @@ extension Replica {
             let message = "the last \(stall.timeouts) syncs with \(stall.peer) timed out waiting for a chunk (\(longest) at most); "
                 + "\(late). The link to it may be too slow to carry a chunk (up to \(configuration.limits.maxChunkBytes) bytes) in that time, "
                 + "or it does not answer syncs: what this node misses arrives slowly or not at all. Behind a slow link, raise "
-                + "this node's sync chunk timeout (--sync-chunk-timeout, now \(timing.requestTimeout))"
+                + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node and of \(stall.peer)"
             if problems.describe(.sync, stall.peer.rawValue, message) {
                 logger.warning("\(message)")
             }
@@ -215,7 +215,16 @@ extension Replica {
             if !sync.droppedEntries, let report = sync.reports[origin] {
                 sessions[origin]?.covered(through: report.through, epoch: report.epoch)
             }
-            if sync.reason.isCatchUp, let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
+        }
+        if sync.reason.isCatchUp { catchUpSettled(now: now, except: node) }
+    }
+
+    /// A catch-up is over (completed, or its member showed our own digest): losses of members
+    /// we cannot reach that it did not cover are given up, since nobody reachable holds them
+    /// (they come back with those members).
+    func catchUpSettled(now: ContinuousClock.Instant, except node: NodeID? = nil) {
+        for origin in sessions.keys where origin != node {
+            if let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
                 sessions[origin]?.giveUpLosses()
             }
         }

@@ -123,33 +123,22 @@ extension Replica {
     }
 
     /// Bytes of entries one reply reads from the store per turn (about two chunks of the
-    /// largest values): with values of up to 1 MiB, reading `keysPerTurn` keys at once could
-    /// take gigabytes.
+    /// largest values; at most one value more).
     static let replyBytesPerTurn = 2 << 20
 
-    /// Reads the next entries of reply `index` (at most `keysPerTurn` keys and about
-    /// `replyBytesPerTurn` bytes) and encodes them as its next chunks; the last chunk of the
-    /// reply says so (an empty one if nothing is left to send).
+    /// Reads the next entries of reply `index` (at most `keysPerTurn` keys, and
+    /// `replyBytesPerTurn` bytes and one value more) and encodes them as its next chunks; the
+    /// last chunk of the reply says so (an empty one if nothing is left to send).
     private func readNextChunks(of index: Int) throws -> [SyncResponder.HeldChunk] {
         // A sync lists its buckets' keys as it goes: a slice's worth per turn.
         while responder.replies[index].pending.count < Self.keysPerTurn, let bucket = responder.nextBucket(of: index) {
             responder.append(store.keys(inBuckets: [bucket], storedAfter: responder.replies[index].storedAfter), to: index)
         }
-        // A few keys first: their size says how many more fit the turn's bytes.
-        var entries: [Entry] = []
-        var bytes = 0
-        var read = 0
-        var group = 4
-        while bytes < Self.replyBytesPerTurn, read < Self.keysPerTurn, !responder.replies[index].pending.isEmpty {
-            let keys = responder.take(from: index, limit: group)
-            read += keys.count
-            for entry in try store.entries(forKeys: Array(keys)) {
-                bytes += Self.chunkBytes(of: entry)
-                entries.append(entry)
-            }
-            let average = max(1, bytes / max(1, entries.count))
-            group = max(1, min(Self.keysPerTurn - read, (Self.replyBytesPerTurn - bytes) / average))
-        }
+        // The store stops at the turn's bytes, row by row: values of a reply may be 100 B or
+        // 1 MiB, mixed, and 2,048 of the largest read at once would take 2 GiB.
+        let keys = responder.take(from: index, limit: Self.keysPerTurn)
+        let (entries, unread) = try store.entries(forKeys: Array(keys), maxBytes: Self.replyBytesPerTurn)
+        if !unread.isEmpty { responder.putBack(unread, at: index) }
         let isLast = responder.isListed(index)
         var split = split(entries)
         if split.isEmpty && isLast { split = [[]] }

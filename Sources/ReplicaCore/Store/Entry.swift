@@ -25,10 +25,12 @@ public struct Entry: Hashable, Sendable {
     /// The order is total so that merge is commutative, associative and idempotent even in the
     /// corner case of two different entries with one version (a node id reused after its data
     /// was wiped): version first, then tombstone over value, then schema, then payload bytes.
+    /// Two tombstones of one version are ordered by schema too: digests count it, and two nodes
+    /// that each kept their own stayed apart for ever.
     public func supersedes(_ other: Entry) -> Bool {
         if version != other.version { return version > other.version }
         switch (payload, other.payload) {
-        case (nil, nil): return false
+        case (nil, nil): return schema > other.schema
         case (nil, _): return true
         case (_, nil): return false
         case let (mine?, theirs?):

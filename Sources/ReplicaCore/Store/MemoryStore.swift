@@ -75,6 +75,20 @@ public final class MemoryStore: ReplicaStore {
         table.entries.withLock { entries in keys.compactMap { entries[ExactKey($0)] } }
     }
 
+    public func entries(forKeys keys: [String], maxBytes: Int) -> (entries: [Entry], unread: [String]) {
+        table.entries.withLock { entries in
+            var found: [Entry] = []
+            var bytes = 0
+            for (position, key) in keys.enumerated() {
+                if bytes >= maxBytes { return (found, Array(keys[position...])) }
+                guard let entry = entries[ExactKey(key)] else { continue }
+                bytes += entry.key.utf8.count + (entry.payload?.count ?? 0)
+                found.append(entry)
+            }
+            return (found, [])
+        }
+    }
+
     public func entries(prefix: String) -> [Entry] { table.entries(prefix: prefix) }
 
     public func removeTombstones(before cutoff: HybridTimestamp) -> [String] {

@@ -47,6 +47,10 @@ public protocol ReplicaStore: AnyObject {
     var availableBytes: Int64? { get }
     /// The entries of `keys` that exist, in the order given.
     func entries(forKeys keys: [String]) throws -> [Entry]
+    /// The entries of `keys` that exist, in any order, until their keys and payloads reach
+    /// `maxBytes` (at least one is read, if any exists), and the keys not looked at yet: what a
+    /// sync reply reads per turn, whose values may each be up to 1 MiB.
+    func entries(forKeys keys: [String], maxBytes: Int) throws -> (entries: [Entry], unread: [String])
     /// All entries (tombstones included) whose key starts with `prefix`, in key order: the
     /// members of one counter or log family.
     func entries(prefix: String) throws -> [Entry]

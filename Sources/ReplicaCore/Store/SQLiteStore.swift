@@ -470,6 +470,34 @@ public final class SQLiteStore: ReplicaStore {
         } }
     }
 
+    public func entries(forKeys keys: [String], maxBytes: Int) throws -> (entries: [Entry], unread: [String]) {
+        guard !keys.isEmpty else { return ([], []) }
+        return try readFailures.watch { try database.read { db in
+            var entries: [Entry] = []
+            var bytes = 0
+            for start in stride(from: 0, to: keys.count, by: 500) {
+                let group = Array(keys[start..<min(start + 500, keys.count)])
+                let marks = Array(repeating: "?", count: group.count).joined(separator: ",")
+                // Row by row, in key order: a group of small values may be followed by large
+                // ones, so the budget is checked after each row, not guessed.
+                let rows = try Row.fetchCursor(
+                    db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key IN (\(marks)) ORDER BY key",
+                    arguments: StatementArguments(group))
+                let firstOfGroup = entries.count
+                while let row = try rows.next() {
+                    let entry = try Self.entry(from: row)
+                    bytes += entry.key.utf8.count + (entry.payload?.count ?? 0)
+                    entries.append(entry)
+                    if bytes >= maxBytes {
+                        let read = Set(entries[firstOfGroup...].map(\.key))
+                        return (entries, group.filter { !read.contains($0) } + keys[(start + group.count)...])
+                    }
+                }
+            }
+            return (entries, [])
+        } }
+    }
+
     public func entries(prefix: String) throws -> [Entry] {
         try readFailures.watch { try database.read { db in try Self.entries(prefix: prefix, in: db) } }
     }

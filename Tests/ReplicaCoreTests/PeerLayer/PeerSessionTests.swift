@@ -194,6 +194,26 @@ import Testing
         #expect(direct.heldThrough == 1, "from the first update on, nothing came before")
     }
 
+    /// A relayed straggler of the member's life before a new incarnation is ignored, and marks
+    /// nothing: the new life's updates are held as they come.
+    @Test func aRelayedStragglerOfAnEarlierIncarnationMarksNothing() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        func heartbeat(_ incarnation: UUID, epoch: UInt64, sequence: UInt64, at millis: Int) {
+            let message = Heartbeat(origin: "b", incarnation: incarnation, epoch: epoch, sequence: sequence, timestamp: .zero, digestRoot: 2, entryCount: 0)
+            _ = session.heartbeatReceived(message, local: local, now: Self.at(millis), wallMillis: 0)
+        }
+        heartbeat(Self.record.incarnation, epoch: 7, sequence: 40, at: 0)
+        session.covered(through: 40, epoch: 7)
+        let wiped = UUID(uuid: (9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9, 9))
+        heartbeat(wiped, epoch: 8, sequence: 0, at: 100)
+        _ = session.updateReceived(sequence: 10_000, epoch: 7)
+        heartbeat(wiped, epoch: 8, sequence: 5, at: 200)
+        session.covered(through: 5, epoch: 8)
+        _ = session.updatesReceived(6...20)
+        #expect(session.heldThrough == 20)
+    }
+
     /// Entries dropped here (a failed commit, a refused timestamp) were counted received by the
     /// stream: none counts as held until a sync covers them (a member with a full disk
     /// confirmed holding a leaving node's writes it had dropped).

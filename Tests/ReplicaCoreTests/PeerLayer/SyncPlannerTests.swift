@@ -201,35 +201,55 @@ import Testing
     }
 
     /// Once the member's heartbeat carries our digest root after syncs with it timed out, the
-    /// retries are dropped (they would bring nothing) and the stall is over; the patience stays.
-    @Test(arguments: ["in flight", "wanted", "catch-up"])
-    func agreeingDigestsEndTheRetriesOfATimedOutMember(retry: String) {
+    /// retries queued for it are dropped (they would bring nothing; a dropped catch-up is
+    /// returned, for its caller to settle) and the stall is over; the sync in flight still
+    /// completes, the patience stays, and a catch-up for a failed commit (its completion tests
+    /// the disk) stays. Only once: a later agreement without a new timeout changes nothing.
+    @Test(arguments: [
+        // (what is queued or running when the digests agree, reason returned, catch-up left, in flight left)
+        ("catch-up", SyncReason.startUp as SyncReason?, false, false),
+        ("wanted", nil, false, false),
+        ("in flight", nil, false, true),
+        ("commit catch-up", nil, true, false),
+    ] as [(String, SyncReason?, Bool, Bool)])
+    func agreeingDigestsEndTheRetriesOfATimedOutMember(queued: String, dropped: SyncReason?, catchUpLeft: Bool, inFlightLeft: Bool) {
         var planner = SyncPlanner()
         var clock = now
+        let reason: SyncReason = queued == "commit catch-up" ? .commitFailed : .startUp
         for id in UInt64(1)...3 {
-            planner.wantCatchUp(.startUp, preferring: "slow")
-            planner.started(with: "slow", requestID: id, reason: .startUp, now: clock)
+            planner.wantCatchUp(reason, preferring: "slow")
+            planner.started(with: "slow", requestID: id, reason: reason, now: clock)
             clock += planner.timeout(for: "slow", base: .seconds(10))
             _ = planner.expire(now: clock, timeout: .seconds(10))
         }
         #expect(planner.stalls(now: clock, window: .seconds(80)).count == 1)
-        switch retry {
+        switch queued {
         case "in flight": planner.started(with: "slow", requestID: 4, reason: .startUp, now: clock)
-        case "wanted": planner.want(.digestsDiffer, with: "slow")
+        case "wanted":
+            _ = planner.digestsAgree(with: "slow")  // the catch-up, first
+            planner.want(.digestsDiffer, with: "slow")
+            planner.started(with: "slow", requestID: 5, reason: .digestsDiffer, now: clock)
+            clock += planner.timeout(for: "slow", base: .seconds(10))
+            _ = planner.expire(now: clock, timeout: .seconds(10))
         default: break
         }
-        planner.digestsAgree(with: "slow")
-        #expect(planner.inFlight == nil && planner.wanted.isEmpty && planner.catchUp == nil)
-        #expect(planner.next([Self.candidate("slow")]) == nil)
+        let returned = planner.digestsAgree(with: "slow")
+        #expect(returned == dropped)
+        #expect(planner.wanted.isEmpty)
+        #expect((planner.catchUp != nil) == catchUpLeft)
+        #expect((planner.inFlight != nil) == inFlightLeft)
         #expect(planner.stalls(now: clock, window: .seconds(80)).isEmpty)
         #expect(planner.timeout(for: "slow", base: .seconds(10)) == .seconds(40), "the link is as slow as it was")
+        planner.want(.periodic, with: "slow")
+        #expect(planner.digestsAgree(with: "slow") == nil, "once per run of timeouts")
+        #expect(planner.wanted["slow"] == .periodic)
     }
 
     /// Without timeouts, agreeing digests change nothing: the usual triggers stand.
     @Test func agreeingDigestsLeaveAnOrdinarySyncAlone() {
         var planner = SyncPlanner()
         planner.want(.periodic, with: "a")
-        planner.digestsAgree(with: "a")
+        #expect(planner.digestsAgree(with: "a") == nil)
         #expect(planner.wanted["a"] == .periodic)
     }
 

@@ -272,10 +272,11 @@ struct PeerSession: Sendable {
         if stream.received(sequences, epoch: epoch) == .restarted {
             forgetLosses(restartedThrough: stream.through)
             actions.append(.wantSync(.peerRestarted))
-        } else if unknown, epoch != nil, sequences.lowerBound > 1 {
+        } else if unknown, let epoch, stream.epoch == epoch, sequences.lowerBound > 1 {
             // First heard through a relay, which names the epoch: the first heartbeat will not
             // see the stream as new, so what came before is marked here, as it does (taken as
-            // received, not held until a sync or equal digests cover it).
+            // received, not held until a sync or equal digests cover it). Only if the stream
+            // took that epoch: a straggler of a life before a new incarnation is ignored.
             markLost(1...sequences.lowerBound - 1)
         }
         return actions

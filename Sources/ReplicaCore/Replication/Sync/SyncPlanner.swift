@@ -81,10 +81,11 @@ struct SyncPlanner: Sendable {
 
     /// Members whose last `stallThreshold` or more syncs timed out in a row, the last within
     /// `window` (twice the longest patience, 80 s with the defaults: retries come sooner while
-    /// the stall lasts). The history of a member whose last timeout is older is forgotten: no
-    /// sync with it was wanted since.
+    /// the stall lasts) or a sync with them still running (it may crawl on late chunks). The
+    /// history of another member whose last timeout is older is forgotten: no sync with it
+    /// was wanted since.
     mutating func stalls(now: ContinuousClock.Instant, window: Duration) -> [Stall] {
-        timeoutHistory = timeoutHistory.filter { now - $0.value.lastAbandoned < window }
+        timeoutHistory = timeoutHistory.filter { inFlight?.peer == $0.key || now - $0.value.lastAbandoned < window }
         return timeoutHistory.compactMap { peer, history in
             guard history.timeouts >= Self.stallThreshold else { return nil }
             return Stall(peer: peer, timeouts: history.timeouts, lateChunks: history.lateChunks, lateBytes: history.lateBytes)
@@ -207,17 +208,21 @@ struct SyncPlanner: Sendable {
     }
 
     /// A heartbeat of `peer` carried our digest root: it holds exactly what we hold, so a sync
-    /// with it would bring nothing. After syncs with it timed out (and none completed since),
-    /// what is still wanted of it is dropped: those are retries, and behind a slow link each
-    /// one's reply queued behind earlier replies and timed out again, long after the late
-    /// chunks had brought everything. The stall is over (its patience stays: the link is as
-    /// slow as it was). Otherwise nothing changes: the usual triggers are left as they are.
-    mutating func digestsAgree(with peer: NodeID) {
-        guard slowTimeouts[peer] != nil else { return }
-        timeoutHistory[peer] = nil
+    /// with it would bring nothing. While syncs with it keep timing out (a slow link still
+    /// carrying earlier replies), the stall is over: its record is cleared (its patience stays:
+    /// the link is as slow as it was), a sync wanted with it in particular is dropped, and so is
+    /// a catch-up preferring it (returned: the caller settles what its completion would have,
+    /// since equal digests are as good as one). Not a catch-up for a failed commit, whose
+    /// completion tests the disk. The sync in flight, if any, is left to complete: behind such a
+    /// link each retry's reply queued behind the last one's and timed out in turn, long after
+    /// the late chunks had brought everything. Without a timeout since the last completed sync,
+    /// nothing changes: the usual triggers are left as they are.
+    mutating func digestsAgree(with peer: NodeID) -> SyncReason? {
+        guard timeoutHistory.removeValue(forKey: peer) != nil else { return nil }
         wanted[peer] = nil
-        if catchUp?.preferred == peer { catchUp = nil }
-        if inFlight?.peer == peer { inFlight = nil }
+        guard let catchUp, catchUp.preferred == peer, catchUp.reason != .commitFailed else { return nil }
+        self.catchUp = nil
+        return catchUp.reason
     }
 
     /// The connection carrying the sync with `peer` was lost: its reply is gone with it.

@@ -80,6 +80,11 @@ struct SyncResponder: Sendable {
         return slice
     }
 
+    /// Keys taken but not read this turn (the turn's bytes were reached) go back to the front.
+    mutating func putBack(_ keys: [String], at index: Int) {
+        replies[index].pending = ArraySlice(keys + replies[index].pending)
+    }
+
     /// Chunks that could not be queued (the requester is not reading fast enough) wait, as
     /// encoded, until `now + retryDelay`.
     mutating func hold(_ chunks: [HeldChunk], at index: Int, now: ContinuousClock.Instant) {
