@@ -45,6 +45,17 @@ import Testing
         let insecure = try Serve.parse(base + ["--insecure"]).settings(environment: ["REPLICA_KEY": "/tmp/k/n1.key", "REPLICA_TRUST": "/tmp/k"])
         #expect(insecure.keyFile == nil, "--insecure wins over the variables")
     }
+
+    /// `--sync-chunk-timeout` takes 1 to 3600 seconds; anything else is refused before the node
+    /// starts.
+    @Test func theSyncChunkTimeoutIsChecked() throws {
+        let base = ["--id", "n1", "--listen", "127.0.0.1:7000", "--data", "/tmp/replica-flags", "--insecure"]
+        #expect(try Serve.parse(base + ["--sync-chunk-timeout", "90"]).syncChunkTimeout == 90)
+        #expect(try Serve.parse(base).syncChunkTimeout == 10)
+        for bad in ["0", "0.5", "3601", "nan", "inf"] {
+            #expect(throws: (any Error).self, "\(bad)") { try Serve.parse(base + ["--sync-chunk-timeout", bad]) }
+        }
+    }
 }
 
 /// `serve` warns about a secret key file others can read.

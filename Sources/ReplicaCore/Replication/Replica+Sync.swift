@@ -190,7 +190,8 @@ extension Replica {
             let message = "the last \(stall.timeouts) syncs with \(stall.peer) timed out waiting for a chunk (\(longest) at most); "
                 + "\(late). The link to it may be too slow to carry a chunk (up to \(configuration.limits.maxChunkBytes) bytes) in that time, "
                 + "or it does not answer syncs: what this node misses arrives slowly or not at all. Behind a slow link, raise "
-                + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node and of \(stall.peer)"
+                + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node and of \(stall.peer) "
+                + "to at least the time a chunk takes to cross (each timeout costs a resent reply)"
             if problems.describe(.sync, stall.peer.rawValue, message) {
                 logger.warning("\(message)")
             }

@@ -72,7 +72,7 @@ public final class MemoryStore: ReplicaStore {
     public var availableBytes: Int64? { nil }
 
     public func entries(forKeys keys: [String]) -> [Entry] {
-        table.entries.withLock { entries in keys.compactMap { entries[ExactKey($0)] } }
+        entries(forKeys: keys, maxBytes: .max).entries
     }
 
     public func entries(forKeys keys: [String], maxBytes: Int) -> (entries: [Entry], unread: [String]) {

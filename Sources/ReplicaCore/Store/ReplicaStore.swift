@@ -45,7 +45,8 @@ public protocol ReplicaStore: AnyObject {
     /// Bytes free for this store on its file system (nil: it keeps nothing on disk, or the
     /// file system cannot say).
     var availableBytes: Int64? { get }
-    /// The entries of `keys` that exist, in the order given.
+    /// The entries of `keys` that exist (in key order from SQLite, 500 keys at a time; in the
+    /// order given from memory).
     func entries(forKeys keys: [String]) throws -> [Entry]
     /// The entries of `keys` that exist, in any order, until their keys and payloads reach
     /// `maxBytes` (at least one is read, if any exists), and the keys not looked at yet: what a

@@ -454,20 +454,7 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func entries(forKeys keys: [String]) throws -> [Entry] {
-        guard !keys.isEmpty else { return [] }
-        return try readFailures.watch { try database.read { db in
-            var entries: [Entry] = []
-            entries.reserveCapacity(keys.count)
-            for start in stride(from: 0, to: keys.count, by: 500) {
-                let chunk = Array(keys[start..<min(start + 500, keys.count)])
-                let marks = Array(repeating: "?", count: chunk.count).joined(separator: ",")
-                entries += try Row.fetchAll(
-                    db, sql: "SELECT key, hlc, node, schema, payload FROM entries WHERE key IN (\(marks)) ORDER BY key",
-                    arguments: StatementArguments(chunk)
-                ).map(Self.entry(from:))
-            }
-            return entries
-        } }
+        try entries(forKeys: keys, maxBytes: .max).entries
     }
 
     public func entries(forKeys keys: [String], maxBytes: Int) throws -> (entries: [Entry], unread: [String]) {
