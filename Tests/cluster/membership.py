@@ -334,7 +334,10 @@ def scenario_slow_catch_up(ctx, binary):
     then 2 s, then 4 s). Each chunk takes 7 s to cross, so every sync times out: node2 lists a
     `sync` problem naming node1 (a warning: `health` still exits 0), keeps the chunks that come
     late, holds the three values in the end, and the problem clears. Before, nothing was listed,
-    and those chunks were dropped: a node behind a link that slow never caught up."""
+    and those chunks were dropped: a node behind a link that slow never caught up. Each retry
+    repeats the request, and node1 leaves out of its reply what it already queued for it: the
+    three values cross once. Before, each retry's full reply crossed behind the last one's
+    (three or four times the data, the link busy for a minute after the catch-up)."""
     advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
     extra = lambda k: ["--sync-chunk-timeout", "1"] if k == 2 else []
     with Cluster(binary, 2, "slow-catch-up", advertise=advertise, extra_args=extra) as c:
@@ -373,8 +376,24 @@ def scenario_slow_catch_up(ctx, binary):
             cleared = wait_for(lambda: sync_problem(c.status(2), "node1") is None, 60, step=0.2)
             if not cleared:
                 raise Failure(f"the sync problem stayed after node2 caught up: {sync_problem(c.status(2), 'node1')}")
+            cleared_after = time.monotonic() - t - took
+            # Nothing more crosses: the sync entries node2 received stop at the three values
+            # (a resent one would come within a chunk's 7 s).
+            def received():
+                return ((c.status(2) or {}).get("counters") or {}).get("syncEntriesReceived")
+            last, since = received(), time.monotonic()
+            while time.monotonic() - since < 10 and time.monotonic() - t < took + 90:
+                time.sleep(0.5)
+                now_received = received()
+                if now_received != last:
+                    last, since = now_received, time.monotonic()
+            resumed = ((c.status(1) or {}).get("counters") or {}).get("syncRetriesResumed", 0)
+            if last is None or last > len(values) or resumed < 1:
+                raise Failure(f"node2 received {last} sync entries for {len(values)} values (node1 resumed {resumed} retries): "
+                              "retries' replies crossed the slow link again")
             ctx.say(f"node2 caught up in {took:.1f} s (2.1 MB at 100 kB/s: 21 s at best), node1 used {busy:.0%} of a "
-                    f"core meanwhile, and the problem cleared {time.monotonic() - t - took:.1f} s later")
+                    f"core meanwhile, the problem cleared {cleared_after:.1f} s later, and the values crossed "
+                    f"once ({last} sync entries received; node1 resumed {resumed} retries)")
         finally:
             os.killpg(proxy.pid, 9)
 

@@ -37,8 +37,11 @@ extension Replica {
             return
         }
         catchUpUnservedSince = nil
-        let requestID = nextRequestID
-        nextRequestID += 1
+        // A sync abandoned for a slow chunk is asked again as it was: the member leaves out
+        // what it already sent for it (see `SyncPlanner.Retry`).
+        let retry = planner.retrying(with: node, since: session.syncMark)
+        let requestID = retry?.requestID ?? nextRequestID
+        if retry == nil { nextRequestID += 1 }
         let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets, since: session.syncMark)
         do {
             guard try link.dealer.send([codec.encode(.syncRequest(request))]) else { return }
@@ -46,7 +49,9 @@ extension Replica {
             logger.warning("sync request to \(node) failed: \(error)")
             return
         }
-        planner.started(with: node, requestID: requestID, reason: reason, reports: session.heartbeat?.reports ?? [:], now: now)
+        planner.started(
+            with: node, requestID: requestID, reason: reason, reports: retry?.reports ?? session.heartbeat?.reports ?? [:],
+            since: session.syncMark, now: now)
         commits.syncStarted()
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
@@ -191,7 +196,7 @@ extension Replica {
                 + "\(late). The link to it may be too slow to carry a chunk (up to \(configuration.limits.maxChunkBytes) bytes) in that time, "
                 + "or it does not answer syncs: what this node misses arrives slowly or not at all. Behind a slow link, raise "
                 + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node and of \(stall.peer) "
-                + "to at least the time a chunk takes to cross (each timeout costs a resent reply)"
+                + "to at least the time a chunk takes to cross (with members older than 0.22, each timeout also costs a resent reply)"
             if problems.describe(.sync, stall.peer.rawValue, message) {
                 logger.warning("\(message)")
             }

@@ -47,15 +47,19 @@ extension Replica {
         // stored since can be news to it.
         let since = request.since.epoch == epoch ? request.since.serial : 0
         let reply = SyncResponder.Reply(
-            client: client, requester: request.origin, requestID: request.requestID,
+            client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since, lastProgress: now)
         if responder.accept(reply) == .refused {
             // A bounded number of replies at once, so requests cannot grow memory; a refused
             // requester times out and asks again.
             counters.syncRequestsRefused += 1
-        } else {
-            counters.syncRequestsServed += 1
+            return
+        }
+        counters.syncRequestsServed += 1
+        if let index = responder.replies.indices.last, responder.isResumed(index) {
+            counters.syncRetriesResumed += 1
+            logger.info("sync request \(request.requestID) of \(request.origin) asked again: \(responder.replies[index].queuedBefore.count) buckets already sent on its connection go again only with what changed since")
         }
     }
 
@@ -98,11 +102,13 @@ extension Replica {
             let reply = responder.replies[index]
             var queued = 0
             var queuedEntries = 0
+            var queuedKeys = 0
             do {
                 for chunk in chunks {
                     guard try syncServer.send([reply.client, chunk.frame]) else { break }
                     queued += 1
                     queuedEntries += chunk.entries
+                    queuedKeys += chunk.keys
                 }
             } catch {
                 // The requester's connection is gone (ROUTER_MANDATORY): it will ask again.
@@ -110,7 +116,7 @@ extension Replica {
                 finished.append(index)
                 continue
             }
-            if queued > 0 { responder.sent(entries: queuedEntries, at: index, now: now) }
+            if queued > 0 { responder.sent(entries: queuedEntries, keys: queuedKeys, at: index, now: now) }
             if queued < chunks.count {
                 // Its queue is full (it reads slowly, or not at all): the rest waits, encoded.
                 responder.hold(Array(chunks[queued...]), at: index, now: now)
@@ -131,8 +137,8 @@ extension Replica {
     /// last chunk of the reply says so (an empty one if nothing is left to send).
     private func readNextChunks(of index: Int) throws -> [SyncResponder.HeldChunk] {
         // A sync lists its buckets' keys as it goes: a slice's worth per turn.
-        while responder.replies[index].pending.count < Self.keysPerTurn, let bucket = responder.nextBucket(of: index) {
-            responder.append(store.keys(inBuckets: [bucket], storedAfter: responder.replies[index].storedAfter), to: index)
+        while responder.replies[index].pending.count < Self.keysPerTurn, let next = responder.nextBucket(of: index) {
+            responder.append(store.keys(inBuckets: [next.bucket], storedAfter: next.storedAfter), from: next.bucket, to: index)
         }
         // The store stops at the turn's bytes, row by row: values of a reply may be 100 B or
         // 1 MiB, mixed, and 2,048 of the largest read at once would take 2 GiB.
@@ -140,15 +146,18 @@ extension Replica {
         let (entries, unread) = try store.entries(forKeys: Array(keys), maxBytes: Self.replyBytesPerTurn)
         if !unread.isEmpty { responder.putBack(unread, at: index) }
         let isLast = responder.isListed(index)
+        let keysRead = keys.count - unread.count
         var split = split(entries)
         if split.isEmpty && isLast { split = [[]] }
+        if split.isEmpty { responder.readNothing(keys: keysRead, at: index) }
         let reply = responder.replies[index]
         let first = responder.numberChunks(split.count, at: index)
         return split.enumerated().map { position, entries in
+            let isTurnsLast = position == split.count - 1
             let chunk = SyncChunk(
                 origin: identity.node, requestID: reply.requestID, index: first + UInt32(position),
-                isLast: isLast && position == split.count - 1, mark: reply.mark, sequence: reply.sequence, entries: entries)
-            return SyncResponder.HeldChunk(frame: codec.encode(.syncChunk(chunk)), entries: entries.count)
+                isLast: isLast && isTurnsLast, mark: reply.mark, sequence: reply.sequence, entries: entries)
+            return SyncResponder.HeldChunk(frame: codec.encode(.syncChunk(chunk)), entries: entries.count, keys: isTurnsLast ? keysRead : 0)
         }
     }
 

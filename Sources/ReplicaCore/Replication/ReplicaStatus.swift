@@ -94,6 +94,10 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         public var expiredTombstonesDropped = 0
         /// Sync requests refused because too many replies were already being streamed.
         public var syncRequestsRefused = 0
+        /// Sync requests that repeated one whose reply was already on its way on the same
+        /// connection (a requester that timed out behind a slow link): their replies left out
+        /// what had been sent.
+        public var syncRetriesResumed = 0
         /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
         public var handshakesFailed = 0
         /// CURVE handshakes refused because their key is not trusted, since start
@@ -192,6 +196,7 @@ extension ReplicaStatus.Counters {
         tombstonesCollected = try count(.tombstonesCollected)
         expiredTombstonesDropped = try count(.expiredTombstonesDropped)
         syncRequestsRefused = try count(.syncRequestsRefused)
+        syncRetriesResumed = try count(.syncRetriesResumed)
         handshakesFailed = try count(.handshakesFailed)
         untrustedHandshakesRefused = try count(.untrustedHandshakesRefused)
         revokedConnectionsEnded = try count(.revokedConnectionsEnded)

@@ -117,6 +117,52 @@ import Testing
         #expect(planner.inFlight == nil && planner.wanted["a"] == .peerRestarted)
     }
 
+    /// A sync abandoned for a chunk slower than the timeout is asked again as it was (its id,
+    /// its `since`, and the reports it was sent with), so the member can leave out what it
+    /// already sent: its chunks, arriving late, then belong to the sync in flight, and its last
+    /// one completes it. Not once anything may have lost what was on its way.
+    @Test(arguments: [
+        ("nothing happened", "a", false, false, false, true),
+        ("a sync with another member", "b", false, false, false, false),
+        ("the sync connection lost", "a", true, false, false, false),
+        ("received entries dropped", "a", false, true, false, false),
+        ("the member gone", "a", false, false, true, false),
+    ])
+    func aSyncAbandonedForASlowChunkIsAskedAgainAsItWas(_ what: String, next: String, lost: Bool, dropped: Bool, gone: Bool, retried: Bool) {
+        var planner = SyncPlanner()
+        let mark = StoreMark(epoch: 5, serial: 40)
+        let reports: [NodeID: PeerReport] = ["c": PeerReport(node: "c", epoch: 1, through: 9, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)]
+        planner.want(.peerRestarted, with: "a")
+        planner.started(with: "a", requestID: 4, reason: .peerRestarted, reports: reports, since: mark, now: now)
+        _ = planner.expire(now: now + .seconds(10), timeout: .seconds(10))
+        #expect(planner.retrying(with: "a", since: .none) == nil, "another since is a new request")
+        if next == "b" { planner.started(with: "b", requestID: 5, reason: .periodic, now: now) }
+        if lost { _ = planner.connectionLost(to: "a") }
+        if dropped { planner.entriesDropped() }
+        if gone { planner.remove("a") }
+        let retry = planner.retrying(with: "a", since: mark)
+        #expect((retry != nil) == retried, "\(what)")
+        guard let retry else { return }
+        #expect(retry.requestID == 4 && retry.reports == reports)
+        planner.started(with: "a", requestID: retry.requestID, reason: .peerRestarted, reports: retry.reports, since: mark, now: now)
+        #expect(planner.retry == nil, "asked once")
+        let check1 = planner.received(requestID: 4, from: "a", entries: 1, bytes: 1, isLast: false, now: now) == .progress(planner.inFlight!)
+        #expect(check1)
+        #expect(planner.timeoutHistory["a"]?.lateChunks == 1, "a chunk of the retried request is late too")
+        let completed = planner.received(requestID: 4, from: "a", entries: 1, bytes: 1, isLast: true, now: now)
+        if case .completed(let sync) = completed { #expect(sync.reports == reports) } else { Issue.record("not completed: \(completed)") }
+    }
+
+    /// A sync during which received entries were dropped is not asked again as it was: its
+    /// reply's entries may be among those dropped.
+    @Test func aSyncThatDroppedEntriesIsNotRetried() {
+        var planner = SyncPlanner()
+        planner.started(with: "a", requestID: 4, reason: .periodic, now: now)
+        planner.entriesDropped()
+        _ = planner.expire(now: now + .seconds(10), timeout: .seconds(10))
+        #expect(planner.retrying(with: "a", since: .none) == nil)
+    }
+
     /// A sync abandoned because a chunk took longer than the timeout waits twice as long for a
     /// chunk the next time, up to 4 times, until one completes. (Behind a 1 Mbit/s link, a
     /// 1 MiB chunk never arrived within 10 s, and the node never caught up.)
@@ -238,6 +284,7 @@ import Testing
         #expect(planner.wanted.isEmpty)
         #expect((planner.catchUp != nil) == catchUpLeft)
         #expect((planner.inFlight != nil) == inFlightLeft)
+        #expect(planner.retry == nil, "nothing of the abandoned request is awaited")
         #expect(planner.stalls(now: clock, window: .seconds(80)).isEmpty)
         #expect(planner.timeout(for: "slow", base: .seconds(10)) == .seconds(40), "the link is as slow as it was")
         planner.want(.periodic, with: "slow")
@@ -310,6 +357,89 @@ import Testing
         #expect(responder.hasReplyReady(now: now + SyncResponder.retryDelay))
         let held = responder.takeHeld(at: 0)
         #expect(held.map(\.frame) == [[1, 2, 3]] && responder.isDone(0) && responder.nextRetry == nil)
+    }
+
+    /// A sync reply to request `id` on connection `client`, its mark at `serial`, listing `buckets`.
+    func syncReply(id: UInt64 = 10, serial: UInt64, buckets: [Int], since: StoreMark = .none, client: [UInt8] = [1]) -> SyncResponder.Reply {
+        SyncResponder.Reply(
+            client: client, since: since, requester: "r", requestID: id, mark: StoreMark(epoch: 5, serial: serial), isRepair: false,
+            pending: [], buckets: buckets[...], storedAfter: since.serial, lastProgress: now)
+    }
+
+    /// Lists every bucket of reply 0 (a key per bucket, two in bucket 3) and queues chunks
+    /// completing the read of its first `queuedKeys` keys.
+    func list(queuedKeys: Int, in responder: inout SyncResponder) -> [(bucket: Int, storedAfter: UInt64)] {
+        var listed: [(bucket: Int, storedAfter: UInt64)] = []
+        while let next = responder.nextBucket(of: 0) {
+            listed.append(next)
+            responder.append(next.bucket == 3 ? ["a", "b"] : ["k\(next.bucket)"], from: next.bucket, to: 0)
+        }
+        responder.sent(entries: queuedKeys, keys: queuedKeys, at: 0, now: now)
+        return listed
+    }
+
+    /// A retry of a request (its id and `since` again) on the connection its earlier reply was
+    /// queued on leaves out of each bucket already queued what was stored up to that reply's
+    /// mark: those entries arrive first, or the connection is lost and the requester's sync with
+    /// it. Anything else is a new request, answered in full. (Behind a slow link, each retry's
+    /// full reply crossed behind the last one's: 2-3 times the data.)
+    @Test(arguments: [
+        ("a retry", 10, StoreMark.none, [UInt8(1)], [3: UInt64(100), 5: 100]),
+        ("another request", 11, .none, [1], [:]),
+        ("another since", 10, StoreMark(epoch: 5, serial: 40), [1], [:]),
+        ("another connection (a reconnection)", 10, .none, [2], [:]),
+    ] as [(String, UInt64, StoreMark, [UInt8], [Int: UInt64])])
+    func aRetryOnTheSameConnectionLeavesOutWhatWasQueued(_ what: String, id: UInt64, since: StoreMark, client: [UInt8], left: [Int: UInt64]) {
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(syncReply(serial: 100, buckets: [3, 5, 7]))
+        // Buckets 3 and 5 (keys a, b, k5) were queued; bucket 7's key was read but is held.
+        _ = list(queuedKeys: 3, in: &responder)
+        let admission = responder.accept(syncReply(id: id, serial: 150, buckets: [3, 5, 7, 9], since: since, client: client))
+        #expect(admission == (client == [1] ? .replacedEarlier : .accepted), "\(what)")
+        // (The other connection's reply stands beside the first: drop that one.)
+        if client != [1] { responder.remove(at: [0]) }
+        #expect(responder.replies[0].queuedBefore == left, "\(what)")
+        #expect(responder.isResumed(0) == !left.isEmpty, "\(what)")
+        let storedAfter = since.serial
+        let listed = list(queuedKeys: 0, in: &responder)
+        #expect(listed.map(\.bucket) == [3, 5, 7, 9])
+        #expect(listed.map(\.storedAfter) == [3, 5, 7, 9].map { max(storedAfter, left[$0] ?? 0) }, "\(what)")
+    }
+
+    /// A reply that ended (sent, or given up) is remembered for a retry; a chain of retries
+    /// keeps, per bucket, the latest mark through which it was queued. Repairs are not.
+    @Test func anEndedReplyIsRememberedForItsRetryAndRetriesChain() {
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(syncReply(serial: 100, buckets: [3]))
+        _ = list(queuedKeys: 2, in: &responder)
+        responder.remove(at: [0])
+        #expect(responder.deliveries.map(\.buckets) == [[3: 100]])
+        // The retry: bucket 3 is even now (its entries arrived), bucket 7 goes out in full.
+        _ = responder.accept(syncReply(serial: 150, buckets: [7]))
+        #expect(responder.replies[0].queuedBefore == [3: 100])
+        _ = list(queuedKeys: 1, in: &responder)
+        let given = responder.expire(now: now + .seconds(60), timeout: .seconds(40))
+        #expect(given.count == 1 && responder.replies.isEmpty)
+        _ = responder.accept(syncReply(serial: 200, buckets: [3, 7, 8]))
+        #expect(responder.replies[0].queuedBefore == [3: 100, 7: 150])
+        #expect(responder.deliveries.count == 1, "one per connection")
+
+        _ = responder.accept(reply(2, keys: ["a"], repair: true))
+        responder.sent(entries: 1, keys: 1, at: 1, now: now)
+        responder.remove(at: [1])
+        #expect(responder.deliveries.count == 1, "a repair is not remembered")
+    }
+
+    /// At most `maxDeliveries` are kept, the oldest dropped first.
+    @Test func deliveriesAreBounded() {
+        var responder = SyncResponder(maxReplies: 4)
+        for descriptor in 0..<UInt8(SyncResponder.maxDeliveries + 3) {
+            _ = responder.accept(syncReply(serial: 100, buckets: [3], client: [descriptor]))
+            _ = list(queuedKeys: 2, in: &responder)
+            responder.remove(at: [0])
+        }
+        #expect(responder.deliveries.count == SyncResponder.maxDeliveries)
+        #expect(responder.deliveries.first?.client == [3])
     }
 
     @Test func aReplyNobodyReadsIsDropped() {

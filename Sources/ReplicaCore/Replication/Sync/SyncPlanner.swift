@@ -26,7 +26,25 @@ struct SyncPlanner: Sendable {
         /// Received entries were dropped while it ran (a failed commit, a refused timestamp): its
         /// completion does not prove we hold what the member held.
         var droppedEntries = false
+        /// The request's `since` (a retry must repeat it).
+        var since: StoreMark = .none
     }
+
+    /// A sync abandoned because no chunk came in time, whose request may be sent again as it
+    /// was (its id, its `since`): a retry. The member then leaves out of its reply what it
+    /// already queued for the request on the same connection, which arrives first; behind a
+    /// slow link, each new request's full reply queued behind the last one's. Only while nothing
+    /// could have lost what is on its way: the sync connection not lost, no received entry
+    /// dropped, no other sync started since. The reports are the first attempt's: its reply
+    /// may have been read before anything the member learnt later.
+    struct Retry: Equatable, Sendable {
+        var peer: NodeID
+        var requestID: UInt64
+        var since: StoreMark
+        var reports: [NodeID: PeerReport]
+    }
+
+    private(set) var retry: Retry?
 
     /// A member a sync could go to, as the node sees it now.
     struct Candidate: Equatable, Sendable {
@@ -150,11 +168,21 @@ struct SyncPlanner: Sendable {
         }?.node
     }
 
+    /// The request to send for a sync with `peer` whose `since` is `since`: the abandoned one
+    /// again if it can be retried (its id, and the reports it was sent with), else nil (a new
+    /// request).
+    func retrying(with peer: NodeID, since: StoreMark) -> (requestID: UInt64, reports: [NodeID: PeerReport])? {
+        guard let retry, retry.peer == peer, retry.since == since else { return nil }
+        return (retry.requestID, retry.reports)
+    }
+
     /// The reactor sent the request chosen by `next`.
     mutating func started(
-        with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], now: ContinuousClock.Instant
+        with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], since: StoreMark = .none,
+        now: ContinuousClock.Instant
     ) {
-        inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports)
+        retry = nil
+        inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports, since: since)
         wanted[peer] = nil
         if !reason.isCatchUp, let catchUp, catchUp.preferred == peer { inFlight?.standsInFor = catchUp.reason }
         if reason.isCatchUp || catchUp?.preferred == peer { catchUp = nil }
@@ -163,6 +191,7 @@ struct SyncPlanner: Sendable {
     /// Received entries were dropped: the sync in flight, if any, proves less when it completes.
     mutating func entriesDropped() {
         inFlight?.droppedEntries = true
+        retry = nil
     }
 
     enum ChunkVerdict: Equatable, Sendable {
@@ -174,9 +203,11 @@ struct SyncPlanner: Sendable {
 
     /// A chunk answering a sync request arrived from `peer`.
     mutating func received(requestID: UInt64, from peer: NodeID, entries: Int, bytes: Int, isLast: Bool, now: ContinuousClock.Instant) -> ChunkVerdict {
+        // After a timeout, every chunk from the member is late: an abandoned request's, or the
+        // retried one's (see `Retry`).
+        timeoutHistory[peer]?.lateChunks += 1
+        timeoutHistory[peer]?.lateBytes += bytes
         guard var sync = inFlight, sync.peer == peer, sync.requestID == requestID else {
-            timeoutHistory[peer]?.lateChunks += 1
-            timeoutHistory[peer]?.lateBytes += bytes
             // A late chunk of an earlier request to the same member: the link carries its
             // replies, the one in flight queued behind. Patience is for a link that brings
             // nothing, so it counts as progress (else each retry timed out behind the last).
@@ -204,6 +235,7 @@ struct SyncPlanner: Sendable {
         timeoutHistory[sync.peer, default: TimeoutHistory(lastAbandoned: now)].lastAbandoned = now
         timeoutHistory[sync.peer]?.timeouts += 1
         abandon(sync)
+        if !sync.droppedEntries { retry = Retry(peer: sync.peer, requestID: sync.requestID, since: sync.since, reports: sync.reports) }
         return sync
     }
 
@@ -220,13 +252,16 @@ struct SyncPlanner: Sendable {
     mutating func digestsAgree(with peer: NodeID) -> SyncReason? {
         guard timeoutHistory.removeValue(forKey: peer) != nil else { return nil }
         wanted[peer] = nil
+        if retry?.peer == peer { retry = nil }
         guard let catchUp, catchUp.preferred == peer, catchUp.reason != .commitFailed else { return nil }
         self.catchUp = nil
         return catchUp.reason
     }
 
     /// The connection carrying the sync with `peer` was lost: its reply is gone with it.
+    /// What was on its way on it is gone too: an abandoned request is not retried.
     mutating func connectionLost(to peer: NodeID) -> InFlight? {
+        if retry?.peer == peer { retry = nil }
         guard let sync = inFlight, sync.peer == peer else { return nil }
         abandon(sync)
         return sync
@@ -234,6 +269,7 @@ struct SyncPlanner: Sendable {
 
     /// `peer` left or was forgotten: nothing more is asked of it.
     mutating func remove(_ peer: NodeID) {
+        if retry?.peer == peer { retry = nil }
         wanted[peer] = nil
         slowTimeouts[peer] = nil
         timeoutHistory[peer] = nil

@@ -11,10 +11,21 @@
 /// (Held chunks replace putting the keys back: behind a slow link, every turn read and encoded
 /// the same megabytes again, and the loop, never idle while a reply was in progress, ran a
 /// core at 50-90% for as long as the slow requester's catch-up lasted.)
+///
+/// A requester whose patience ran out before a chunk could cross may send the same request
+/// again (the same id and `since`): a retry. Its reply leaves out what earlier attempts already
+/// queued on the same connection, which will arrive before it or not at all (a connection lost
+/// ends the requester's sync). Per bucket, only entries stored after that attempt's mark are
+/// sent again (`Reply.queuedBefore`, `deliveries`). A connection is its ROUTER routing id:
+/// Replica's DEALERs set none, so the ROUTER names each connection anew, and a reconnection is
+/// another client. Before, each retry's full reply crossed the slow
+/// link behind the last one's: 2-3 times the data, the link busy minutes after the catch-up.
 struct SyncResponder: Sendable {
     struct Reply: Sendable {
         /// The ROUTER routing id of the requesting connection.
         var client: [UInt8]
+        /// The request's `since`, as sent: a retry repeats it.
+        var since: StoreMark = .none
         var requester: NodeID
         var requestID: UInt64
         var mark: StoreMark
@@ -29,6 +40,14 @@ struct SyncResponder: Sendable {
         /// stored after.
         var buckets: ArraySlice<Int> = []
         var storedAfter: UInt64 = 0
+        /// Per bucket, the serial through which earlier attempts of this request queued its
+        /// entries on this connection: only entries stored after it are listed again.
+        var queuedBefore: [Int: UInt64] = [:]
+        /// Each listed bucket and the count of keys listed once its keys were added; with
+        /// `keysQueued` (keys whose chunks libzmq took), which buckets are fully on their way.
+        var listed: [(bucket: Int, end: Int)] = []
+        var keysListed = 0
+        var keysQueued = 0
         var nextChunk: UInt32 = 0
         var entriesSent = 0
         var lastProgress: ContinuousClock.Instant
@@ -38,11 +57,28 @@ struct SyncResponder: Sendable {
         var retryAt: ContinuousClock.Instant?
     }
 
-    /// One encoded chunk of a reply, and how many entries it carries.
+    /// One encoded chunk of a reply, how many entries it carries, and how many listed keys are
+    /// read once it is queued (the last chunk of a turn's read carries the turn's keys).
     struct HeldChunk: Sendable {
         var frame: [UInt8]
         var entries: Int
+        var keys = 0
     }
+
+    /// What replies to one request queued on one connection, kept after the reply ends so that
+    /// a retry of the request can leave it out.
+    struct Delivery: Sendable, Equatable {
+        var client: [UInt8]
+        var requestID: UInt64
+        var since: StoreMark
+        /// Per bucket, the serial through which its entries were queued.
+        var buckets: [Int: UInt64]
+    }
+
+    /// Deliveries kept (the most recent, one per connection): retries come within a minute or
+    /// two of their request, from the few members that sync with this node.
+    static let maxDeliveries = 32
+    private(set) var deliveries: [Delivery] = []
 
     /// How long a reply whose requester's queue is full waits before it is offered again:
     /// libzmq does not say when one connection's queue drains, so it is tried a few hundred
@@ -63,14 +99,35 @@ struct SyncResponder: Sendable {
     }
 
     mutating func accept(_ reply: Reply) -> Admission {
-        let before = replies.count
+        var reply = reply
         // One reply per connection: a repeated request means the requester gave up the earlier
         // one. A repair does not replace a sync in progress (a node asks for both).
-        replies.removeAll { $0.client == reply.client && $0.isRepair == reply.isRepair }
-        let replaced = replies.count < before
+        let earlier = replies.indices.filter { replies[$0].client == reply.client && replies[$0].isRepair == reply.isRepair }
+        remove(at: earlier)
+        if !reply.isRepair { reply.queuedBefore = queuedBefore(retrying: reply) }
         guard replies.count < maxReplies else { return .refused }
         replies.append(reply)
-        return replaced ? .replacedEarlier : .accepted
+        return earlier.isEmpty ? .accepted : .replacedEarlier
+    }
+
+    /// What earlier attempts of `reply`'s request queued on its connection, by bucket (empty
+    /// unless it is a retry: the same request id and `since`, on the same connection).
+    private func queuedBefore(retrying reply: Reply) -> [Int: UInt64] {
+        deliveries.last { $0.client == reply.client && $0.requestID == reply.requestID && $0.since == reply.since }?.buckets ?? [:]
+    }
+
+    /// Whether reply `index` is a retry that leaves out what earlier attempts queued.
+    func isResumed(_ index: Int) -> Bool { !replies[index].queuedBefore.isEmpty }
+
+    /// Keeps what a sync reply queued (with what its earlier attempts did) for a retry of it.
+    private mutating func retire(_ reply: Reply) {
+        guard !reply.isRepair else { return }
+        var buckets = reply.queuedBefore
+        for listed in reply.listed where listed.end <= reply.keysQueued { buckets[listed.bucket] = reply.mark.serial }
+        guard !buckets.isEmpty else { return }
+        deliveries.removeAll { $0.client == reply.client }
+        if deliveries.count >= Self.maxDeliveries { deliveries.removeFirst() }
+        deliveries.append(Delivery(client: reply.client, requestID: reply.requestID, since: reply.since, buckets: buckets))
     }
 
     /// The next slice of reply `index`: at most `limit` keys.
@@ -107,9 +164,14 @@ struct SyncResponder: Sendable {
         return replies[index].nextChunk
     }
 
-    /// Chunks with `entries` entries of reply `index` were queued.
-    mutating func sent(entries: Int, at index: Int, now: ContinuousClock.Instant) {
+    /// Listed keys of reply `index` whose read made no chunk (they were gone from the store).
+    mutating func readNothing(keys: Int, at index: Int) { replies[index].keysQueued += keys }
+
+    /// Chunks with `entries` entries, completing the read of `keys` listed keys, of reply
+    /// `index` were queued.
+    mutating func sent(entries: Int, keys: Int = 0, at index: Int, now: ContinuousClock.Instant) {
         replies[index].entriesSent += entries
+        replies[index].keysQueued += keys
         replies[index].lastProgress = now
     }
 
@@ -128,17 +190,27 @@ struct SyncResponder: Sendable {
     /// The earliest moment a waiting reply is offered again.
     var nextRetry: ContinuousClock.Instant? { replies.compactMap(\.retryAt).min() }
 
-    /// The next bucket whose keys reply `index` must list, taken out (nil: none left).
-    mutating func nextBucket(of index: Int) -> Int? { replies[index].buckets.popFirst() }
+    /// The next bucket whose keys reply `index` must list, taken out (nil: none left), and the
+    /// serial its keys must be stored after.
+    mutating func nextBucket(of index: Int) -> (bucket: Int, storedAfter: UInt64)? {
+        guard let bucket = replies[index].buckets.popFirst() else { return nil }
+        return (bucket, max(replies[index].storedAfter, replies[index].queuedBefore[bucket] ?? 0))
+    }
 
-    /// Keys listed from a bucket join the reply's queue.
-    mutating func append(_ keys: [String], to index: Int) { replies[index].pending.append(contentsOf: keys) }
+    /// Keys listed from `bucket` join the reply's queue.
+    mutating func append(_ keys: [String], from bucket: Int, to index: Int) {
+        replies[index].pending.append(contentsOf: keys)
+        replies[index].keysListed += keys.count
+        replies[index].listed.append((bucket, replies[index].keysListed))
+    }
 
-    /// Removes the replies at `indices` (finished or failed) and returns them.
+    /// Removes the replies at `indices` (finished or failed) and returns them; what a sync
+    /// reply queued is kept for a retry of its request.
     @discardableResult
     mutating func remove(at indices: [Int]) -> [Reply] {
         let removed = indices.map { replies[$0] }
         for index in indices.sorted(by: >) { replies.remove(at: index) }
+        for reply in removed { retire(reply) }
         return removed
     }
 
