@@ -448,3 +448,16 @@ import Testing
         for replica in [a, b, c] { await replica.shutdown() }
     }
 }
+
+/// A problem's JSON says whether it fails health, so tools need not know the kinds; read back,
+/// the problem is the same.
+@Suite struct ProblemCodingTests {
+    @Test(arguments: [(Problem.Kind.commit, true), (.clock, true), (.sync, false), (.handshake, false)])
+    func aProblemsJSONSaysWhetherItFailsHealth(kind: Problem.Kind, fails: Bool) throws {
+        let problem = Problem(kind: kind, subject: "s", message: "m", since: Date(timeIntervalSince1970: 1_000), count: 2)
+        let json = try JSONEncoder().encode(problem)
+        let object = try #require(try JSONSerialization.jsonObject(with: json) as? [String: Any])
+        #expect(object["failsHealth"] as? Bool == fails)
+        #expect(try JSONDecoder().decode(Problem.self, from: json) == problem)
+    }
+}

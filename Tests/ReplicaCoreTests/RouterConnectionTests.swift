@@ -13,23 +13,26 @@ import Testing
         return message.frames.first
     }
 
+    /// With a member link's own DEALER (its options as Replica sets them) and its re-dial.
     @Test func aReconnectionArrivesUnderANewRoutingID() throws {
         let context = try ZMQContext()
         let port = testPorts.pair()
+        let member = Endpoint(host: "127.0.0.1", port: port)
         let router = try context.socket(.router)
-        try router.bind("tcp://127.0.0.1:\(port)")
-        let dealer = try context.socket(.dealer)
-        try dealer.connect("tcp://127.0.0.1:\(port)")
-        _ = try dealer.send(frame: [1], wait: true)
-        _ = try dealer.send(frame: [2], wait: true)
+        try router.bind(member.syncAddress)
+        let link = try MemberLink(
+            node: "m", address: member, from: Endpoint(host: "127.0.0.1", port: testPorts.pair()), context: context,
+            limits: WireLimits(), security: .insecure)
+        defer { link.close() }
+        _ = try link.dealer.send(frame: [1], wait: true)
+        _ = try link.dealer.send(frame: [2], wait: true)
         let first = try #require(try Self.routingID(on: router))
         #expect(try Self.routingID(on: router) == first, "two messages of one connection")
 
-        try dealer.redial("tcp://127.0.0.1:\(port)")
-        _ = try dealer.send(frame: [3], wait: true)
+        try link.dealer.redial(link.syncAddress)
+        _ = try link.dealer.send(frame: [3], wait: true)
         let after = try #require(try Self.routingID(on: router))
         #expect(after != first)
         router.close()
-        dealer.close()
     }
 }

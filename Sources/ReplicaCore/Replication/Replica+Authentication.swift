@@ -113,12 +113,14 @@ extension Replica {
             logger.warning("refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
         }
         // The one member at that host is named: a key rotated on it, its new .pub not here yet,
-        // showed only as that member going down.
+        // showed only as that member going down. (Only the host is known: another process on
+        // it may be the one, so the message says both.)
         let atHost = membership.listed.filter { $0.status == .active && $0.address.host == address }
         if atHost.count == 1, let member = atHost.first {
             problems.raise(.handshake, member.node.rawValue,
-                "member \(member.node) at \(member.address) connects with a key this node does not trust (\(keyText ?? "-")): if "
-                + "its key was rotated, copy its new \(member.node).pub into the trust directory (docs/security.md, \"Rotating a key\")")
+                "a connection from \(address), the host of member \(member.node) (\(member.address)), uses a key this node does not "
+                + "trust (\(keyText ?? "-")): if \(member.node)'s key was rotated, copy its new \(member.node).pub into the trust "
+                + "directory (docs/security.md, \"Rotating a key\"); if another process on that host made it, \(member.node) is not concerned")
         }
         return [Array("1.0".utf8), requestID, Array("400".utf8), Array("key not trusted".utf8), [], []]
     }

@@ -102,13 +102,13 @@ extension Replica {
             let reply = responder.replies[index]
             var queued = 0
             var queuedEntries = 0
-            var queuedKeys = 0
+            var queuedKeys: [Int: Int] = [:]
             do {
                 for chunk in chunks {
                     guard try syncServer.send([reply.client, chunk.frame]) else { break }
                     queued += 1
                     queuedEntries += chunk.entries
-                    queuedKeys += chunk.keys
+                    queuedKeys.merge(chunk.keys, uniquingKeysWith: +)
                 }
             } catch {
                 // The requester's connection is gone (ROUTER_MANDATORY): it will ask again.
@@ -142,14 +142,14 @@ extension Replica {
         }
         // The store stops at the turn's bytes, row by row: values of a reply may be 100 B or
         // 1 MiB, mixed, and 2,048 of the largest read at once would take 2 GiB.
-        let keys = responder.take(from: index, limit: Self.keysPerTurn)
-        let (entries, unread) = try store.entries(forKeys: Array(keys), maxBytes: Self.replyBytesPerTurn)
-        if !unread.isEmpty { responder.putBack(unread, at: index) }
+        let keys = Array(responder.take(from: index, limit: Self.keysPerTurn))
+        let (entries, unread) = try store.entries(forKeys: keys, maxBytes: Self.replyBytesPerTurn)
+        let keysRead = responder.read(keys, unread: unread, at: index)
         let isLast = responder.isListed(index)
-        let keysRead = keys.count - unread.count
         var split = split(entries)
         if split.isEmpty && isLast { split = [[]] }
-        if split.isEmpty { responder.readNothing(keys: keysRead, at: index) }
+        // Keys read that made no chunk were gone from the store: nothing of them to send.
+        if split.isEmpty { responder.sent(entries: 0, keys: keysRead, at: index, now: .now) }
         let reply = responder.replies[index]
         let first = responder.numberChunks(split.count, at: index)
         return split.enumerated().map { position, entries in
@@ -157,7 +157,7 @@ extension Replica {
             let chunk = SyncChunk(
                 origin: identity.node, requestID: reply.requestID, index: first + UInt32(position),
                 isLast: isLast && isTurnsLast, mark: reply.mark, sequence: reply.sequence, entries: entries)
-            return SyncResponder.HeldChunk(frame: codec.encode(.syncChunk(chunk)), entries: entries.count, keys: isTurnsLast ? keysRead : 0)
+            return SyncResponder.HeldChunk(frame: codec.encode(.syncChunk(chunk)), entries: entries.count, keys: isTurnsLast ? keysRead : [:])
         }
     }
 

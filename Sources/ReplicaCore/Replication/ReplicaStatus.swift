@@ -98,7 +98,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// connection (a requester that timed out behind a slow link): their replies left out
         /// what had been sent.
         public var syncRetriesResumed = 0
-        /// Handshakes that failed before authentication (wrong mechanism, garbage greeting).
+        /// Handshakes that failed on our listening sockets: the wrong mechanism, a garbage
+        /// greeting, or a key refused (those are also in `untrustedHandshakesRefused`).
         public var handshakesFailed = 0
         /// CURVE handshakes refused because their key is not trusted, since start
         /// (`refusedHandshakes` lists the current ones, by address and key).

@@ -12,7 +12,7 @@ struct Status: ClientCommand {
             when they entered that state, VIA whether their updates come directly or through a \
             relay, RTT the round trip, OFFSET their clock minus ours, MISSING the updates of \
             theirs known lost and not yet repaired. Times are UTC. Exits with 1 if the node is \
-            not running. --json prints every field (docs/operations.md).
+            not running. --json prints every field (docs/status-json.md).
 
             Examples:
               replica-node status --data cluster-data/node1

@@ -153,6 +153,26 @@ import Testing
         if case .completed(let sync) = completed { #expect(sync.reports == reports) } else { Issue.record("not completed: \(completed)") }
     }
 
+    /// Chunks of a new request after timeouts come in time and are not counted late; an
+    /// abandoned request is not repeated once its timeouts are forgotten (its reports would be
+    /// that old).
+    @Test func onlyAbandonedAndRetriedRequestsChunksAreLateAndRetriesAreForgotten() {
+        var planner = SyncPlanner()
+        planner.started(with: "a", requestID: 4, reason: .periodic, now: now)
+        _ = planner.expire(now: now + .seconds(10), timeout: .seconds(10))
+        planner.started(with: "a", requestID: 9, reason: .periodic, now: now + .seconds(10))
+        _ = planner.received(requestID: 9, from: "a", entries: 1, bytes: 5, isLast: false, now: now + .seconds(11))
+        #expect(planner.timeoutHistory["a"]?.lateChunks == 0, "a new request's chunk")
+        _ = planner.received(requestID: 4, from: "a", entries: 1, bytes: 5, isLast: false, now: now + .seconds(12))
+        #expect(planner.timeoutHistory["a"]?.lateChunks == 1, "the abandoned one's")
+        _ = planner.expire(now: now + .seconds(40), timeout: .seconds(10))
+        #expect(planner.retrying(with: "a", since: .none)?.requestID == 9)
+        _ = planner.stalls(now: now + .seconds(119), window: .seconds(80))
+        #expect(planner.retry != nil)
+        _ = planner.stalls(now: now + .seconds(120), window: .seconds(80))
+        #expect(planner.retry == nil && planner.timeoutHistory.isEmpty)
+    }
+
     /// A sync during which received entries were dropped is not asked again as it was: its
     /// reply's entries may be among those dropped.
     @Test func aSyncThatDroppedEntriesIsNotRetried() {
@@ -367,14 +387,14 @@ import Testing
     }
 
     /// Lists every bucket of reply 0 (a key per bucket, two in bucket 3) and queues chunks
-    /// completing the read of its first `queuedKeys` keys.
-    func list(queuedKeys: Int, in responder: inout SyncResponder) -> [(bucket: Int, storedAfter: UInt64)] {
+    /// carrying the keys `queued` (per bucket).
+    func list(queued: [Int: Int], in responder: inout SyncResponder) -> [(bucket: Int, storedAfter: UInt64)] {
         var listed: [(bucket: Int, storedAfter: UInt64)] = []
         while let next = responder.nextBucket(of: 0) {
             listed.append(next)
             responder.append(next.bucket == 3 ? ["a", "b"] : ["k\(next.bucket)"], from: next.bucket, to: 0)
         }
-        responder.sent(entries: queuedKeys, keys: queuedKeys, at: 0, now: now)
+        responder.sent(entries: queued.values.reduce(0, +), keys: queued, at: 0, now: now)
         return listed
     }
 
@@ -393,15 +413,15 @@ import Testing
         var responder = SyncResponder(maxReplies: 4)
         _ = responder.accept(syncReply(serial: 100, buckets: [3, 5, 7]))
         // Buckets 3 and 5 (keys a, b, k5) were queued; bucket 7's key was read but is held.
-        _ = list(queuedKeys: 3, in: &responder)
+        _ = list(queued: [3: 2, 5: 1], in: &responder)
+        // (A reply on another connection stands beside the first: that one ends first.)
+        if client != [1] { responder.remove(at: [0]) }
         let admission = responder.accept(syncReply(id: id, serial: 150, buckets: [3, 5, 7, 9], since: since, client: client))
         #expect(admission == (client == [1] ? .replacedEarlier : .accepted), "\(what)")
-        // (The other connection's reply stands beside the first: drop that one.)
-        if client != [1] { responder.remove(at: [0]) }
         #expect(responder.replies[0].queuedBefore == left, "\(what)")
         #expect(responder.isResumed(0) == !left.isEmpty, "\(what)")
         let storedAfter = since.serial
-        let listed = list(queuedKeys: 0, in: &responder)
+        let listed = list(queued: [:], in: &responder)
         #expect(listed.map(\.bucket) == [3, 5, 7, 9])
         #expect(listed.map(\.storedAfter) == [3, 5, 7, 9].map { max(storedAfter, left[$0] ?? 0) }, "\(what)")
     }
@@ -411,13 +431,13 @@ import Testing
     @Test func anEndedReplyIsRememberedForItsRetryAndRetriesChain() {
         var responder = SyncResponder(maxReplies: 4)
         _ = responder.accept(syncReply(serial: 100, buckets: [3]))
-        _ = list(queuedKeys: 2, in: &responder)
+        _ = list(queued: [3: 2], in: &responder)
         responder.remove(at: [0])
         #expect(responder.deliveries.map(\.buckets) == [[3: 100]])
         // The retry: bucket 3 is even now (its entries arrived), bucket 7 goes out in full.
         _ = responder.accept(syncReply(serial: 150, buckets: [7]))
         #expect(responder.replies[0].queuedBefore == [3: 100])
-        _ = list(queuedKeys: 1, in: &responder)
+        _ = list(queued: [7: 1], in: &responder)
         let given = responder.expire(now: now + .seconds(60), timeout: .seconds(40))
         #expect(given.count == 1 && responder.replies.isEmpty)
         _ = responder.accept(syncReply(serial: 200, buckets: [3, 7, 8]))
@@ -425,9 +445,46 @@ import Testing
         #expect(responder.deliveries.count == 1, "one per connection")
 
         _ = responder.accept(reply(2, keys: ["a"], repair: true))
-        responder.sent(entries: 1, keys: 1, at: 1, now: now)
+        responder.sent(entries: 1, keys: [StoreDigest.bucket(of: "a"): 1], at: 1, now: now)
         responder.remove(at: [1])
         #expect(responder.deliveries.count == 1, "a repair is not remembered")
+    }
+
+    /// A bucket is on its way only once every key listed from it was read into queued chunks,
+    /// whatever order the store reads a turn's keys in: SQLite reads them in key order and
+    /// stops at the turn's bytes, so the keys it leaves may be anywhere among those taken.
+    /// (Counted by position at first, a bucket whose second key was held when the retry came
+    /// counted as sent: that key was never sent again, and the sync completed without it.)
+    @Test func aBucketIsOnItsWayOnlyOnceEveryKeyOfItWasRead() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        // Bucket x holds "m..." and "z..."; bucket y, "a..." and "c...": listed x first, read in
+        // key order a, c, m (2.1 MB, the turn's bytes), z left.
+        func key(_ prefix: String, in bucket: Int?) -> String {
+            (0..<100_000).lazy.map { "\(prefix)\($0)" }.first { bucket == nil || StoreDigest.bucket(of: $0) == bucket }!
+        }
+        let m = key("m", in: nil)
+        let x = StoreDigest.bucket(of: m)
+        let z = key("z", in: x)
+        let a = (0..<100_000).lazy.map { "a\($0)" }.first { StoreDigest.bucket(of: $0) != x }!
+        let y = StoreDigest.bucket(of: a)
+        let c = key("c", in: y)
+        let value = String(repeating: "v", count: 700_000)
+        _ = try store.merge([m, z, a, c].map { SQLiteStoreTests.entry($0, 1, "n1", value) })
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(syncReply(serial: 100, buckets: [x, y]))
+        while let next = responder.nextBucket(of: 0) {
+            responder.append(next.bucket == x ? [m, z] : [a, c], from: next.bucket, to: 0)
+        }
+        let taken = Array(responder.take(from: 0, limit: Replica.keysPerTurn))
+        let (entries, unread) = try store.entries(forKeys: taken, maxBytes: Replica.replyBytesPerTurn)
+        #expect(entries.map(\.key) == [a, c, m] && unread == [z])
+        responder.sent(entries: entries.count, keys: responder.read(taken, unread: unread, at: 0), at: 0, now: now)
+        #expect(Array(responder.replies[0].pending) == [z], "the key left goes back")
+        // z's chunk is held (the link is slow) when the retry comes: the first reply ends.
+        responder.remove(at: [0])
+        #expect(responder.deliveries.map(\.buckets) == [[y: 100]], "bucket x is not wholly on its way")
     }
 
     /// At most `maxDeliveries` are kept, the oldest dropped first.
@@ -435,7 +492,7 @@ import Testing
         var responder = SyncResponder(maxReplies: 4)
         for descriptor in 0..<UInt8(SyncResponder.maxDeliveries + 3) {
             _ = responder.accept(syncReply(serial: 100, buckets: [3], client: [descriptor]))
-            _ = list(queuedKeys: 2, in: &responder)
+            _ = list(queued: [3: 2], in: &responder)
             responder.remove(at: [0])
         }
         #expect(responder.deliveries.count == SyncResponder.maxDeliveries)

@@ -67,6 +67,31 @@ public struct Problem: Sendable, Equatable, Codable {
         }
     }
 
+    private enum CodingKeys: String, CodingKey {
+        case kind, subject, message, since, last, count, failsHealth
+    }
+
+    public init(from decoder: any Decoder) throws {
+        let container = try decoder.container(keyedBy: CodingKeys.self)
+        self.init(
+            kind: try container.decode(Kind.self, forKey: .kind), subject: try container.decode(String.self, forKey: .subject),
+            message: try container.decode(String.self, forKey: .message), since: try container.decode(Date.self, forKey: .since),
+            last: try container.decode(Date.self, forKey: .last), count: try container.decode(Int.self, forKey: .count))
+    }
+
+    /// Encoded with `failsHealth`, so tools reading `status --json` or `health --json` need not
+    /// know which kinds fail health (read back, it is derived from the kind again).
+    public func encode(to encoder: any Encoder) throws {
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(kind, forKey: .kind)
+        try container.encode(subject, forKey: .subject)
+        try container.encode(message, forKey: .message)
+        try container.encode(since, forKey: .since)
+        try container.encode(last, forKey: .last)
+        try container.encode(count, forKey: .count)
+        try container.encode(failsHealth, forKey: .failsHealth)
+    }
+
     /// The same problem again: a new message and time, one more occurrence.
     mutating func recur(_ message: String, at date: Date = Date()) {
         self.message = message

@@ -28,6 +28,8 @@ struct SyncPlanner: Sendable {
         var droppedEntries = false
         /// The request's `since` (a retry must repeat it).
         var since: StoreMark = .none
+        /// It repeats a request abandoned for a slow chunk (see `Retry`).
+        var isRetry = false
     }
 
     /// A sync abandoned because no chunk came in time, whose request may be sent again as it
@@ -104,6 +106,9 @@ struct SyncPlanner: Sendable {
     /// was wanted since.
     mutating func stalls(now: ContinuousClock.Instant, window: Duration) -> [Stall] {
         timeoutHistory = timeoutHistory.filter { inFlight?.peer == $0.key || now - $0.value.lastAbandoned < window }
+        // Nor is an abandoned request repeated so long after (it would cover other members'
+        // streams by reports that old).
+        if let retry, timeoutHistory[retry.peer] == nil { self.retry = nil }
         return timeoutHistory.compactMap { peer, history in
             guard history.timeouts >= Self.stallThreshold else { return nil }
             return Stall(peer: peer, timeouts: history.timeouts, lateChunks: history.lateChunks, lateBytes: history.lateBytes)
@@ -181,8 +186,10 @@ struct SyncPlanner: Sendable {
         with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], since: StoreMark = .none,
         now: ContinuousClock.Instant
     ) {
+        let isRetry = retry?.peer == peer && retry?.requestID == requestID
         retry = nil
-        inFlight = InFlight(peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports, since: since)
+        inFlight = InFlight(
+            peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports, since: since, isRetry: isRetry)
         wanted[peer] = nil
         if !reason.isCatchUp, let catchUp, catchUp.preferred == peer { inFlight?.standsInFor = catchUp.reason }
         if reason.isCatchUp || catchUp?.preferred == peer { catchUp = nil }
@@ -203,11 +210,13 @@ struct SyncPlanner: Sendable {
 
     /// A chunk answering a sync request arrived from `peer`.
     mutating func received(requestID: UInt64, from peer: NodeID, entries: Int, bytes: Int, isLast: Bool, now: ContinuousClock.Instant) -> ChunkVerdict {
-        // After a timeout, every chunk from the member is late: an abandoned request's, or the
-        // retried one's (see `Retry`).
-        timeoutHistory[peer]?.lateChunks += 1
-        timeoutHistory[peer]?.lateBytes += bytes
-        guard var sync = inFlight, sync.peer == peer, sync.requestID == requestID else {
+        // Late: a chunk of an abandoned request, or of one asked again (see `Retry`).
+        let isInFlight = inFlight?.peer == peer && inFlight?.requestID == requestID
+        if !isInFlight || inFlight?.isRetry == true {
+            timeoutHistory[peer]?.lateChunks += 1
+            timeoutHistory[peer]?.lateBytes += bytes
+        }
+        guard var sync = inFlight, isInFlight else {
             // A late chunk of an earlier request to the same member: the link carries its
             // replies, the one in flight queued behind. Patience is for a link that brings
             // nothing, so it counts as progress (else each retry timed out behind the last).

@@ -43,11 +43,12 @@ struct SyncResponder: Sendable {
         /// Per bucket, the serial through which earlier attempts of this request queued its
         /// entries on this connection: only entries stored after it are listed again.
         var queuedBefore: [Int: UInt64] = [:]
-        /// Each listed bucket and the count of keys listed once its keys were added; with
-        /// `keysQueued` (keys whose chunks libzmq took), which buckets are fully on their way.
-        var listed: [(bucket: Int, end: Int)] = []
-        var keysListed = 0
-        var keysQueued = 0
+        /// The buckets listed so far, and per bucket its listed keys not yet read into chunks
+        /// libzmq took: a listed bucket with none left is wholly on its way. (Counted by bucket,
+        /// not by position: the store reads a turn's keys in its own order, and stops where the
+        /// turn's bytes run out, anywhere among them.)
+        var listed: [Int] = []
+        var unsent: [Int: Int] = [:]
         var nextChunk: UInt32 = 0
         var entriesSent = 0
         var lastProgress: ContinuousClock.Instant
@@ -57,12 +58,13 @@ struct SyncResponder: Sendable {
         var retryAt: ContinuousClock.Instant?
     }
 
-    /// One encoded chunk of a reply, how many entries it carries, and how many listed keys are
-    /// read once it is queued (the last chunk of a turn's read carries the turn's keys).
+    /// One encoded chunk of a reply, how many entries it carries, and the listed keys, per
+    /// bucket, that are sent once it is queued (the last chunk of a turn carries all the keys
+    /// the turn read).
     struct HeldChunk: Sendable {
         var frame: [UInt8]
         var entries: Int
-        var keys = 0
+        var keys: [Int: Int] = [:]
     }
 
     /// What replies to one request queued on one connection, kept after the reply ends so that
@@ -123,7 +125,7 @@ struct SyncResponder: Sendable {
     private mutating func retire(_ reply: Reply) {
         guard !reply.isRepair else { return }
         var buckets = reply.queuedBefore
-        for listed in reply.listed where listed.end <= reply.keysQueued { buckets[listed.bucket] = reply.mark.serial }
+        for bucket in reply.listed where reply.unsent[bucket, default: 0] == 0 { buckets[bucket] = reply.mark.serial }
         guard !buckets.isEmpty else { return }
         deliveries.removeAll { $0.client == reply.client }
         if deliveries.count >= Self.maxDeliveries { deliveries.removeFirst() }
@@ -137,9 +139,15 @@ struct SyncResponder: Sendable {
         return slice
     }
 
-    /// Keys taken but not read this turn (the turn's bytes were reached) go back to the front.
-    mutating func putBack(_ keys: [String], at index: Int) {
-        replies[index].pending = ArraySlice(keys + replies[index].pending)
+    /// The store read `taken` keys of reply `index` but those `unread` (the turn's bytes were
+    /// reached): these go back to the front. Returns the keys read, per bucket, for the turn's
+    /// last chunk to carry (`sent(entries:keys:at:now:)`).
+    mutating func read(_ taken: [String], unread: [String], at index: Int) -> [Int: Int] {
+        if !unread.isEmpty { replies[index].pending = ArraySlice(unread + replies[index].pending) }
+        let notRead = Set(unread)
+        var read: [Int: Int] = [:]
+        for key in taken where !notRead.contains(key) { read[StoreDigest.bucket(of: key), default: 0] += 1 }
+        return read
     }
 
     /// Chunks that could not be queued (the requester is not reading fast enough) wait, as
@@ -164,14 +172,11 @@ struct SyncResponder: Sendable {
         return replies[index].nextChunk
     }
 
-    /// Listed keys of reply `index` whose read made no chunk (they were gone from the store).
-    mutating func readNothing(keys: Int, at index: Int) { replies[index].keysQueued += keys }
-
-    /// Chunks with `entries` entries, completing the read of `keys` listed keys, of reply
-    /// `index` were queued.
-    mutating func sent(entries: Int, keys: Int = 0, at index: Int, now: ContinuousClock.Instant) {
+    /// Chunks with `entries` entries, carrying the listed `keys` (per bucket), of reply `index`
+    /// were queued (or keys read made no chunk: they were gone from the store).
+    mutating func sent(entries: Int, keys: [Int: Int] = [:], at index: Int, now: ContinuousClock.Instant) {
         replies[index].entriesSent += entries
-        replies[index].keysQueued += keys
+        for (bucket, count) in keys { replies[index].unsent[bucket, default: 0] -= count }
         replies[index].lastProgress = now
     }
 
@@ -200,8 +205,8 @@ struct SyncResponder: Sendable {
     /// Keys listed from `bucket` join the reply's queue.
     mutating func append(_ keys: [String], from bucket: Int, to index: Int) {
         replies[index].pending.append(contentsOf: keys)
-        replies[index].keysListed += keys.count
-        replies[index].listed.append((bucket, replies[index].keysListed))
+        replies[index].listed.append(bucket)
+        replies[index].unsent[bucket, default: 0] += keys.count
     }
 
     /// Removes the replies at `indices` (finished or failed) and returns them; what a sync
