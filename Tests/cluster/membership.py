@@ -398,6 +398,42 @@ def scenario_slow_catch_up(ctx, binary):
             os.killpg(proxy.pid, 9)
 
 
+def scenario_slow_catch_up_held(ctx, binary):
+    """As `slow-catch-up`, with more of the member's reply than its queue holds: node2 starts
+    empty behind 500 kB/s from node1, which holds twenty values of 700 KB (a chunk each: eight
+    fill node1's queue to node2, a few more the sockets' buffers, the rest wait, held, encoded),
+    and waits 1 s for a chunk (a chunk takes 1.4 s). The retry comes while chunks are held:
+    node1 leaves out only the buckets whose every key went out, and sends the rest. node2 ends
+    with all twenty values, having received each about once. (A reply that counted buckets by the position of the keys
+    read, when SQLite reads them in key order, could leave one out for good.)"""
+    advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
+    extra = lambda k: ["--sync-chunk-timeout", "1"] if k == 2 else []
+    with Cluster(binary, 2, "slow-held", advertise=advertise, extra_args=extra) as c:
+        proxy = start_delay_proxies(c, 0.01, rate=500_000, only={1})
+        try:
+            c.start(1)
+            values = {f"big{i:02d}": {"blob": chr(97 + i) * 700_000} for i in range(20)}
+            c.import_keys(1, values.items())
+            t = time.monotonic()
+            c.start(2)
+            took, statuses, _ = c.wait_converged(t, timeout=180)
+            if took is None:
+                raise Failure(f"node2 did not catch up in 180 s: {statuses[2] and statuses[2]['entryCount']} entries")
+            held = c.stored_entries(2, "big")
+            if {key: value for key, (_, _, value) in held.items()} != values:
+                raise Failure(f"node2 holds {sorted(held)} after converging, not the twenty values")
+            received = ((c.status(2) or {}).get("counters") or {}).get("syncEntriesReceived")
+            resumed = ((c.status(1) or {}).get("counters") or {}).get("syncRetriesResumed", 0)
+            if resumed < 1:
+                raise Failure(f"node2's syncs never timed out (node1 resumed no retry): the scenario did not test a retry")
+            if received is None or received > 2 * len(values):
+                raise Failure(f"node2 received {received} sync entries for {len(values)} values: replies crossed again")
+            ctx.say(f"node2 caught up in {took:.1f} s (14 MB at 500 kB/s: 28 s at best) with {received} sync entries "
+                    f"received for {len(values)} values; node1 resumed {resumed} retries")
+        finally:
+            os.killpg(proxy.pid, 9)
+
+
 def scenario_leave_slow(ctx, binary):
     """node3 is reached through a proxy with 100 ms of one-way delay (it advertises the proxy);
     it writes 5,000 keys and 20 increments, then runs `leave` at once: when it returns, every
@@ -552,6 +588,7 @@ SCENARIOS = [
     ("bridge-partition", scenario_bridge_partition),
     ("slow-links", scenario_slow_links),
     ("slow-catch-up", scenario_slow_catch_up),
+    ("slow-catch-up-held", scenario_slow_catch_up_held),
     ("discovery", scenario_discovery),
     ("catch-up-volume", scenario_catch_up_volume),
     ("scale", scenario_scale),
