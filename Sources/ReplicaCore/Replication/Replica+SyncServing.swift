@@ -44,8 +44,9 @@ extension Replica {
             differing = store.digest.differingBuckets(from: request.buckets)
         }
         // A mark from this life of ours: the requester holds what we held then; only what we
-        // stored since can be news to it.
-        let since = request.since.epoch == epoch ? request.since.serial : 0
+        // stored since can be news to it. (Serial 0 of this life is a mark too: what we loaded
+        // at start, and nothing since.)
+        let since = request.since.epoch == epoch ? request.since.serial : nil
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,

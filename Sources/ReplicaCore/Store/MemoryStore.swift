@@ -43,7 +43,7 @@ public final class MemoryStore: ReplicaStore {
         entries(forKeys: index.keys(inBuckets: buckets))
     }
 
-    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String] {
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String] {
         index.keys(inBuckets: buckets, storedAfter: serial)
     }
 

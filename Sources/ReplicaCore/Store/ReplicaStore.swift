@@ -28,8 +28,9 @@ public protocol ReplicaStore: AnyObject {
     /// All entries (tombstones included) whose key falls in one of `buckets`, in key order.
     func entries(inBuckets buckets: [Int]) throws -> [Entry]
     /// Every key (tombstones included) whose key falls in one of `buckets` and whose entry was
-    /// stored after `serial` (0: whenever), in byte order.
-    func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String]
+    /// stored after `serial` (nil: whenever; entries loaded at start count as stored at 0), in
+    /// byte order.
+    func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String]
     /// How many batches this process has stored: a position in the store's history that sync
     /// requests can name (see `SyncRequest.since`).
     var serial: UInt64 { get }

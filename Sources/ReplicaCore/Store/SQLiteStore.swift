@@ -409,7 +409,7 @@ public final class SQLiteStore: ReplicaStore {
         try entries(forKeys: index.keys(inBuckets: buckets))
     }
 
-    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64) -> [String] {
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String] {
         index.keys(inBuckets: buckets, storedAfter: serial)
     }
 

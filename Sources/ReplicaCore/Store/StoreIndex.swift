@@ -189,11 +189,16 @@ struct StoreIndex {
     }
 
     /// Every key (tombstones included) whose bucket is in `buckets` and whose entry was stored
-    /// after serial `since` (0: whenever), in byte order.
-    func keys(inBuckets buckets: [Int], storedAfter since: UInt64 = 0) -> [String] {
+    /// after serial `since` (nil: whenever; entries loaded at start were stored at 0), in byte
+    /// order.
+    func keys(inBuckets buckets: [Int], storedAfter since: UInt64? = nil) -> [String] {
         var keys: [String] = []
         for bucket in Set(buckets) where bucketKeys.indices.contains(bucket) {
-            keys += since == 0 ? bucketKeys[bucket] : bucketKeys[bucket].filter { (slots[IndexKey($0)]?.storedSerial ?? 0) > since }
+            guard let since else {
+                keys += bucketKeys[bucket]
+                continue
+            }
+            keys += bucketKeys[bucket].filter { (slots[IndexKey($0)]?.storedSerial ?? 0) > since }
         }
         return keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
     }

@@ -383,13 +383,13 @@ import Testing
     func syncReply(id: UInt64 = 10, serial: UInt64, buckets: [Int], since: StoreMark = .none, client: [UInt8] = [1]) -> SyncResponder.Reply {
         SyncResponder.Reply(
             client: client, since: since, requester: "r", requestID: id, mark: StoreMark(epoch: 5, serial: serial), isRepair: false,
-            pending: [], buckets: buckets[...], storedAfter: since.serial, lastProgress: now)
+            pending: [], buckets: buckets[...], storedAfter: since == .none ? nil : since.serial, lastProgress: now)
     }
 
     /// Lists every bucket of reply 0 (a key per bucket, two in bucket 3) and queues chunks
     /// carrying the keys `queued` (per bucket).
-    func list(queued: [Int: Int], in responder: inout SyncResponder) -> [(bucket: Int, storedAfter: UInt64)] {
-        var listed: [(bucket: Int, storedAfter: UInt64)] = []
+    func list(queued: [Int: Int], in responder: inout SyncResponder) -> [(bucket: Int, storedAfter: UInt64?)] {
+        var listed: [(bucket: Int, storedAfter: UInt64?)] = []
         while let next = responder.nextBucket(of: 0) {
             listed.append(next)
             responder.append(next.bucket == 3 ? ["a", "b"] : ["k\(next.bucket)"], from: next.bucket, to: 0)
@@ -420,10 +420,10 @@ import Testing
         #expect(admission == (client == [1] ? .replacedEarlier : .accepted), "\(what)")
         #expect(responder.replies[0].queuedBefore == left, "\(what)")
         #expect(responder.isResumed(0) == !left.isEmpty, "\(what)")
-        let storedAfter = since.serial
+        let storedAfter: UInt64? = since == .none ? nil : since.serial
         let listed = list(queued: [:], in: &responder)
         #expect(listed.map(\.bucket) == [3, 5, 7, 9])
-        #expect(listed.map(\.storedAfter) == [3, 5, 7, 9].map { max(storedAfter, left[$0] ?? 0) }, "\(what)")
+        #expect(listed.map(\.storedAfter) == [3, 5, 7, 9].map { left[$0].map { max(storedAfter ?? 0, $0) } ?? storedAfter }, "\(what)")
     }
 
     /// A reply that ended (sent, or given up) is remembered for a retry; a chain of retries
@@ -485,6 +485,18 @@ import Testing
         // z's chunk is held (the link is slow) when the retry comes: the first reply ends.
         responder.remove(at: [0])
         #expect(responder.deliveries.map(\.buckets) == [[y: 100]], "bucket x is not wholly on its way")
+    }
+
+    /// A member restarted just before has made no commit: its mark's serial is 0, and what an
+    /// earlier attempt queued through it is still left out (entries loaded at start count as
+    /// stored at 0). Before, serial 0 read as "whenever", and the retry resent everything.
+    @Test func anAttemptAtSerialZeroIsLeftOutToo() {
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(syncReply(serial: 0, buckets: [3]))
+        _ = list(queued: [3: 2], in: &responder)
+        _ = responder.accept(syncReply(serial: 0, buckets: [3, 5]))
+        let listed = list(queued: [:], in: &responder)
+        #expect(listed.map(\.storedAfter) == [0, nil])
     }
 
     /// At most `maxDeliveries` are kept, the oldest dropped first.

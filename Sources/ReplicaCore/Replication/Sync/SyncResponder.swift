@@ -39,7 +39,7 @@ struct SyncResponder: Sendable {
         /// so a request costs nothing until its reply is read), and the serial its keys must be
         /// stored after.
         var buckets: ArraySlice<Int> = []
-        var storedAfter: UInt64 = 0
+        var storedAfter: UInt64?
         /// Per bucket, the serial through which earlier attempts of this request queued its
         /// entries on this connection: only entries stored after it are listed again.
         var queuedBefore: [Int: UInt64] = [:]
@@ -197,9 +197,13 @@ struct SyncResponder: Sendable {
 
     /// The next bucket whose keys reply `index` must list, taken out (nil: none left), and the
     /// serial its keys must be stored after.
-    mutating func nextBucket(of index: Int) -> (bucket: Int, storedAfter: UInt64)? {
+    mutating func nextBucket(of index: Int) -> (bucket: Int, storedAfter: UInt64?)? {
         guard let bucket = replies[index].buckets.popFirst() else { return nil }
-        return (bucket, max(replies[index].storedAfter, replies[index].queuedBefore[bucket] ?? 0))
+        let reply = replies[index]
+        // An earlier attempt's mark is a mark even at serial 0 (what was loaded at start): a
+        // member restarted just before is the common case.
+        guard let queued = reply.queuedBefore[bucket] else { return (bucket, reply.storedAfter) }
+        return (bucket, max(reply.storedAfter ?? 0, queued))
     }
 
     /// Keys listed from `bucket` join the reply's queue.
