@@ -50,6 +50,25 @@ import Testing
         #expect(rounds == 3, "40 small and 3 large, then 3 large, then none left")
     }
 
+    /// Keys that are equal strings but different bytes ("cafe\u{301}", "caf\u{E9}") are two keys
+    /// to a bounded read too: when it stops after one, the other is handed back, not lost (a
+    /// `Set<String>` took it for read, and a sync reply left it out for good).
+    @Test func aBoundedReadTellsCanonicallyEqualKeysApart() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        let (decomposed, precomposed) = ("cafe\u{301}", "caf\u{E9}")
+        let value = String(repeating: "v", count: 300_000)
+        _ = try store.merge([Self.entry(decomposed, 1, "n1", value), Self.entry(precomposed, 1, "n1", value)])
+        let (entries, unread) = try store.entries(forKeys: [precomposed, decomposed], maxBytes: 200_000)
+        #expect(entries.count == 1 && entries[0].key.utf8.elementsEqual(decomposed.utf8), "byte order: e (0x65) before \u{E9} (0xC3)")
+        #expect(unread.count == 1 && unread[0].utf8.elementsEqual(precomposed.utf8))
+        var responder = SyncResponder(maxReplies: 1)
+        _ = responder.accept(SyncResponder.Reply(client: [1], requester: "r", requestID: 1, mark: .none, isRepair: false, pending: [], lastProgress: .now))
+        let read = responder.read([precomposed, decomposed], unread: unread, at: 0)
+        #expect(read.values.reduce(0, +) == 1, "one key read, one handed back")
+    }
+
     /// Entries loaded at start count as stored at serial 0: a mark at serial 0 (a member that
     /// has made no commit since it started) leaves them out, and no mark at all lists them.
     @Test func entriesLoadedAtStartAreStoredAtSerialZero() throws {

@@ -164,8 +164,8 @@ extension Replica {
 
     /// A key published twice in a repaired range is read (and sent) once, first place kept.
     private static func once(_ keys: ArraySlice<String>) -> [String] {
-        var seen = Set<String>()
-        return keys.filter { seen.insert($0).inserted }
+        var seen = Set<ExactKey>()
+        return keys.filter { seen.insert(ExactKey($0)).inserted }
     }
 
     /// What an entry takes of a chunk's byte limit (its record, with room for the fields).

@@ -476,8 +476,9 @@ public final class SQLiteStore: ReplicaStore {
                     bytes += entry.key.utf8.count + (entry.payload?.count ?? 0)
                     entries.append(entry)
                     if bytes >= maxBytes {
-                        let read = Set(entries[firstOfGroup...].map(\.key))
-                        return (entries, group.filter { !read.contains($0) } + keys[(start + group.count)...])
+                        // By bytes: "caf\u{E9}" and "cafe\u{301}" are two keys (`ExactKey`).
+                        let read = Set(entries[firstOfGroup...].map { ExactKey($0.key) })
+                        return (entries, group.filter { !read.contains(ExactKey($0)) } + keys[(start + group.count)...])
                     }
                 }
             }

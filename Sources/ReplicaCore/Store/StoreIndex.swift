@@ -184,7 +184,7 @@ struct StoreIndex {
         guard let old = slots.removeValue(forKey: indexKey) else { return }
         let bucket = indexKey.bucket
         digest.replace(oldHash: old.hash, newHash: 0, bucket: bucket)
-        if let position = bucketKeys[bucket].firstIndex(of: key) { bucketKeys[bucket].remove(at: position) }
+        if let position = bucketKeys[bucket].firstIndex(where: { $0.hasSameBytes(as: key) }) { bucketKeys[bucket].remove(at: position) }
         if !old.isTombstone { liveCount -= 1 }
     }
 

@@ -144,9 +144,9 @@ struct SyncResponder: Sendable {
     /// last chunk to carry (`sent(entries:keys:at:now:)`).
     mutating func read(_ taken: [String], unread: [String], at index: Int) -> [Int: Int] {
         if !unread.isEmpty { replies[index].pending = ArraySlice(unread + replies[index].pending) }
-        let notRead = Set(unread)
+        let notRead = Set(unread.map(ExactKey.init))
         var read: [Int: Int] = [:]
-        for key in taken where !notRead.contains(key) { read[StoreDigest.bucket(of: key), default: 0] += 1 }
+        for key in taken where !notRead.contains(ExactKey(key)) { read[StoreDigest.bucket(of: key), default: 0] += 1 }
         return read
     }
 
