@@ -3,6 +3,7 @@ are forgotten; a partial ("bridge") partition; 200 ms links; discovery by beacon
 volume a node that fell behind receives to catch up. Each is checked Jepsen style like the
 other scenarios (no acknowledged write lost), plus the property it is about."""
 
+import contextlib
 import json
 import os
 import subprocess
@@ -328,6 +329,40 @@ def sync_problem(status, subject):
     return next((p for p in (status or {}).get("problems", []) if p["kind"] == "sync" and p["subject"] == subject), None)
 
 
+def counter(status, name):
+    """A counter of a `status --json` (None without a status)."""
+    return None if status is None else (status.get("counters") or {}).get(name, 0)
+
+
+@contextlib.contextmanager
+def behind_a_slow_member(binary, name, rate, values):
+    """Two nodes: node1, reached through a proxy that carries `rate` bytes a second each way
+    (it advertises the proxy), holds `values`; node2, not started yet, waits 1 s for a sync
+    chunk (`--sync-chunk-timeout 1`: then 2 s, then 4 s)."""
+    advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
+    extra = lambda k: ["--sync-chunk-timeout", "1"] if k == 2 else []
+    with Cluster(binary, 2, name, advertise=advertise, extra_args=extra) as c:
+        proxy = start_delay_proxies(c, 0.01, rate=rate, only={1})
+        try:
+            c.start(1)
+            c.import_keys(1, values.items())
+            yield c
+        finally:
+            os.killpg(proxy.pid, 9)
+
+
+def wait_caught_up(c, since, values):
+    """Waits (180 s) until node2's digest is node1's and checks it holds exactly `values`;
+    returns the seconds from `since`."""
+    took, statuses, _ = c.wait_converged(since, timeout=180)
+    if took is None:
+        raise Failure(f"node2 did not catch up in 180 s: {statuses[2] and statuses[2]['entryCount']} entries")
+    held = c.stored_entries(2, "big")
+    if {key: value for key, (_, _, value) in held.items()} != values:
+        raise Failure(f"node2 holds {sorted(held)} after converging, not the {len(values)} values")
+    return took
+
+
 def scenario_slow_catch_up(ctx, binary):
     """node2 starts empty behind a link of 100 kB/s to node1 (a proxy node1 advertises), which
     holds three values of 700 KB, and waits 1 s for a sync chunk (`--sync-chunk-timeout 1`:
@@ -338,64 +373,49 @@ def scenario_slow_catch_up(ctx, binary):
     repeats the request, and node1 leaves out of its reply what it already queued for it: the
     three values cross once. Before, each retry's full reply crossed behind the last one's
     (three or four times the data, the link busy for a minute after the catch-up)."""
-    advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
-    extra = lambda k: ["--sync-chunk-timeout", "1"] if k == 2 else []
-    with Cluster(binary, 2, "slow-catch-up", advertise=advertise, extra_args=extra) as c:
-        proxy = start_delay_proxies(c, 0.01, rate=100_000, only={1})
-        try:
-            c.start(1)
-            values = {f"big{i}": {"blob": f"{i}" * 700_000} for i in range(3)}
-            c.import_keys(1, values.items())
-            import scale
-            t = time.monotonic()
-            cpu_before = scale.cpu_seconds(c.nodes[1].process.pid)
-            c.start(2)
-            listed = None
-            if wait_for(lambda: sync_problem(c.status(2), "node1") is not None, 90, step=0.2):
-                listed = time.monotonic() - t
-                problem = sync_problem(c.status(2), "node1")
-                health = c.client(2, ["health"])
-                if health.returncode != 0 or "warning: sync node1" not in health.stdout:
-                    raise Failure(f"health of node2 with the sync problem: exit {health.returncode}, {health.stdout.strip()!r}")
-                ctx.say(f"node2 listed the sync problem after {listed:.1f} s: {problem['message'][:160]}...")
-            else:
-                raise Failure(f"node2 never listed a sync problem; its problems: {(c.status(2) or {}).get('problems')}")
-            took, statuses, _ = c.wait_converged(t, timeout=180)
-            if took is None:
-                raise Failure(f"node2 did not catch up in 180 s: {statuses[2] and statuses[2]['entryCount']} entries")
-            # node1's replies wait on a queue that drains at the link's pace, which must cost it
-            # next to nothing. (Three chunks never fill its queue of 8, so this run did not show
-            # the busy loop an outside test found with 20 values: 50-90% of a core, re-reading
-            # each turn; `SyncResponderTests` covers the held chunks that ended it.)
-            busy = (scale.cpu_seconds(c.nodes[1].process.pid) - cpu_before) / took
-            if busy > 0.3:
-                raise Failure(f"node1 used {busy:.0%} of a core while serving the slow catch-up")
-            held = c.stored_entries(2, "big")
-            if {key: value for key, (_, _, value) in held.items()} != values:
-                raise Failure(f"node2 holds {sorted(held)} after converging, not the three values")
-            cleared = wait_for(lambda: sync_problem(c.status(2), "node1") is None, 60, step=0.2)
-            if not cleared:
-                raise Failure(f"the sync problem stayed after node2 caught up: {sync_problem(c.status(2), 'node1')}")
-            cleared_after = time.monotonic() - t - took
-            # Nothing more crosses: the sync entries node2 received stop at the three values
-            # (a resent one would come within a chunk's 7 s).
-            def received():
-                return ((c.status(2) or {}).get("counters") or {}).get("syncEntriesReceived")
-            last, since = received(), time.monotonic()
-            while time.monotonic() - since < 10 and time.monotonic() - t < took + 90:
-                time.sleep(0.5)
-                now_received = received()
-                if now_received != last:
-                    last, since = now_received, time.monotonic()
-            resumed = ((c.status(1) or {}).get("counters") or {}).get("syncRetriesResumed", 0)
-            if last is None or last > len(values) or resumed < 1:
-                raise Failure(f"node2 received {last} sync entries for {len(values)} values (node1 resumed {resumed} retries): "
-                              "retries' replies crossed the slow link again")
-            ctx.say(f"node2 caught up in {took:.1f} s (2.1 MB at 100 kB/s: 21 s at best), node1 used {busy:.0%} of a "
-                    f"core meanwhile, the problem cleared {cleared_after:.1f} s later, and the values crossed "
-                    f"once ({last} sync entries received; node1 resumed {resumed} retries)")
-        finally:
-            os.killpg(proxy.pid, 9)
+    values = {f"big{i}": {"blob": f"{i}" * 700_000} for i in range(3)}
+    with behind_a_slow_member(binary, "slow-catch-up", 100_000, values) as c:
+        import scale
+        t = time.monotonic()
+        cpu_before = scale.cpu_seconds(c.nodes[1].process.pid)
+        c.start(2)
+        listed = None
+        if wait_for(lambda: sync_problem(c.status(2), "node1") is not None, 90, step=0.2):
+            listed = time.monotonic() - t
+            problem = sync_problem(c.status(2), "node1")
+            health = c.client(2, ["health"])
+            if health.returncode != 0 or "warning: sync node1" not in health.stdout:
+                raise Failure(f"health of node2 with the sync problem: exit {health.returncode}, {health.stdout.strip()!r}")
+            ctx.say(f"node2 listed the sync problem after {listed:.1f} s: {problem['message'][:160]}...")
+        else:
+            raise Failure(f"node2 never listed a sync problem; its problems: {(c.status(2) or {}).get('problems')}")
+        took = wait_caught_up(c, t, values)
+        # node1's replies wait on a queue that drains at the link's pace, which must cost it
+        # next to nothing. (Three chunks never fill its queue of 8, so this run did not show
+        # the busy loop an outside test found with 20 values: 50-90% of a core, re-reading
+        # each turn; `SyncResponderTests` covers the held chunks that ended it.)
+        busy = (scale.cpu_seconds(c.nodes[1].process.pid) - cpu_before) / took
+        if busy > 0.3:
+            raise Failure(f"node1 used {busy:.0%} of a core while serving the slow catch-up")
+        cleared = wait_for(lambda: sync_problem(c.status(2), "node1") is None, 60, step=0.2)
+        if not cleared:
+            raise Failure(f"the sync problem stayed after node2 caught up: {sync_problem(c.status(2), 'node1')}")
+        cleared_after = time.monotonic() - t - took
+        # Nothing more crosses: the sync entries node2 received stop at the three values
+        # (a resent one would come within a chunk's 7 s).
+        last, since = counter(c.status(2), "syncEntriesReceived"), time.monotonic()
+        while time.monotonic() - since < 10 and time.monotonic() - t < took + 90:
+            time.sleep(0.5)
+            received = counter(c.status(2), "syncEntriesReceived")
+            if received != last:
+                last, since = received, time.monotonic()
+        resumed = counter(c.status(1), "syncRetriesResumed") or 0
+        if last is None or last > len(values) or resumed < 1:
+            raise Failure(f"node2 received {last} sync entries for {len(values)} values (node1 resumed {resumed} retries): "
+                          "retries' replies crossed the slow link again")
+        ctx.say(f"node2 caught up in {took:.1f} s (2.1 MB at 100 kB/s: 21 s at best), node1 used {busy:.0%} of a "
+                f"core meanwhile, the problem cleared {cleared_after:.1f} s later, and the values crossed "
+                f"once ({last} sync entries received; node1 resumed {resumed} retries)")
 
 
 def scenario_slow_catch_up_held(ctx, binary):
@@ -404,34 +424,22 @@ def scenario_slow_catch_up_held(ctx, binary):
     fill node1's queue to node2, a few more the sockets' buffers, the rest wait, held, encoded),
     and waits 1 s for a chunk (a chunk takes 1.4 s). The retry comes while chunks are held:
     node1 leaves out only the buckets whose every key went out, and sends the rest. node2 ends
-    with all twenty values, having received each about once. (A reply that counted buckets by the position of the keys
-    read, when SQLite reads them in key order, could leave one out for good.)"""
-    advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
-    extra = lambda k: ["--sync-chunk-timeout", "1"] if k == 2 else []
-    with Cluster(binary, 2, "slow-held", advertise=advertise, extra_args=extra) as c:
-        proxy = start_delay_proxies(c, 0.01, rate=500_000, only={1})
-        try:
-            c.start(1)
-            values = {f"big{i:02d}": {"blob": chr(97 + i) * 700_000} for i in range(20)}
-            c.import_keys(1, values.items())
-            t = time.monotonic()
-            c.start(2)
-            took, statuses, _ = c.wait_converged(t, timeout=180)
-            if took is None:
-                raise Failure(f"node2 did not catch up in 180 s: {statuses[2] and statuses[2]['entryCount']} entries")
-            held = c.stored_entries(2, "big")
-            if {key: value for key, (_, _, value) in held.items()} != values:
-                raise Failure(f"node2 holds {sorted(held)} after converging, not the twenty values")
-            received = ((c.status(2) or {}).get("counters") or {}).get("syncEntriesReceived")
-            resumed = ((c.status(1) or {}).get("counters") or {}).get("syncRetriesResumed", 0)
-            if resumed < 1:
-                raise Failure(f"node2's syncs never timed out (node1 resumed no retry): the scenario did not test a retry")
-            if received is None or received > 2 * len(values):
-                raise Failure(f"node2 received {received} sync entries for {len(values)} values: replies crossed again")
-            ctx.say(f"node2 caught up in {took:.1f} s (14 MB at 500 kB/s: 28 s at best) with {received} sync entries "
-                    f"received for {len(values)} values; node1 resumed {resumed} retries")
-        finally:
-            os.killpg(proxy.pid, 9)
+    with all twenty values, having received each about once. (A reply that counted buckets by
+    the position of the keys read, when SQLite reads them in key order, could leave one out for
+    good.)"""
+    values = {f"big{i:02d}": {"blob": chr(97 + i) * 700_000} for i in range(20)}
+    with behind_a_slow_member(binary, "slow-held", 500_000, values) as c:
+        t = time.monotonic()
+        c.start(2)
+        took = wait_caught_up(c, t, values)
+        received = counter(c.status(2), "syncEntriesReceived")
+        resumed = counter(c.status(1), "syncRetriesResumed") or 0
+        if resumed < 1:
+            raise Failure("node2's syncs never timed out (node1 resumed no retry): the scenario did not test a retry")
+        if received is None or received > 2 * len(values):
+            raise Failure(f"node2 received {received} sync entries for {len(values)} values: replies crossed again")
+        ctx.say(f"node2 caught up in {took:.1f} s (14 MB at 500 kB/s: 28 s at best) with {received} sync entries "
+                f"received for {len(values)} values; node1 resumed {resumed} retries")
 
 
 def scenario_leave_slow(ctx, binary):

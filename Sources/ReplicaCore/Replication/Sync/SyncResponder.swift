@@ -43,11 +43,10 @@ struct SyncResponder: Sendable {
         /// Per bucket, the serial through which earlier attempts of this request queued its
         /// entries on this connection: only entries stored after it are listed again.
         var queuedBefore: [Int: UInt64] = [:]
-        /// The buckets listed so far, and per bucket its listed keys not yet read into chunks
-        /// libzmq took: a listed bucket with none left is wholly on its way. (Counted by bucket,
-        /// not by position: the store reads a turn's keys in its own order, and stops where the
-        /// turn's bytes run out, anywhere among them.)
-        var listed: [Int] = []
+        /// Per bucket listed so far, its listed keys not yet read into chunks libzmq took: a
+        /// listed bucket with none left is wholly on its way. (Counted by bucket, not by
+        /// position: the store reads a turn's keys in its own order, and stops where the turn's
+        /// bytes run out, anywhere among them.)
         var unsent: [Int: Int] = [:]
         var nextChunk: UInt32 = 0
         var entriesSent = 0
@@ -125,7 +124,7 @@ struct SyncResponder: Sendable {
     private mutating func retire(_ reply: Reply) {
         guard !reply.isRepair else { return }
         var buckets = reply.queuedBefore
-        for bucket in reply.listed where reply.unsent[bucket, default: 0] == 0 { buckets[bucket] = reply.mark.serial }
+        for (bucket, left) in reply.unsent where left == 0 { buckets[bucket] = reply.mark.serial }
         guard !buckets.isEmpty else { return }
         deliveries.removeAll { $0.client == reply.client }
         if deliveries.count >= Self.maxDeliveries { deliveries.removeFirst() }
@@ -209,7 +208,6 @@ struct SyncResponder: Sendable {
     /// Keys listed from `bucket` join the reply's queue.
     mutating func append(_ keys: [String], from bucket: Int, to index: Int) {
         replies[index].pending.append(contentsOf: keys)
-        replies[index].listed.append(bucket)
         replies[index].unsent[bucket, default: 0] += keys.count
     }
 
