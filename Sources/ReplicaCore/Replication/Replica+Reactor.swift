@@ -158,12 +158,6 @@ extension Replica {
         }
         listSyncStalls(now: now)
         startNextSync(now: now)
-        // As long as the most patient requester waits for a chunk: a reply that cannot be sent
-        // is usually one whose queue drains at the pace of a slow link, not one nobody reads.
-        let replyTimeout = SyncPlanner.longestTimeout(base: timing.requestTimeout)
-        for reply in responder.expire(now: now, timeout: replyTimeout) {
-            logger.warning("reply to \(reply.requester) abandoned: nothing could be sent for \(replyTimeout)")
-        }
         maintainSeeds(now: now)
         checkLeaveDeadline(now: now)
     }

@@ -51,14 +51,12 @@ extension Replica {
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since, lastProgress: now)
-        if responder.accept(reply) == .refused {
-            // A bounded number of replies at once, so requests cannot grow memory; a refused
-            // requester times out and asks again.
-            counters.syncRequestsRefused += 1
-            return
-        }
+        guard let admission = admit(reply, now: now) else { return }
         counters.syncRequestsServed += 1
-        if let index = responder.replies.indices.last, responder.isResumed(index) {
+        if admission == .continuedEarlier {
+            counters.syncRetriesResumed += 1
+            logger.info("sync request \(request.requestID) of \(request.origin) asked again: its reply goes on where it was")
+        } else if let index = responder.replies.indices.last, responder.isResumed(index) {
             counters.syncRetriesResumed += 1
             logger.info("sync request \(request.requestID) of \(request.origin) asked again: \(responder.replies[index].queuedBefore.count) buckets already sent on its connection go again only with what changed since")
         }
@@ -75,11 +73,28 @@ extension Replica {
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID, mark: .none, isRepair: true,
             pending: Self.once(keys[...])[...], lastProgress: now)
-        if responder.accept(reply) == .refused {
+        if admit(reply, now: now) != nil { counters.repairsServed += 1 }
+    }
+
+    /// Gives `reply` a place among the replies in progress, if there is one (nil: refused, and
+    /// counted). A reply that could queue nothing for as long as the most patient requester
+    /// waits for a chunk gives up its place when all are taken: it is usually one whose queue
+    /// drains at the pace of a slow link, but may be one nobody reads.
+    private func admit(_ reply: SyncResponder.Reply, now: ContinuousClock.Instant) -> SyncResponder.Admission? {
+        let stalledAfter = SyncPlanner.longestTimeout(base: timing.requestTimeout)
+        let admission = responder.accept(reply, now: now, stalledAfter: stalledAfter)
+        switch admission {
+        case .refused:
+            // A bounded number of replies at once, so requests cannot grow memory; a refused
+            // requester times out and asks again.
             counters.syncRequestsRefused += 1
-        } else {
-            counters.repairsServed += 1
+            return nil
+        case .tookPlaceOfStalled(let requester):
+            logger.warning("reply to \(requester) abandoned for a new request: nothing could be sent for \(stalledAfter)")
+        case .accepted, .replacedEarlier, .continuedEarlier:
+            break
         }
+        return admission
     }
 
     /// Sends the next slice of every reply in progress, as far as each requester's queue allows.

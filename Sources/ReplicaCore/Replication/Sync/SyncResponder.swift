@@ -5,21 +5,28 @@
 /// ROUTER's per-connection send queue is small, and chunks that do not fit are held, encoded,
 /// and offered again after `retryDelay`, before anything more is read. What a node holds for
 /// requesters is so bounded: `maxReplies` replies, each a list of keys, what one turn read
-/// (about `Replica.replyBytesPerTurn`) and what sits in one connection's queue. A reply nobody
-/// reads for `timeout` is dropped.
+/// (about `Replica.replyBytesPerTurn`) and what sits in one connection's queue. A reply that
+/// could queue nothing for `stalledAfter` gives its place to a new request when every place is
+/// taken; it is not dropped on a timer. (libzmq takes more of a connection's queue only once
+/// half of it drained: behind a slow link, four chunks of 700 KB at 60 kB/s are 47 s without a
+/// chunk queued. Dropped after 40 s, such a reply stopped the requester's catch-up until its
+/// own patience ran out and it asked again: 40 s lost each time, and what had been read sent
+/// twice. A connection that is gone ends its reply at the next offer: ROUTER_MANDATORY.)
 ///
 /// (Held chunks replace putting the keys back: behind a slow link, every turn read and encoded
 /// the same megabytes again, and the loop, never idle while a reply was in progress, ran a
 /// core at 50-90% for as long as the slow requester's catch-up lasted.)
 ///
 /// A requester whose patience ran out before a chunk could cross may send the same request
-/// again (the same id and `since`): a retry. Its reply leaves out what earlier attempts already
-/// queued on the same connection, which will arrive before it or not at all (a connection lost
-/// ends the requester's sync). Per bucket, only entries stored after that attempt's mark are
-/// sent again (`Reply.queuedBefore`, `deliveries`). A connection is its ROUTER routing id:
-/// Replica's DEALERs set none, so the ROUTER names each connection anew, and a reconnection is
-/// another client. Before, each retry's full reply crossed the slow
-/// link behind the last one's: 2-3 times the data, the link busy minutes after the catch-up.
+/// again (the same id and `since`): a retry. A reply still in progress goes on where it was
+/// (the requester's patience ran out, not the reply). One that ended is answered by a new
+/// reply leaving out what earlier attempts already queued on the same connection, which will
+/// arrive before it or not at all (a connection lost ends the requester's sync): per bucket,
+/// only entries stored after that attempt's mark are sent again (`Reply.queuedBefore`,
+/// `deliveries`). A connection is its ROUTER routing id: Replica's DEALERs set none, so the
+/// ROUTER names each connection anew, and a reconnection is another client. Before, each
+/// retry's full reply crossed the slow link behind the last one's: 2-3 times the data, the link
+/// busy minutes after the catch-up.
 struct SyncResponder: Sendable {
     struct Reply: Sendable {
         /// The ROUTER routing id of the requesting connection.
@@ -55,6 +62,14 @@ struct SyncResponder: Sendable {
         var held: [HeldChunk] = []
         /// While its queue is full: when to offer the held chunks again.
         var retryAt: ContinuousClock.Instant?
+
+        /// How long after `now` its held chunks are offered again: soon while its connection
+        /// drains (a fast one frees its queue within milliseconds), rarely once nothing could
+        /// be queued for a second (a slow link, or a requester stopped): a reply may wait for
+        /// minutes, and the loop need not wake for it hundreds of times a second.
+        func retryDelay(now: ContinuousClock.Instant) -> Duration {
+            now - lastProgress < .seconds(1) ? SyncResponder.retryDelay : SyncResponder.stalledRetryDelay
+        }
     }
 
     /// One encoded chunk of a reply, how many entries it carries, and the listed keys, per
@@ -85,6 +100,8 @@ struct SyncResponder: Sendable {
     /// libzmq does not say when one connection's queue drains, so it is tried a few hundred
     /// times a second, instead of on every turn of a loop that would then never sleep.
     static let retryDelay: Duration = .milliseconds(2)
+    /// The same, for a reply that could queue nothing for a second.
+    static let stalledRetryDelay: Duration = .milliseconds(100)
 
     let maxReplies: Int
     private(set) var replies: [Reply] = []
@@ -95,20 +112,42 @@ struct SyncResponder: Sendable {
         case accepted
         /// The same connection's earlier reply was dropped for this one (it asked again).
         case replacedEarlier
-        /// Too many replies in progress: the requester times out and asks again later.
+        /// A retry of the request whose reply is still in progress on the same connection: that
+        /// reply goes on where it was (nothing read or queued is read or sent again).
+        case continuedEarlier
+        /// Every place was taken: the reply of `requester`, which could queue nothing for
+        /// `stalledAfter`, was dropped for this one.
+        case tookPlaceOfStalled(requester: NodeID)
+        /// Too many replies in progress, none stalled: the requester times out and asks again
+        /// later.
         case refused
     }
 
-    mutating func accept(_ reply: Reply) -> Admission {
+    /// Takes a request's reply, if there is room: one reply per connection (and one repair),
+    /// at most `maxReplies` in all, a stalled one (nothing queued for `stalledAfter`) giving
+    /// its place to a new one.
+    mutating func accept(_ reply: Reply, now: ContinuousClock.Instant, stalledAfter: Duration) -> Admission {
         var reply = reply
         // One reply per connection: a repeated request means the requester gave up the earlier
         // one. A repair does not replace a sync in progress (a node asks for both).
         let earlier = replies.indices.filter { replies[$0].client == reply.client && replies[$0].isRepair == reply.isRepair }
+        if !reply.isRepair, let live = earlier.first(where: { replies[$0].requestID == reply.requestID && replies[$0].since == reply.since }) {
+            // A retry of a reply still on its way: the requester's patience ran out, not the
+            // reply. Replaced, it would read again what it had read and not yet queued.
+            replies[live].lastProgress = now
+            return .continuedEarlier
+        }
         remove(at: earlier)
         if !reply.isRepair { reply.queuedBefore = queuedBefore(retrying: reply) }
-        guard replies.count < maxReplies else { return .refused }
+        var admission: Admission = earlier.isEmpty ? .accepted : .replacedEarlier
+        if replies.count >= maxReplies {
+            let stalled = replies.indices.filter { now - replies[$0].lastProgress >= stalledAfter }
+            guard let stalest = stalled.min(by: { replies[$0].lastProgress < replies[$1].lastProgress }) else { return .refused }
+            admission = .tookPlaceOfStalled(requester: replies[stalest].requester)
+            remove(at: [stalest])
+        }
         replies.append(reply)
-        return earlier.isEmpty ? .accepted : .replacedEarlier
+        return admission
     }
 
     /// What earlier attempts of `reply`'s request queued on its connection, by bucket (empty
@@ -150,10 +189,10 @@ struct SyncResponder: Sendable {
     }
 
     /// Chunks that could not be queued (the requester is not reading fast enough) wait, as
-    /// encoded, until `now + retryDelay`.
+    /// encoded, until `now + retryDelay` (longer once the reply is stalled).
     mutating func hold(_ chunks: [HeldChunk], at index: Int, now: ContinuousClock.Instant) {
         replies[index].held = chunks
-        replies[index].retryAt = now + Self.retryDelay
+        replies[index].retryAt = now + replies[index].retryDelay(now: now)
     }
 
     /// The chunks held for reply `index`, taken out (they are offered again).
@@ -219,11 +258,5 @@ struct SyncResponder: Sendable {
         for index in indices.sorted(by: >) { replies.remove(at: index) }
         for reply in removed { retire(reply) }
         return removed
-    }
-
-    /// Drops replies that made no progress for `timeout` (their requester is gone or stuck).
-    mutating func expire(now: ContinuousClock.Instant, timeout: Duration) -> [Reply] {
-        let stale = replies.indices.filter { now - replies[$0].lastProgress >= timeout }
-        return remove(at: stale)
     }
 }
