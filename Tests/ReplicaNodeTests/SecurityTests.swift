@@ -202,7 +202,8 @@ import Testing
 
     /// 20 clients each send 2,000 sync requests to a node holding 100,000 keys and never read a
     /// reply: what the node queues for them is bounded (docs/security.md), so it stays under
-    /// 250 MB and keeps serving.
+    /// 250 MB and keeps serving. Each request id comes twice: a new one replaces the client's
+    /// reply (read anew), its repeat is a retry that continues it.
     @Test func clientsThatNeverReadCannotGrowMemory() async throws {
         let cluster = try ProcessCluster(size: 1, name: "nonreading")
         defer { cluster.stop() }
@@ -216,7 +217,7 @@ import Testing
         let context = try ZMQContext()
         let codec = WireCodec()
         // All-zero buckets: every bucket differs, so each request asks for all 100,000 entries.
-        let request = codec.encode(.syncRequest(SyncRequest(origin: "greedy", requestID: 1, buckets: Array(repeating: 0, count: StoreDigest.bucketCount))))
+        let buckets = [UInt64](repeating: 0, count: StoreDigest.bucketCount)
         let clients = try (0..<20).map { _ in
             let dealer = try context.socket(.dealer)
             try dealer.setHighWaterMarks(send: 100_000, receive: 10)
@@ -224,7 +225,8 @@ import Testing
             return dealer
         }
         var peak = 0
-        for _ in 0..<2000 {
+        for round in 0..<2000 {
+            let request = codec.encode(.syncRequest(SyncRequest(origin: "greedy", requestID: UInt64(round / 2 + 1), buckets: buckets)))
             for client in clients { try client.send([request], wait: true) }
         }
         for _ in 0..<20 {

@@ -195,8 +195,9 @@ extension Replica {
             let message = "the last \(stall.timeouts) syncs with \(stall.peer) timed out waiting for a chunk (\(longest) at most); "
                 + "\(late). The link to it may be too slow to carry a chunk (up to \(configuration.limits.maxChunkBytes) bytes) in that time, "
                 + "or it does not answer syncs: what this node misses arrives slowly or not at all. Behind a slow link, raise "
-                + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node and of \(stall.peer) "
-                + "to at least the time a chunk takes to cross (with members older than 0.22, each timeout also costs a resent reply)"
+                + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node "
+                + "to at least the time a chunk takes to cross, and of \(stall.peer) if it runs 0.22 or older (it gives up a reply it "
+                + "cannot send for 4 times its own; before 0.22, each timeout also costs a resent reply)"
             if problems.describe(.sync, stall.peer.rawValue, message) {
                 logger.warning("\(message)")
             }

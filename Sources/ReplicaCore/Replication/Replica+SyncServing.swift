@@ -35,6 +35,15 @@ extension Replica {
     }
 
     private func acceptSync(_ request: SyncRequest, from client: [UInt8], now: ContinuousClock.Instant) {
+        if responder.continues(client: client, requestID: request.requestID, since: request.since) {
+            // Its reply goes on where it was; its newer bucket hashes are not needed: the
+            // reply's mark and what it sends are the first attempt's. (Debug: a client may
+            // repeat a request thousands of times.)
+            counters.syncRequestsServed += 1
+            counters.syncRetriesResumed += 1
+            logger.debug("sync request \(request.requestID) of \(request.origin) asked again: its reply goes on where it was")
+            return
+        }
         defer { if now - lastRequestCollection >= .seconds(1) { lastRequestCollection = now } }
         var differing = store.digest.differingBuckets(from: request.buckets)
         // Expired tombstones are collected before being offered: the requester would drop them
@@ -51,12 +60,9 @@ extension Replica {
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since, lastProgress: now)
-        guard let admission = admit(reply, now: now) else { return }
+        guard admit(reply, now: now) else { return }
         counters.syncRequestsServed += 1
-        if admission == .continuedEarlier {
-            counters.syncRetriesResumed += 1
-            logger.info("sync request \(request.requestID) of \(request.origin) asked again: its reply goes on where it was")
-        } else if let index = responder.replies.indices.last, responder.isResumed(index) {
+        if let index = responder.replies.indices.last, responder.isResumed(index) {
             counters.syncRetriesResumed += 1
             logger.info("sync request \(request.requestID) of \(request.origin) asked again: \(responder.replies[index].queuedBefore.count) buckets already sent on its connection go again only with what changed since")
         }
@@ -73,28 +79,29 @@ extension Replica {
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID, mark: .none, isRepair: true,
             pending: Self.once(keys[...])[...], lastProgress: now)
-        if admit(reply, now: now) != nil { counters.repairsServed += 1 }
+        if admit(reply, now: now) { counters.repairsServed += 1 }
     }
 
-    /// Gives `reply` a place among the replies in progress, if there is one (nil: refused, and
-    /// counted). A reply that could queue nothing for as long as the most patient requester
-    /// waits for a chunk gives up its place when all are taken: it is usually one whose queue
-    /// drains at the pace of a slow link, but may be one nobody reads.
-    private func admit(_ reply: SyncResponder.Reply, now: ContinuousClock.Instant) -> SyncResponder.Admission? {
-        let stalledAfter = SyncPlanner.longestTimeout(base: timing.requestTimeout)
-        let admission = responder.accept(reply, now: now, stalledAfter: stalledAfter)
-        switch admission {
+    /// How long a reply that could queue nothing is stalled: as long as the most patient
+    /// requester waits for a chunk.
+    var replyStall: Duration { SyncPlanner.longestTimeout(base: timing.requestTimeout) }
+
+    /// Gives `reply` a place among the replies in progress, if there is one (false: refused, and
+    /// counted). A reply stalled for `replyStall` gives up its place when all are taken: it is
+    /// usually one whose queue drains at the pace of a slow link, but may be one nobody reads.
+    private func admit(_ reply: SyncResponder.Reply, now: ContinuousClock.Instant) -> Bool {
+        switch responder.accept(reply, now: now, stalledAfter: replyStall) {
         case .refused:
             // A bounded number of replies at once, so requests cannot grow memory; a refused
             // requester times out and asks again.
             counters.syncRequestsRefused += 1
-            return nil
+            return false
         case .tookPlaceOfStalled(let requester):
-            logger.warning("reply to \(requester) abandoned for a new request: nothing could be sent for \(stalledAfter)")
-        case .accepted, .replacedEarlier, .continuedEarlier:
-            break
+            logger.warning("reply to \(requester) abandoned for a new request: nothing could be sent for \(replyStall)")
+            return true
+        case .accepted, .replacedEarlier:
+            return true
         }
-        return admission
     }
 
     /// Sends the next slice of every reply in progress, as far as each requester's queue allows.

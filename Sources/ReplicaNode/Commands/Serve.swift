@@ -72,7 +72,7 @@ struct Serve: AsyncParsableCommand {
     var sync: SyncMode = .normal
 
     @Option(help: ArgumentHelp(
-        "How long a sync (or repair) waits for each chunk of a member's reply before it is asked again; after each timeout in a row the wait doubles, to at most 4 x this. Behind a link too slow to carry 1 MiB in 4 x this (a `sync` problem in status says so), raise it on the node behind the link and on the members it syncs from (they give up a reply they cannot send for as long).",
+        "How long a sync (or repair) waits for each chunk of a member's reply before it is asked again; after each timeout in a row the wait doubles, to at most 4 x this. Behind a link too slow to carry 1 MiB in 4 x this (a `sync` problem in status says so), raise it on the node behind the link (and on the members it syncs from if they run 0.22 or older: they give up a reply they cannot send for as long).",
         valueName: "seconds"))
     var syncChunkTimeout: Double = 10
 

@@ -362,28 +362,40 @@ import Testing
         #expect(responder.replies.count == 2)
     }
 
-    /// A retry (the same id and `since` on the same connection) of a reply still in progress
-    /// continues it: what it read and holds, and the keys it has yet to read, stay as they were,
-    /// and it counts as progress. Replaced, it read again what was held (22 values sent for 20
-    /// behind a slow link).
-    @Test func aRetryOfAReplyInProgressContinuesIt() {
+    /// A retry (the same id and `since` on the same connection) of a sync reply still in
+    /// progress continues it: what it read and holds, and the keys it has yet to list, stay as
+    /// they were, and it does not count as progress (a client that asks again but never reads
+    /// still stalls). Replaced, it read again what was held (22 values sent for 20 behind a slow
+    /// link). Anything else is a new request: another id or `since` replaces the reply (and
+    /// leaves nothing out: the reply did not end in a retry of it), another connection's stands
+    /// beside it, a repair too.
+    @Test(arguments: [
+        ("a retry", 10, StoreMark.none, [UInt8(1)], false, nil),
+        ("another request", 11, .none, [1], false, SyncResponder.Admission.replacedEarlier),
+        ("another since", 10, StoreMark(epoch: 5, serial: 40), [1], false, .replacedEarlier),
+        ("another connection", 10, .none, [2], false, .accepted),
+        ("a repair with the same id", 10, .none, [1], true, .accepted),
+    ] as [(String, UInt64, StoreMark, [UInt8], Bool, SyncResponder.Admission?)])
+    func aRetryOfAReplyInProgressContinuesIt(_ what: String, id: UInt64, since: StoreMark, client: [UInt8], repair: Bool, admission: SyncResponder.Admission?) {
         var responder = SyncResponder(maxReplies: 4)
         _ = responder.accept(syncReply(serial: 100, buckets: [3, 5, 7]))
         _ = responder.nextBucket(of: 0)
         responder.append(["a", "b"], from: 3, to: 0)
         responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1, keys: [3: 1])], at: 0, now: now)
         let before = responder.replies[0]
-        let later = now + .seconds(30)
-        let admission = responder.accept(syncReply(serial: 150, buckets: [3, 5, 7, 9]), now: later, stalledAfter: .seconds(40))
-        #expect(admission == .continuedEarlier)
-        #expect(responder.replies.count == 1)
-        let after = responder.replies[0]
-        #expect(after.mark == before.mark && Array(after.buckets) == [5, 7] && Array(after.pending) == ["a", "b"])
-        #expect(after.held.map(\.frame) == [[1]] && after.lastProgress == later)
-        #expect(!responder.isResumed(0), "nothing to leave out: nothing is listed again")
-        // Another `since` is another request: it replaces the reply.
-        let other = responder.accept(syncReply(serial: 150, buckets: [3], since: StoreMark(epoch: 5, serial: 40)), now: later, stalledAfter: .seconds(40))
-        #expect(other == .replacedEarlier && responder.replies[0].mark.serial == 150)
+        let continues = !repair && responder.continues(client: client, requestID: id, since: since)
+        #expect(continues == (admission == nil), "\(what)")
+        guard let admission else {
+            let after = responder.replies[0]
+            #expect(after.mark == before.mark && Array(after.buckets) == [5, 7] && Array(after.pending) == ["a", "b"])
+            #expect(after.held.map(\.frame) == [[1]] && after.lastProgress == before.lastProgress, "a retry is not progress")
+            return
+        }
+        var retry = syncReply(id: id, serial: 150, buckets: [3, 5, 7, 9], since: since, client: client)
+        retry.isRepair = repair
+        #expect(responder.accept(retry, now: now + .seconds(30), stalledAfter: .seconds(40)) == admission, "\(what)")
+        #expect(responder.replies.last?.queuedBefore == [:], "\(what)")
+        #expect(responder.replies.count == (admission == .replacedEarlier ? 1 : 2), "\(what)")
     }
 
     /// A reply that could queue nothing for `stalledAfter` is not dropped on a timer (behind a
@@ -392,22 +404,25 @@ import Testing
     /// first. Only once nothing could be queued for a second is it offered rarely.
     @Test func aStalledReplyGivesItsPlaceOnlyWhenAllAreTaken() {
         var responder = SyncResponder(maxReplies: 2)
-        _ = responder.accept(reply(1, keys: ["a"], at: .seconds(1)))
-        _ = responder.accept(reply(2, keys: ["a"]))
+        _ = responder.accept(reply(1, keys: ["a"]))
+        _ = responder.accept(reply(2, keys: ["a"], at: .seconds(1)))
         let stall = Duration.seconds(40)
         let early = responder.accept(reply(3, keys: ["a"], at: .seconds(39)), now: now + .seconds(39), stalledAfter: stall)
         #expect(early == .refused, "none stalled yet")
-        let late = responder.accept(reply(3, keys: ["a"], at: .seconds(300)), now: now + .seconds(300), stalledAfter: stall)
-        #expect(late == .tookPlaceOfStalled(requester: "r2"), "the stalest goes")
-        #expect(responder.replies.map(\.client) == [[1], [3]])
+        let late = responder.accept(reply(3, keys: ["a"], at: .seconds(40)), now: now + .seconds(40), stalledAfter: stall)
+        #expect(late == .tookPlaceOfStalled(requester: "r1"), "stalled at 40 s; the other one, 39 s, not yet")
+        #expect(responder.replies.map(\.client) == [[2], [3]])
+        let later = responder.accept(reply(4, keys: ["a"], at: .seconds(300)), now: now + .seconds(300), stalledAfter: stall)
+        #expect(later == .tookPlaceOfStalled(requester: "r2"), "the stalest goes first")
 
-        responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1)], at: 0, now: now + .milliseconds(500))
-        #expect(responder.nextRetry == now + .milliseconds(500) + SyncResponder.retryDelay, "draining: offered again soon")
-        responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1)], at: 0, now: now + .seconds(2))
-        #expect(responder.nextRetry == now + .seconds(2) + SyncResponder.stalledRetryDelay, "stalled: offered rarely")
-        responder.sent(entries: 1, at: 0, now: now + .seconds(3))
-        responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1)], at: 0, now: now + .seconds(3))
-        #expect(responder.nextRetry == now + .seconds(3) + SyncResponder.retryDelay, "moving again")
+        // Reply 3 (client 3, progress at 40 s) is now the first.
+        responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1)], at: 0, now: now + .milliseconds(40_500))
+        #expect(responder.nextRetry == now + .milliseconds(40_500) + SyncResponder.retryDelay, "draining: offered again soon")
+        responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1)], at: 0, now: now + .seconds(41))
+        #expect(responder.nextRetry == now + .seconds(41) + SyncResponder.stalledRetryDelay, "stalled: offered rarely")
+        responder.sent(entries: 1, at: 0, now: now + .seconds(42))
+        responder.hold([SyncResponder.HeldChunk(frame: [1], entries: 1)], at: 0, now: now + .seconds(42))
+        #expect(responder.nextRetry == now + .seconds(42) + SyncResponder.retryDelay, "moving again")
     }
 
     /// Chunks the requester's queue cannot take are held as encoded and offered again after
@@ -425,6 +440,18 @@ import Testing
         #expect(responder.hasReplyReady(now: now + SyncResponder.retryDelay))
         let held = responder.takeHeld(at: 0)
         #expect(held.map(\.frame) == [[1, 2, 3]] && responder.isDone(0) && responder.nextRetry == nil)
+    }
+
+    /// A member is being served (its divergence with us is what is on its way) while a sync
+    /// reply to it is in progress, stalled or not; a repair is not a sync.
+    @Test func aMemberIsServedWhileASyncReplyToItIsInProgress() {
+        var responder = SyncResponder(maxReplies: 4)
+        _ = responder.accept(reply(1, keys: ["a"], repair: true))
+        #expect(!responder.isServing("r1"), "a repair")
+        _ = responder.accept(reply(2, keys: ["a"]))
+        #expect(responder.isServing("r2") && !responder.isServing("r3"))
+        responder.remove(at: [1])
+        #expect(!responder.isServing("r2"), "ended")
     }
 
     /// A sync reply to request `id` on connection `client`, its mark at `serial`, listing `buckets`.

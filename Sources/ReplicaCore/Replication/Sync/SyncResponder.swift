@@ -8,10 +8,13 @@
 /// (about `Replica.replyBytesPerTurn`) and what sits in one connection's queue. A reply that
 /// could queue nothing for `stalledAfter` gives its place to a new request when every place is
 /// taken; it is not dropped on a timer. (libzmq takes more of a connection's queue only once
-/// half of it drained: behind a slow link, four chunks of 700 KB at 60 kB/s are 47 s without a
-/// chunk queued. Dropped after 40 s, such a reply stopped the requester's catch-up until its
-/// own patience ran out and it asked again: 40 s lost each time, and what had been read sent
-/// twice. A connection that is gone ends its reply at the next offer: ROUTER_MANDATORY.)
+/// half of it drained: behind a slow link, four chunks of 900 KB at 60 kB/s are a minute
+/// without a chunk queued. Dropped after 40 s, such a reply stopped the requester's catch-up
+/// until its own patience ran out and it asked again: 40 s lost each time, and what had been
+/// read sent twice. A connection that is closed ends its reply at the next offer, by
+/// ROUTER_MANDATORY; one whose requester is stopped, or cut off with data unacknowledged,
+/// stays open, for the kernel's retransmission limit (about 15 minutes) in the second case, and
+/// its reply keeps its place unless a new request needs it.)
 ///
 /// (Held chunks replace putting the keys back: behind a slow link, every turn read and encoded
 /// the same megabytes again, and the loop, never idle while a reply was in progress, ran a
@@ -64,11 +67,11 @@ struct SyncResponder: Sendable {
         var retryAt: ContinuousClock.Instant?
 
         /// How long after `now` its held chunks are offered again: soon while its connection
-        /// drains (a fast one frees its queue within milliseconds), rarely once nothing could
-        /// be queued for a second (a slow link, or a requester stopped): a reply may wait for
-        /// minutes, and the loop need not wake for it hundreds of times a second.
-        func retryDelay(now: ContinuousClock.Instant) -> Duration {
-            now - lastProgress < .seconds(1) ? SyncResponder.retryDelay : SyncResponder.stalledRetryDelay
+        /// drains, rarely once it has not for `drainingWindow` (a slow link, or a requester
+        /// stopped): a reply may wait for minutes, and the loop need not wake for it hundreds
+        /// of times a second.
+        func offerDelay(now: ContinuousClock.Instant) -> Duration {
+            now - lastProgress < SyncResponder.drainingWindow ? SyncResponder.retryDelay : SyncResponder.stalledRetryDelay
         }
     }
 
@@ -100,8 +103,12 @@ struct SyncResponder: Sendable {
     /// libzmq does not say when one connection's queue drains, so it is tried a few hundred
     /// times a second, instead of on every turn of a loop that would then never sleep.
     static let retryDelay: Duration = .milliseconds(2)
-    /// The same, for a reply that could queue nothing for a second.
+    /// The same, for a reply that could queue nothing for `drainingWindow`: behind a slow link
+    /// or a stopped requester, it may wait minutes.
     static let stalledRetryDelay: Duration = .milliseconds(100)
+    /// A connection draining at all frees its queue within this long (a fast one, within
+    /// milliseconds); past it, a reply's held chunks are offered at `stalledRetryDelay`.
+    static let drainingWindow: Duration = .seconds(1)
 
     let maxReplies: Int
     private(set) var replies: [Reply] = []
@@ -110,11 +117,9 @@ struct SyncResponder: Sendable {
 
     enum Admission: Equatable, Sendable {
         case accepted
-        /// The same connection's earlier reply was dropped for this one (it asked again).
+        /// The same connection's earlier reply was dropped for this one (it asked for something
+        /// else: another request id or `since`).
         case replacedEarlier
-        /// A retry of the request whose reply is still in progress on the same connection: that
-        /// reply goes on where it was (nothing read or queued is read or sent again).
-        case continuedEarlier
         /// Every place was taken: the reply of `requester`, which could queue nothing for
         /// `stalledAfter`, was dropped for this one.
         case tookPlaceOfStalled(requester: NodeID)
@@ -123,20 +128,24 @@ struct SyncResponder: Sendable {
         case refused
     }
 
+    /// A retry of a sync request (the same id and `since`) whose reply is still in progress on
+    /// the same connection: that reply goes on where it was, and the request needs no reply of
+    /// its own (returns true). The requester's patience ran out, not the reply: replaced, it
+    /// would read again what it had read and not yet queued. A retry is not progress: a reply
+    /// its requester asks again for, but does not read, still stalls.
+    func continues(client: [UInt8], requestID: UInt64, since: StoreMark) -> Bool {
+        replies.contains { $0.client == client && !$0.isRepair && $0.requestID == requestID && $0.since == since }
+    }
+
     /// Takes a request's reply, if there is room: one reply per connection (and one repair),
     /// at most `maxReplies` in all, a stalled one (nothing queued for `stalledAfter`) giving
     /// its place to a new one.
     mutating func accept(_ reply: Reply, now: ContinuousClock.Instant, stalledAfter: Duration) -> Admission {
         var reply = reply
-        // One reply per connection: a repeated request means the requester gave up the earlier
-        // one. A repair does not replace a sync in progress (a node asks for both).
+        // One reply per connection: a new request means the requester gave up the earlier one
+        // (a retry of it continues it instead: `continues`). A repair does not replace a sync
+        // in progress (a node asks for both).
         let earlier = replies.indices.filter { replies[$0].client == reply.client && replies[$0].isRepair == reply.isRepair }
-        if !reply.isRepair, let live = earlier.first(where: { replies[$0].requestID == reply.requestID && replies[$0].since == reply.since }) {
-            // A retry of a reply still on its way: the requester's patience ran out, not the
-            // reply. Replaced, it would read again what it had read and not yet queued.
-            replies[live].lastProgress = now
-            return .continuedEarlier
-        }
         remove(at: earlier)
         if !reply.isRepair { reply.queuedBefore = queuedBefore(retrying: reply) }
         var admission: Admission = earlier.isEmpty ? .accepted : .replacedEarlier
@@ -192,7 +201,7 @@ struct SyncResponder: Sendable {
     /// encoded, until `now + retryDelay` (longer once the reply is stalled).
     mutating func hold(_ chunks: [HeldChunk], at index: Int, now: ContinuousClock.Instant) {
         replies[index].held = chunks
-        replies[index].retryAt = now + replies[index].retryDelay(now: now)
+        replies[index].retryAt = now + replies[index].offerDelay(now: now)
     }
 
     /// The chunks held for reply `index`, taken out (they are offered again).
@@ -226,6 +235,13 @@ struct SyncResponder: Sendable {
 
     /// Reply `index` waits for its requester's queue (its held chunks are offered at `retryAt`).
     func isWaiting(_ index: Int, now: ContinuousClock.Instant) -> Bool { replies[index].retryAt.map { now < $0 } ?? false }
+
+    /// Whether a sync reply to `requester` is in progress. (Even a stalled one: behind a slow
+    /// link a connection's queue may take a minute to drain by half, when libzmq takes more,
+    /// and a requester that reads nothing cannot answer a sync either.)
+    func isServing(_ requester: NodeID) -> Bool {
+        replies.contains { $0.requester == requester && !$0.isRepair }
+    }
 
     /// Whether a reply can go on now (so the loop should not sleep).
     func hasReplyReady(now: ContinuousClock.Instant) -> Bool { replies.contains { $0.retryAt.map { now >= $0 } ?? true } }
