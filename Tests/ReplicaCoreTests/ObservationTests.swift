@@ -53,6 +53,25 @@ struct Settings: Codable, Equatable, Sendable {
         #expect(onB == 7)
     }
 
+    /// Observers are told once the new value is in place, local or remote: one that reads it
+    /// when told (or, as usual, from a task on its actor, which may run at once on another
+    /// thread) sees it. Told at `willSet`, such an observer could read the old value, track it
+    /// again, and miss the change for good (an outside tester: 8 of 30 remote changes).
+    @Test func anObserverToldOfAChangeReadsTheNewValue() async throws {
+        let replicas = try makeReplicas(2)
+        #expect(await connected(replicas))
+        @Shared(.replicated("told", on: replicas[1])) var onB = 0
+        let seen = Mutex<[Int]>([])
+        let reference = $onB
+        withObservationTracking { _ = reference.wrappedValue } onChange: { seen.withLock { $0.append(reference.wrappedValue) } }
+        try await replicas[0].write("told", payload: Array("7".utf8))
+        #expect(await eventually { !seen.withLock { $0.isEmpty } })
+        #expect(seen.withLock { $0 } == [7], "a remote change")
+        withObservationTracking { _ = reference.wrappedValue } onChange: { seen.withLock { $0.append(reference.wrappedValue) } }
+        $onB.withLock { $0 = 8 }
+        #expect(seen.withLock { $0 } == [7, 8], "a local change")
+    }
+
     @Test func anObservableModelSeesLocalAndRemoteChanges() async throws {
         let replicas = try makeReplicas(2)
         #expect(await connected(replicas))

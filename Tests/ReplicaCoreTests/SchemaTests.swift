@@ -75,6 +75,21 @@ struct Profile: VersionedValue, Equatable {
         }
     }
 
+    /// docs/sharing.md: adding a field to a plain `Codable` type breaks its stored values (the
+    /// synthesised decoder ignores defaults); adopting `VersionedValue` with a migration from 0
+    /// (plain values are stored at 0) reads them.
+    @Test func aFieldAddedToAPlainCodableTypeNeedsAMigrationFromZero() throws {
+        struct Plain: Codable, Equatable, Sendable { var name: String; var cups = 3 }
+        #expect(throws: (any Error).self) { try ReplicatedValueCodec<Plain>().decode(Array(#"{"name":"bob"}"#.utf8), schema: 0, key: "p") }
+        struct Versioned: VersionedValue, Equatable {
+            var name: String
+            var cups: Int
+            static let schemaVersion: UInt16 = 1
+            static let migrations = [SchemaMigration(from: 0) { json in json["cups"] = .int(3) }]
+        }
+        #expect(try ReplicatedValueCodec<Versioned>().decode(Array(#"{"name":"bob"}"#.utf8), schema: 0, key: "p") == Versioned(name: "bob", cups: 3))
+    }
+
     /// A (new program) - B (old program) - C: A and C only talk through B. B must keep the newer
     /// payload, report it, refuse to overwrite it, and pass it on byte for byte.
     @Test func aNewerSchemaPayloadSurvivesARoundTripThroughAnOlderNode() async throws {

@@ -119,20 +119,26 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
 
     // MARK: Observation
 
-    /// Runs `change` between Observation's `willSet` and `didSet` of `keyPath`. Where SwiftUI
-    /// exists, a change made off the main thread is announced on the main thread afterwards, as
-    /// Sharing does (SwiftUI expects it there); elsewhere observers hear it on the changing thread.
+    /// Runs `change`, then tells observers of `keyPath` (Observation's `willSet` and `didSet`,
+    /// both once the change is made). Where SwiftUI exists, a change made off the main thread is
+    /// announced on the main thread, as Sharing does (SwiftUI expects it there); elsewhere
+    /// observers hear it on the changing thread, before this returns.
+    ///
+    /// Not `willSet` before the change: `withObservationTracking` calls `onChange` at `willSet`,
+    /// and an observer that then reads the value on another thread (its actor: the usual
+    /// re-arming `Task { @MainActor in ... }`) could read it before the change was made, track
+    /// it again, and so miss this change for good. An outside tester saw 8 of 30 remote changes
+    /// stay unseen that way.
     private func announcing<Member, R>(_ keyPath: KeyPath<KeyReference, Member> & Sendable, _ change: () throws -> R) rethrows -> R {
+        let result = try change()
         #if canImport(SwiftUI)
         if !Thread.isMainThread {
-            let result = try change()
             DispatchQueue.main.async { self.registrar.withMutation(of: self, keyPath: keyPath) {} }
             return result
         }
         #endif
-        registrar.willSet(self, keyPath: keyPath)
-        defer { registrar.didSet(self, keyPath: keyPath) }
-        return try change()
+        registrar.withMutation(of: self, keyPath: keyPath) {}
+        return result
     }
 
     /// Changes the load and save status (observed as one property: they change together).

@@ -93,6 +93,35 @@ import Testing
         #expect(unconfirmed.tick(now: Self.at(10)) == .finish(left: false))
     }
 
+    /// A member that leaves (or is forgotten) while we leave is no longer waited for: it takes
+    /// what it holds with it. Before, two nodes leaving at once waited for each other (up to
+    /// 12 s), each naming the other as not confirming.
+    @Test func aMemberThatLeavesMeanwhileIsNoLongerAsked() {
+        var handingOff = Self.progress()
+        _ = handingOff.heard(Self.report(through: 12), from: "a", now: Self.at(0))
+        #expect(handingOff.start(now: Self.at(0)) == nil)
+        handingOff.memberDeparted("b")
+        #expect(handingOff.tick(now: Self.at(1)) == .announce, "a holds the writes: all that is left to ask")
+        #expect(handingOff.asked == ["a"] && handingOff.lacking.isEmpty)
+
+        var departing = Self.progress()
+        _ = departing.heard(Self.report(through: 12), from: "a", now: Self.at(0))
+        _ = departing.heard(Self.report(through: 12), from: "b", now: Self.at(0))
+        #expect(departing.acknowledged(by: "a") == nil)
+        departing.memberDeparted("z")
+        #expect(departing.tick(now: Self.at(0.5)) == nil, "not asked: changes nothing")
+        departing.memberDeparted("b")
+        #expect(departing.tick(now: Self.at(0.6)) == .finish(left: true), "no acknowledgement to wait for")
+
+        var lastOne = Self.progress(asking: ["a"])
+        _ = lastOne.heard(Self.report(through: 5), from: "a", now: Self.at(0))
+        lastOne.memberDeparted("a")
+        #expect(lastOne.tick(now: Self.at(1)) == .finish(left: false), "nobody left to hold the writes")
+        var nothingToHandOver = Self.progress(asking: ["a", "b"], published: 0, earlierWrites: true)
+        nothingToHandOver.memberDeparted("a")
+        #expect(nothingToHandOver.tick(now: Self.at(1)) == nil, "b still asked")
+    }
+
     @Test func aMemberNotAskedChangesNothing() {
         var progress = Self.progress(asking: ["a"])
         #expect(progress.heard(Self.report(through: 12), from: "z", now: Self.at(0)) == nil)

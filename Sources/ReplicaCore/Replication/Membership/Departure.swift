@@ -4,8 +4,8 @@ public struct Departure: Sendable, Equatable, Codable {
     /// the writes this process made (within `leaveTimeout`), so leaving would have left them only
     /// in its data directory. It then keeps running as a member, and accepts writes again.
     public var left: Bool
-    /// The members alive when the leave began: asked to hold this node's writes and to
-    /// acknowledge its departure.
+    /// The members alive when the leave began, less those that left or were forgotten since:
+    /// asked to hold this node's writes and to acknowledge its departure.
     public var asked: [NodeID]
     /// Those whose heartbeats reported holding every update this process published.
     public var holding: [NodeID]

@@ -63,8 +63,9 @@ struct PeerSession: Sendable {
     static let maxExchangeSpacing = 64
     /// Since when the member's digest root and ours have both stayed as they are.
     private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant)?
-    /// Syncs wanted in a row for the same two roots (the last one settled nothing: the member
-    /// is itself behind and syncing, or its link is too slow for a reply): each doubles the
+    /// Syncs wanted in a row for the same difference, while our root stayed and the two did not
+    /// agree (the last one settled nothing: the member is itself behind and syncing, or its
+    /// link is too slow for a reply): each doubles the
     /// quiet time the next needs, up to 64 half intervals. A node stuck behind a slow link was
     /// sent a request (with 8 KiB of bucket hashes) by each member twice a second, which
     /// slowed the very sync it waited for.
@@ -225,6 +226,14 @@ struct PeerSession: Sendable {
         // whole heartbeat interval and still differ. (Losses during writes show as sequence gaps.)
         // Heartbeats read back to back from a backlog say nothing about quiet: the two roots must
         // have stayed put for half an interval of our own time.
+        // Each further sync for the same difference waits twice as long; a difference is new when
+        // our root moved (we learnt or wrote something) or after the roots agreed. A member whose
+        // root moves while ours stays is catching up (from us or another member): its difference
+        // is not new. (Reset at each of its moves, a member catching up behind a slow link, one
+        // value every 15 s, drew 6 syncs per value from every member that held it.)
+        if message.digestRoot == local.digestRoot || quietSince.map({ $0.ours != local.digestRoot }) == true {
+            divergenceSyncs = 0
+        }
         if let quiet = quietSince, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
             let spacing = local.heartbeatInterval / 2 * (1 << min(divergenceSyncs, 6))
             if message.digestRoot != local.digestRoot, !local.syncing, !local.serving, now - quiet.at >= spacing {
@@ -234,7 +243,6 @@ struct PeerSession: Sendable {
             }
         } else {
             quietSince = (message.digestRoot, local.digestRoot, now)
-            divergenceSyncs = 0
         }
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
