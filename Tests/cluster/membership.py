@@ -140,6 +140,45 @@ def scenario_leave(ctx, binary):
         ctx.say(f"still left 3 s later; the {len(before)} remaining members kept replicating, no acknowledged write lost")
 
 
+def scenario_leave_together(ctx, binary):
+    """node3 and node4 each write a key, then run `leave` at the same moment: each leaves at once,
+    acknowledged by every member it still asked (the other leaver is no longer waited for), and
+    node1 and node2 hold both keys. Before, the two waited for each other: up to 12 s, the other
+    named as not confirming (found by an outside tester)."""
+    with Cluster(binary, 4, "leave-together") as c:
+        c.start_all()
+        for k in (3, 4):
+            if c.client(k, ["set", f"from{k}", f'"{k}"']).returncode != 0:
+                raise Failure(f"the write on node{k} failed")
+        results, took = {}, {}
+
+        def leave(k):
+            t = time.monotonic()
+            results[k] = c.leave(k)
+            took[k] = time.monotonic() - t
+
+        threads = [threading.Thread(target=leave, args=(k,)) for k in (3, 4)]
+        for thread in threads:
+            thread.start()
+        for thread in threads:
+            thread.join()
+        for k in (3, 4):
+            out = results[k].stdout.strip()
+            counts = out.split("; ")[2].split(" ")[0:3] if out.count("; ") >= 2 else []
+            if results[k].returncode != 0 or len(counts) != 3 or counts[0] != counts[2]:
+                raise Failure(f"leave of node{k} (exit {results[k].returncode}, {took[k]:.1f} s): {out} {results[k].stderr.strip()}")
+            if took[k] > 5:
+                raise Failure(f"leave of node{k} took {took[k]:.1f} s: {out}")
+        for k in (1, 2):
+            for writer in (3, 4):
+                if c.client(k, ["get", f"from{writer}"]).stdout.strip() != f'"{writer}"':
+                    raise Failure(f"node{k} lacks node{writer}'s write after both left")
+        if wait_states(c, [1, 2], "node3", "left", 2.0) is None or wait_states(c, [1, 2], "node4", "left", 2.0) is None:
+            raise Failure("node1 and node2 do not list both leavers as left")
+        ctx.say(f"both left at once: node3 in {took[3]:.2f} s ({results[3].stdout.strip()}), node4 in {took[4]:.2f} s; "
+                "node1 and node2 hold both writes and list both as left")
+
+
 def scenario_forget(ctx, binary):
     """node4 is killed and never comes back: `forget node4` on node1 removes it from every list."""
     with Cluster(binary, 4, "forget") as c:
@@ -600,6 +639,7 @@ SCENARIOS = [
     ("join-runtime", scenario_join_runtime),
     ("rejoin", scenario_rejoin),
     ("leave", scenario_leave),
+    ("leave-together", scenario_leave_together),
     ("leave-slow", scenario_leave_slow),
     ("forget", scenario_forget),
     ("revoke", scenario_revoke),

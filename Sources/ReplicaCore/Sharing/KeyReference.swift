@@ -130,15 +130,19 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     /// it again, and so miss this change for good. An outside tester saw 8 of 30 remote changes
     /// stay unseen that way.
     private func announcing<Member, R>(_ keyPath: KeyPath<KeyReference, Member> & Sendable, _ change: () throws -> R) rethrows -> R {
-        let result = try change()
-        #if canImport(SwiftUI)
-        if !Thread.isMainThread {
-            DispatchQueue.main.async { self.registrar.withMutation(of: self, keyPath: keyPath) {} }
-            return result
+        // Also when `change` throws: a `withLock` body may change the value, then throw.
+        defer {
+            #if canImport(SwiftUI)
+            if Thread.isMainThread {
+                registrar.withMutation(of: self, keyPath: keyPath) {}
+            } else {
+                DispatchQueue.main.async { self.registrar.withMutation(of: self, keyPath: keyPath) {} }
+            }
+            #else
+            registrar.withMutation(of: self, keyPath: keyPath) {}
+            #endif
         }
-        #endif
-        registrar.withMutation(of: self, keyPath: keyPath) {}
-        return result
+        return try change()
     }
 
     /// Changes the load and save status (observed as one property: they change together).
@@ -210,10 +214,12 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         for observer in observers.values { observer.deliver(current) }
     }
 
-    /// After a change, outside the lock (Combine subscribers run arbitrary code).
-    private func publish(_ value: Value) {
+    /// After a change, outside the lock (Combine subscribers run arbitrary code): sends the
+    /// value as it is now, so that the last value sent is the current one even when an observer
+    /// told of the change changed it again before this (it sent its own value first).
+    private func publish() {
         #if canImport(Combine)
-        subject.send(value)
+        subject.send(locked { current })
         #endif
     }
 
@@ -241,7 +247,7 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
                 return value
             }
         }
-        if let changed { publish(changed) }
+        if changed != nil { publish() }
         if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } }
     }
 
@@ -265,14 +271,13 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     }
 
     private func modifyFromKey(_ body: (inout Value) -> Void) {
-        let value = announcing(\.value) {
-            locked { () -> Value in
+        announcing(\.value) {
+            locked {
                 body(&current)
                 deliverToObservers()
-                return current
             }
         }
-        publish(value)
+        publish()
     }
 
     private func readFromKey(_ body: (Value) -> Void) {
@@ -311,15 +316,15 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
 
     /// Mutates the value under the lock, tells observers, and saves (`.didSet`).
     fileprivate func mutate<R>(_ body: (inout Value) throws -> R) rethrows -> R {
-        let (result, value) = try announcing(\.value) {
-            try locked { () -> (R, Value) in
+        let result = try announcing(\.value) {
+            try locked { () -> R in
                 let result = try body(&current)
                 changeCount += 1
                 deliverToObservers()
-                return (result, current)
+                return result
             }
         }
-        publish(value)
+        publish()
         requestSave(context: .didSet, waiter: nil)
         return result
     }

@@ -117,9 +117,24 @@ import Testing
         _ = lastOne.heard(Self.report(through: 5), from: "a", now: Self.at(0))
         lastOne.memberDeparted("a")
         #expect(lastOne.tick(now: Self.at(1)) == .finish(left: false), "nobody left to hold the writes")
-        var nothingToHandOver = Self.progress(asking: ["a", "b"], published: 0, earlierWrites: true)
-        nothingToHandOver.memberDeparted("a")
-        #expect(nothingToHandOver.tick(now: Self.at(1)) == nil, "b still asked")
+        var earlierWrites = Self.progress(asking: ["a", "b"], published: 0, earlierWrites: true)
+        earlierWrites.memberDeparted("a")
+        #expect(earlierWrites.tick(now: Self.at(1)) == nil, "b still asked")
+
+        // The one holding them leaves during the hand-off: the other must confirm, or the node stays.
+        var holderGone = Self.progress()
+        _ = holderGone.heard(Self.report(through: 12), from: "a", now: Self.at(0))
+        holderGone.memberDeparted("a")
+        #expect(holderGone.tick(now: Self.at(1)) == nil)
+        #expect(holderGone.tick(now: Self.at(10)) == .finish(left: false))
+        // Once the departure is announced: no early finish for the others' acknowledgements.
+        var announced = Self.progress()
+        _ = announced.heard(Self.report(through: 12), from: "a", now: Self.at(0))
+        #expect(announced.tick(now: Self.at(10)) == .announce)
+        #expect(announced.acknowledged(by: "b") == nil)
+        announced.memberDeparted("a")
+        #expect(announced.tick(now: Self.at(10.5)) == nil, "the holder left: b gets the whole wait to repair")
+        #expect(announced.tick(now: Self.at(12)) == .finish(left: true))
     }
 
     @Test func aMemberNotAskedChangesNothing() {

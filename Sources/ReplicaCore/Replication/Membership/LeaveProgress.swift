@@ -20,7 +20,9 @@
 /// member that comes alive or goes silent meanwhile changes nothing. One that leaves (or is
 /// forgotten) meanwhile is no longer asked: what it holds leaves with it, and it will never
 /// confirm nor acknowledge. (Two nodes leaving at once waited for each other: up to 12 s, the
-/// other named as not confirming in time; found by an outside tester.)
+/// other named as not confirming in time; found by an outside tester.) During the hand-off, if
+/// it was the last one holding our writes, the others must still confirm (or the node stays);
+/// once the departure is announced it cannot be taken back, and the node leaves at the deadline.
 struct LeaveProgress: Equatable, Sendable {
     enum Phase: Equatable, Sendable {
         case handingOff(until: ContinuousClock.Instant)
@@ -118,7 +120,10 @@ struct LeaveProgress: Equatable, Sendable {
         case .handingOff(let until) where now >= until:
             // Those that hold the writes pass them on to the others (anti-entropy).
             return holding.isEmpty && !force ? .finish(left: false) : depart(now: now)
-        case .departing where settledByDeparture && acknowledged == asked:
+        case .departing where settledByDeparture && acknowledged == asked && (!holding.isEmpty || nothingToHandOver || force):
+            // (Not when the member gone was the last one holding our writes: the departure is
+            // announced, so the node leaves at the deadline all the same, as before, but the
+            // others are given the whole wait to repair from it.)
             return .finish(left: true)
         case .departing(let until) where now >= until:
             return .finish(left: true)

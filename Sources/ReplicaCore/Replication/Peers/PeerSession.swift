@@ -122,10 +122,10 @@ struct PeerSession: Sendable {
         var syncing: Bool
         var heartbeatInterval: Duration = .seconds(1)
         /// This node is sending the member a sync reply, and it moves: the member is catching
-        /// up from us, so its digest differs because it lacks what is on its way. A sync from it
-        /// would bring nothing its stream does not (its own writes, with gap repair). Behind a
-        /// slow link, each entry it stored reset the divergence back-off: 111 requests of 8 KB
-        /// in a 5-minute catch-up, on the link the reply crawls through.
+        /// up from us, so its digest differs at least by what is on its way; a divergence sync
+        /// waits until the reply ends (what the member holds that we lack, if anything, comes
+        /// then, or by the periodic sync). Behind a slow link, a catch-up of 5 minutes drew 111
+        /// requests of 8 KB, on the link the reply crawls through.
         var serving = false
     }
 

@@ -236,11 +236,11 @@ struct SyncResponder: Sendable {
     /// Reply `index` waits for its requester's queue (its held chunks are offered at `retryAt`).
     func isWaiting(_ index: Int, now: ContinuousClock.Instant) -> Bool { replies[index].retryAt.map { now < $0 } ?? false }
 
-    /// Whether a sync reply to `requester` is in progress. (Even a stalled one: behind a slow
-    /// link a connection's queue may take a minute to drain by half, when libzmq takes more,
-    /// and a requester that reads nothing cannot answer a sync either.)
-    func isServing(_ requester: NodeID) -> Bool {
-        replies.contains { $0.requester == requester && !$0.isRepair }
+    /// Whether a sync reply to `requester` is in progress and moving: something was queued in
+    /// the last `stalledAfter`. (Not a stalled one: its connection may be half open for
+    /// minutes, the requester long restarted on another.)
+    func isServing(_ requester: NodeID, now: ContinuousClock.Instant, stalledAfter: Duration) -> Bool {
+        replies.contains { $0.requester == requester && !$0.isRepair && now - $0.lastProgress < stalledAfter }
     }
 
     /// Whether a reply can go on now (so the loop should not sleep).
