@@ -133,8 +133,7 @@ extension Replica {
         }
         let local = PeerSession.LocalView(
             node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
-            syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval,
-            serving: responder.isServing(node, now: now, stalledAfter: replyStall))
+            syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
         guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
         perform(actions, for: node, now: now)
         if heartbeat.digestRoot == local.digestRoot {

@@ -13,10 +13,9 @@ import Testing
 
     /// What happens to a session, in order.
     enum Event: CustomStringConvertible, Sendable {
-        /// `ours`: our digest root then (the row's otherwise); `serving`: we are sending the member
-        /// a sync reply meanwhile.
+        /// `ours`: our digest root then (the row's otherwise).
         case heartbeat(epoch: UInt64 = 7, sequence: UInt64 = 0, incarnation: UInt8 = 2, root: UInt64 = 1, members: UInt64 = 0,
-                       ours: UInt64? = nil, serving: Bool = false, at: Int)
+                       ours: UInt64? = nil, at: Int)
         case update(UInt64, at: Int)
         case dealerConnected(at: Int)
         case subscriberConnected(at: Int)
@@ -69,11 +68,6 @@ import Testing
             last: []),
         Row(name: "and is synced when it has waited out the back-off", ourRoot: 5,
             events: up + (1...3).map { .heartbeat(root: 9, at: 1000 * $0) } + [.heartbeat(root: 10, at: 4000), .heartbeat(root: 10, at: 6000)],
-            last: [.wantSync(.digestsDiffer)]),
-        Row(name: "digests that differ while the member catches up from us do not (it lacks what is on its way)", ourRoot: 5,
-            events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 9, serving: true, at: 2000)], last: []),
-        Row(name: "and are synced once our reply to it ended", ourRoot: 5,
-            events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 9, serving: true, at: 2000), .heartbeat(root: 9, at: 3000)],
             last: [.wantSync(.digestsDiffer)]),
         Row(name: "digests that differ while the peer writes do not", ourRoot: 5,
             events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 10, at: 2000)], last: []),
@@ -134,9 +128,8 @@ import Testing
         for event in row.events {
             var local = PeerSession.LocalView(node: "a", digestRoot: row.ourRoot, membersDigest: 0, syncing: false)
             switch event {
-            case .heartbeat(let epoch, let sequence, let incarnation, let root, let members, let ours, let serving, let t):
+            case .heartbeat(let epoch, let sequence, let incarnation, let root, let members, let ours, let t):
                 local.digestRoot = ours ?? row.ourRoot
-                local.serving = serving
                 let message = Heartbeat(origin: "b", incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, incarnation)),
                                         epoch: epoch, sequence: sequence, timestamp: .zero, digestRoot: root, entryCount: 0, membersDigest: members)
                 last = session.heartbeatReceived(message, local: local, now: Self.at(t), wallMillis: 0)

@@ -442,21 +442,6 @@ import Testing
         #expect(held.map(\.frame) == [[1, 2, 3]] && responder.isDone(0) && responder.nextRetry == nil)
     }
 
-    /// A member is being served (its divergence with us is what is on its way) while a sync
-    /// reply to it moves: not by a repair, nor by a stalled reply (its connection may be half
-    /// open for minutes), nor once it ended.
-    @Test func aMemberIsServedWhileASyncReplyToItMoves() {
-        var responder = SyncResponder(maxReplies: 4)
-        let stall = Duration.seconds(40)
-        _ = responder.accept(reply(1, keys: ["a"], repair: true))
-        #expect(!responder.isServing("r1", now: now, stalledAfter: stall), "a repair")
-        _ = responder.accept(reply(2, keys: ["a"]))
-        #expect(responder.isServing("r2", now: now + .seconds(39), stalledAfter: stall) && !responder.isServing("r3", now: now, stalledAfter: stall))
-        #expect(!responder.isServing("r2", now: now + .seconds(40), stalledAfter: stall), "stalled")
-        responder.remove(at: [1])
-        #expect(!responder.isServing("r2", now: now, stalledAfter: stall), "ended")
-    }
-
     /// A sync reply to request `id` on connection `client`, its mark at `serial`, listing `buckets`.
     func syncReply(id: UInt64 = 10, serial: UInt64, buckets: [Int], since: StoreMark = .none, client: [UInt8] = [1]) -> SyncResponder.Reply {
         SyncResponder.Reply(

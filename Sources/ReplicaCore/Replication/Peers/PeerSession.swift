@@ -65,10 +65,9 @@ struct PeerSession: Sendable {
     private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant)?
     /// Syncs wanted in a row for the same difference, while our root stayed and the two did not
     /// agree (the last one settled nothing: the member is itself behind and syncing, or its
-    /// link is too slow for a reply): each doubles the
-    /// quiet time the next needs, up to 64 half intervals. A node stuck behind a slow link was
-    /// sent a request (with 8 KiB of bucket hashes) by each member twice a second, which
-    /// slowed the very sync it waited for.
+    /// link is too slow for a reply): each doubles the quiet time the next needs, up to 64 half
+    /// intervals. A node stuck behind a slow link was sent a request (with 8 KiB of bucket
+    /// hashes) by each member twice a second, which slowed the very sync it waited for.
     private var divergenceSyncs = 0
 
     struct HeardHeartbeat: Equatable, Sendable {
@@ -121,12 +120,6 @@ struct PeerSession: Sendable {
         /// A sync with this member is in flight.
         var syncing: Bool
         var heartbeatInterval: Duration = .seconds(1)
-        /// This node is sending the member a sync reply, and it moves: the member is catching
-        /// up from us, so its digest differs at least by what is on its way; a divergence sync
-        /// waits until the reply ends (what the member holds that we lack, if anything, comes
-        /// then, or by the periodic sync). Behind a slow link, a catch-up of 5 minutes drew 111
-        /// requests of 8 KB, on the link the reply crawls through.
-        var serving = false
     }
 
     /// What the reactor must do.
@@ -222,21 +215,23 @@ struct PeerSession: Sendable {
                          peerWallMillis: message.wallMillis, receivedWallMillis: wallMillis)
         }
         // Digests differ all the time while writes are in flight. Divergence is a difference
-        // that holds while neither side changes: our root and the member's both stayed put for a
-        // whole heartbeat interval and still differ. (Losses during writes show as sequence gaps.)
-        // Heartbeats read back to back from a backlog say nothing about quiet: the two roots must
-        // have stayed put for half an interval of our own time.
+        // that holds while neither side changes: our root and the member's both stayed put
+        // between two of its heartbeats, for at least half an interval of our own time
+        // (heartbeats read back to back from a backlog say nothing about quiet), and still
+        // differ. (Losses during writes show as sequence gaps.)
+        //
         // Each further sync for the same difference waits twice as long; a difference is new when
         // our root moved (we learnt or wrote something) or after the roots agreed. A member whose
         // root moves while ours stays is catching up (from us or another member): its difference
         // is not new. (Reset at each of its moves, a member catching up behind a slow link, one
-        // value every 15 s, drew 6 syncs per value from every member that held it.)
+        // value every 15 s, drew 6 syncs per value from every member that held it: 111 requests
+        // of 8 KB in a catch-up of 5 minutes, on the link its reply crawled through; 17 since.)
         if message.digestRoot == local.digestRoot || quietSince.map({ $0.ours != local.digestRoot }) == true {
             divergenceSyncs = 0
         }
         if let quiet = quietSince, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
             let spacing = local.heartbeatInterval / 2 * (1 << min(divergenceSyncs, 6))
-            if message.digestRoot != local.digestRoot, !local.syncing, !local.serving, now - quiet.at >= spacing {
+            if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= spacing {
                 actions.append(.wantSync(.digestsDiffer))
                 quietSince = (message.digestRoot, local.digestRoot, now)
                 divergenceSyncs += 1

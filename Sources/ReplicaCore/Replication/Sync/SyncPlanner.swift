@@ -36,10 +36,10 @@ struct SyncPlanner: Sendable {
     /// was (its id, its `since`): a retry. The member then goes on with its reply if it is still
     /// sending it, else leaves out what it already queued for the request on the same
     /// connection, which arrives first; behind a slow link, each new request's full reply
-    /// queued behind the last one's. Only while nothing
-    /// could have lost what is on its way: the sync connection not lost, no received entry
-    /// dropped, no other sync started since. The reports are the first attempt's: its reply
-    /// may have been read before anything the member learnt later.
+    /// queued behind the last one's. Only while nothing could have lost what is on its way: the
+    /// sync connection not lost, no received entry dropped, no other sync started since. The
+    /// reports are the first attempt's: its reply may have been read before anything the member
+    /// learnt later.
     struct Retry: Equatable, Sendable {
         var peer: NodeID
         var requestID: UInt64

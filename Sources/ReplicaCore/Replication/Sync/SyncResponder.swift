@@ -71,8 +71,11 @@ struct SyncResponder: Sendable {
         /// stopped): a reply may wait for minutes, and the loop need not wake for it hundreds
         /// of times a second.
         func offerDelay(now: ContinuousClock.Instant) -> Duration {
-            now - lastProgress < SyncResponder.drainingWindow ? SyncResponder.retryDelay : SyncResponder.stalledRetryDelay
+            isStalled(now: now, after: SyncResponder.drainingWindow) ? SyncResponder.stalledRetryDelay : SyncResponder.retryDelay
         }
+
+        /// Nothing of it could be queued for `after`.
+        func isStalled(now: ContinuousClock.Instant, after: Duration) -> Bool { now - lastProgress >= after }
     }
 
     /// One encoded chunk of a reply, how many entries it carries, and the listed keys, per
@@ -150,7 +153,7 @@ struct SyncResponder: Sendable {
         if !reply.isRepair { reply.queuedBefore = queuedBefore(retrying: reply) }
         var admission: Admission = earlier.isEmpty ? .accepted : .replacedEarlier
         if replies.count >= maxReplies {
-            let stalled = replies.indices.filter { now - replies[$0].lastProgress >= stalledAfter }
+            let stalled = replies.indices.filter { replies[$0].isStalled(now: now, after: stalledAfter) }
             guard let stalest = stalled.min(by: { replies[$0].lastProgress < replies[$1].lastProgress }) else { return .refused }
             admission = .tookPlaceOfStalled(requester: replies[stalest].requester)
             remove(at: [stalest])
@@ -235,13 +238,6 @@ struct SyncResponder: Sendable {
 
     /// Reply `index` waits for its requester's queue (its held chunks are offered at `retryAt`).
     func isWaiting(_ index: Int, now: ContinuousClock.Instant) -> Bool { replies[index].retryAt.map { now < $0 } ?? false }
-
-    /// Whether a sync reply to `requester` is in progress and moving: something was queued in
-    /// the last `stalledAfter`. (Not a stalled one: its connection may be half open for
-    /// minutes, the requester long restarted on another.)
-    func isServing(_ requester: NodeID, now: ContinuousClock.Instant, stalledAfter: Duration) -> Bool {
-        replies.contains { $0.requester == requester && !$0.isRepair && now - $0.lastProgress < stalledAfter }
-    }
 
     /// Whether a reply can go on now (so the loop should not sleep).
     func hasReplyReady(now: ContinuousClock.Instant) -> Bool { replies.contains { $0.retryAt.map { now >= $0 } ?? true } }
