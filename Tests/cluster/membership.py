@@ -154,7 +154,7 @@ def scenario_leave_together(ctx, binary):
 
         def leave(k):
             t = time.monotonic()
-            results[k] = c.leave(k)
+            results[k] = c.client(k, ["leave", "--json"], timeout=40)
             took[k] = time.monotonic() - t
 
         threads = [threading.Thread(target=leave, args=(k,)) for k in (3, 4)]
@@ -162,10 +162,15 @@ def scenario_leave_together(ctx, binary):
             thread.start()
         for thread in threads:
             thread.join()
+        departures = {}
         for k in (3, 4):
             out = results[k].stdout.strip()
-            counts = out.split("; ")[2].split(" ")[0:3] if out.count("; ") >= 2 else []
-            if results[k].returncode != 0 or len(counts) != 3 or counts[0] != counts[2]:
+            try:
+                departures[k] = json.loads(out)
+            except ValueError:
+                raise Failure(f"leave of node{k} (exit {results[k].returncode}): {out} {results[k].stderr.strip()}")
+            d = departures[k]
+            if results[k].returncode != 0 or not d.get("left") or set(d.get("acknowledged", [])) != set(d.get("asked", [None])):
                 raise Failure(f"leave of node{k} (exit {results[k].returncode}, {took[k]:.1f} s): {out} {results[k].stderr.strip()}")
             if took[k] > 5:
                 raise Failure(f"leave of node{k} took {took[k]:.1f} s: {out}")
@@ -175,7 +180,8 @@ def scenario_leave_together(ctx, binary):
                     raise Failure(f"node{k} lacks node{writer}'s write after both left")
         if wait_states(c, [1, 2], "node3", "left", 2.0) is None or wait_states(c, [1, 2], "node4", "left", 2.0) is None:
             raise Failure("node1 and node2 do not list both leavers as left")
-        ctx.say(f"both left at once: node3 in {took[3]:.2f} s ({results[3].stdout.strip()}), node4 in {took[4]:.2f} s; "
+        ctx.say(f"both left at once: node3 in {took[3]:.2f} s (acknowledged by {departures[3]['acknowledged']}), "
+                f"node4 in {took[4]:.2f} s (by {departures[4]['acknowledged']}); "
                 "node1 and node2 hold both writes and list both as left")
 
 
