@@ -228,9 +228,13 @@ import Testing
     /// limit, as an earlier version sends one over 1,024) is no longer asked once the node hears
     /// it as a member, learnt through another seed. (It was sent a join every 2 s, and its reply
     /// counted as malformed, for as long as the node ran.)
+    ///
+    /// The refusal is established first: b's other seed, d, starts only once a's reply was
+    /// refused. (With both seeds up at once, b could hear a through the other seed before a's
+    /// reply arrived; the seed was then retired unrefused and the premise failed, not the rule.)
     @Test func aSeedThatIsAMemberHeardHereIsNoLongerAskedToJoin() async throws {
         let small = WireLimits(maxMembers: 8)
-        let ports = (testPorts.pair(), testPorts.pair())
+        let ports = (testPorts.pair(), testPorts.pair(), testPorts.pair())  // a's, c's, d's
         let a = try Self.replica("a", port: ports.0, seeds: [], storage: .memory)
         let c = try Self.replica("c", port: ports.1, seeds: [ports.0], storage: .memory, limits: small)
         #expect(await eventually { await Self.everyoneSees([a, c]) })
@@ -239,12 +243,15 @@ import Testing
             MemberRecord(node: NodeID(rawValue: "gone-\(index)")!, epoch: now - 1_000, incarnation: UUID(), status: .left,
                          address: Endpoint(host: "127.0.0.1", port: 9), publicKey: nil)
         }
-        await a.mergeMembers(departed, from: "gone-0")  // a's table is now one message c refuses
-        let b = try Self.replica("b", seeds: [ports.0, ports.1], storage: .memory, limits: small)
-        #expect(await eventually { await Self.everyoneSees([a, b, c]) }, "b learnt a through c")
+        await a.mergeMembers(departed, from: "gone-0")  // a's table is now one message c and b refuse
+        let b = try Self.replica("b", seeds: [ports.0, ports.2], storage: .memory, limits: small)
+        #expect(await eventually { await b.status().counters.malformedDropped >= 1 }, "a's reply was refused")
+        #expect(await b.status().pendingSeeds.count == 2, "both still asked: a refused, d not there yet")
+        // d joins through c, whose table (c refused a's too) names a: b learns a through d.
+        let d = try Self.replica("d", port: ports.2, seeds: [ports.1], storage: .memory, limits: small)
+        #expect(await eventually { await Self.everyoneSees([a, b, c, d]) }, "b learnt a through d")
         #expect(await eventually { await b.status().pendingSeeds.isEmpty }, "a is heard as a member: not asked any more")
-        #expect(await b.status().counters.malformedDropped >= 1, "a's reply was refused")
-        for replica in [a, b, c] { await replica.shutdown() }
+        for replica in [a, b, c, d] { await replica.shutdown() }
     }
 
     @Test func aSeedThatIsTheNodeItselfIsHarmless() async throws {
