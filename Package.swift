@@ -34,6 +34,9 @@ let package = Package(
             name: "CSQLiteConfig",
             linkerSettings: [.linkedLibrary("sqlite3")]
         ),
+        // Starts child processes without Foundation's `Process` (see `ChildProcess`).
+        .target(name: "CSpawnActions"),
+        .target(name: "Spawn", dependencies: ["CSpawnActions"]),
         .target(
             name: "ReplicaCore",
             dependencies: [
@@ -49,6 +52,7 @@ let package = Package(
             name: "ReplicaNode",
             dependencies: [
                 "ReplicaCore",
+                "Spawn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Logging", package: "swift-log"),
                 .product(name: "Metrics", package: "swift-metrics"),
@@ -62,6 +66,7 @@ let package = Package(
             name: "ReplicaBench",
             dependencies: [
                 "ReplicaCore",
+                "Spawn",
                 .product(name: "ArgumentParser", package: "swift-argument-parser"),
                 .product(name: "Histogram", package: "hdrhistogram-swift"),
                 .product(name: "Logging", package: "swift-log"),
@@ -76,6 +81,7 @@ let package = Package(
             name: "ReplicaCoreTests",
             dependencies: [
                 "ReplicaCore",
+                "Spawn",
                 .product(name: "PropertyBased", package: "swift-property-based"),
                 .product(name: "MetricsTestKit", package: "swift-metrics"),
                 // Tests inject faults into a store's database file (a trigger that refuses a row).
@@ -85,7 +91,7 @@ let package = Package(
         ),
         .testTarget(
             name: "ReplicaNodeTests",
-            dependencies: ["ReplicaNode", "ReplicaCore"]
+            dependencies: ["ReplicaNode", "ReplicaCore", "Spawn"]
         ),
     ],
     swiftLanguageModes: [.v6]

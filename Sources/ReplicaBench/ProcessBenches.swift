@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 
 /// The `replica-node` binary next to this one.
 let replicaNodeBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinksInPath()
@@ -6,7 +7,7 @@ let replicaNodeBinary = URL(fileURLWithPath: "/proc/self/exe").resolvingSymlinks
 
 /// A `replica-node serve --insecure` process in a temporary directory.
 final class NodeProcess {
-    let process = Process()
+    let process: ChildProcess
     let data: URL
     let port: UInt16
 
@@ -16,29 +17,24 @@ final class NodeProcess {
         }
         self.port = port
         data = FileManager.default.temporaryDirectory.appendingPathComponent("replica-bench-\(id)-\(UUID().uuidString.prefix(6))")
-        process.executableURL = replicaNodeBinary
-        process.arguments = ["serve", "--id", id, "--listen", "127.0.0.1:\(port)", "--data", data.path, "--insecure", "--log-level", "error"]
-            + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] }
-        process.standardError = FileHandle.nullDevice
-        try process.run()
+        process = try ChildProcess(
+            replicaNodeBinary.path,
+            ["serve", "--id", id, "--listen", "127.0.0.1:\(port)", "--data", data.path, "--insecure", "--log-level", "error"]
+                + peers.flatMap { ["--peer", "127.0.0.1:\($0)"] },
+            errors: .null)
     }
 
     func client(_ arguments: [String], input: Data? = nil) throws -> (status: Int32, output: Data) {
-        let client = Process()
-        client.executableURL = replicaNodeBinary
-        client.arguments = arguments + ["--data", data.path]
-        let out = Pipe()
-        client.standardOutput = out
-        client.standardError = FileHandle.nullDevice
+        var stdin: FileHandle?
         if let input {
             let file = data.appendingPathExtension("input")
             try input.write(to: file)
-            client.standardInput = try FileHandle(forReadingFrom: file)
+            stdin = try FileHandle(forReadingFrom: file)
         }
-        try client.run()
-        let output = out.fileHandleForReading.readDataToEndOfFile()
-        client.waitUntilExit()
-        return (client.terminationStatus, output)
+        let client = try ChildProcess(replicaNodeBinary.path, arguments + ["--data", data.path],
+                                      input: stdin.map { .descriptor($0.fileDescriptor) } ?? .inherit, output: .pipe, errors: .null)
+        let output = client.standardOutput!.readDataToEndOfFile()
+        return (client.wait().status, output)
     }
 
     func waitUntilServing() throws {
@@ -50,11 +46,9 @@ final class NodeProcess {
     }
 
     func stop() {
-        if process.isRunning {
-            kill(process.processIdentifier, SIGCONT)
-            kill(process.processIdentifier, SIGKILL)
-        }
-        process.waitUntilExit()
+        process.signal(SIGCONT)
+        process.signal(SIGKILL)
+        process.wait()
         try? FileManager.default.removeItem(at: data)
         try? FileManager.default.removeItem(at: data.appendingPathExtension("input"))
     }

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import Synchronization
 @testable import ReplicaCore
 
@@ -78,18 +79,11 @@ struct SmallDisk {
         try? FileManager.default.removeItem(at: url)
     }
 
-    /// Runs a command to its end. By `posix_spawn`, not Foundation's `Process`: on Linux its
-    /// `run()` over-reads `/proc/self/fd` entries and crashed the suite twice in a day
-    /// (swift-corelibs-foundation #5472, fixed after Swift 6.3.1).
+    /// Runs a command to its end (by `ChildProcess`: Foundation's `Process` can crash on Linux).
     static func run(_ arguments: String...) throws {
-        let argv = arguments.map { strdup($0) } + [nil]
-        defer { argv.forEach { free($0) } }
-        var pid: pid_t = 0
-        var status: Int32 = 0
-        let spawned = posix_spawn(&pid, arguments[0], nil, nil, argv, environ)
-        if spawned == 0 { while waitpid(pid, &status, 0) < 0 && errno == EINTR {} }
-        guard spawned == 0, status == 0 else {
-            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(arguments.joined(separator: " ")) failed"])
+        let termination = try ChildProcess(arguments[0], Array(arguments.dropFirst())).wait()
+        guard termination.isSuccess else {
+            throw CocoaError(.fileWriteUnknown, userInfo: [NSLocalizedDescriptionKey: "\(arguments.joined(separator: " ")) \(termination)"])
         }
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ReplicaCore
 @testable import ReplicaNode
+import Spawn
 import Testing
 
 /// The client commands' success and error paths against a real serving node.
@@ -229,15 +230,5 @@ import Testing
 
 /// Runs `replica-node ARGS` with `input` on its standard input.
 func runWithInput(_ arguments: [String], input: String) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = replicaNodeBinary
-    process.arguments = arguments
-    let pipe = Pipe()
-    process.standardInput = pipe
-    let writer = Thread { [handle = pipe.fileHandleForWriting] in
-        try? handle.write(contentsOf: Data(input.utf8))
-        try? handle.close()
-    }
-    writer.start()
-    return try runCapturingOutput(process)
+    try runCapturingOutput(replicaNodeBinary.path, arguments, input: Data(input.utf8))
 }

@@ -1,15 +1,13 @@
 import Foundation
 @testable import ReplicaNode
+import Spawn
 import Testing
 
 /// How `cluster` decides that it is over, with stand-in processes (`true` stops cleanly at
 /// once, a Python sleep runs until signalled) instead of nodes.
 @Suite struct ClusterProcessesTests {
     private func start(_ executable: String, _ arguments: [String] = [], as id: String, in children: ClusterProcesses) throws {
-        let process = Process()
-        process.executableURL = URL(fileURLWithPath: executable)
-        process.arguments = arguments
-        try children.launch(process, id: id)
+        try children.launch(executable, arguments, id: id)
     }
 
     private func awaitExit(of id: String, in children: ClusterProcesses) async throws {
@@ -27,9 +25,8 @@ import Testing
         try start("/bin/true", as: "node1", in: children)
         try await awaitExit(of: "node1", in: children)
         #expect(children.reason == nil, "one of two nodes stopped, while the second was not started yet")
-        // Unblocking SIGTERM first, as a node does: a child inherits the test runner's mask, which blocks it.
-        try start("/usr/bin/python3", ["-c", "import signal, time; signal.pthread_sigmask(signal.SIG_UNBLOCK, [signal.SIGTERM]); time.sleep(30)"],
-                  as: "node2", in: children)
+        // Nothing blocked in the child (`ChildProcess` resets the mask the test runner's threads have).
+        try start("/usr/bin/python3", ["-c", "import time; time.sleep(30)"], as: "node2", in: children)
         children.finishedLaunching()
         #expect(children.reason == nil, "node2 still runs")
         let root = FileManager.default.temporaryDirectory

@@ -1,4 +1,5 @@
 import Foundation
+import Spawn
 import Testing
 
 /// Every example in `--help` and in the README runs as shown, against real processes.
@@ -131,12 +132,7 @@ import Testing
             try await runUntilServing(example, kind: String(words[1]), in: directory)
             return
         }
-        let process = Process()
-        process.executableURL = shell
-        process.arguments = ["-c", example]
-        process.currentDirectoryURL = directory
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let result = try runCapturingOutput(process)
+        let result = try runCapturingOutput(shell.path, ["-c", example], environment: environment, directory: directory)
         #expect(result.status == 0, "\(example)\n\(result)")
     }
 

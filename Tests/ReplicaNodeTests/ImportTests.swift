@@ -1,6 +1,7 @@
 import Foundation
 import ReplicaCore
 @testable import ReplicaNode
+import Spawn
 import Testing
 
 /// `import`: every line checked before anything is written, batches in flight, last line wins.
@@ -199,19 +200,10 @@ import Testing
         #expect(try cluster.client(0, ["get", "k7"]).stdout == "[7,\"x\"]\n")
         #expect(try await eventually { try cluster.client(1, ["keys"]).stdout.split(separator: "\n").count == 26 })
 
-        let stdin = Process()
-        stdin.executableURL = replicaNodeBinary
-        stdin.arguments = ["import", "-", "--json", "--data", cluster.nodes[0].data.path]
-        let input = Pipe(), output = Pipe()
-        stdin.standardInput = input
-        stdin.standardOutput = output
-        try stdin.run()
-        input.fileHandleForWriting.write(Data("{\"key\":\"piped\",\"value\":true}\n".utf8))
-        try input.fileHandleForWriting.close()
-        let printed = output.fileHandleForReading.readDataToEndOfFile()
-        stdin.waitUntilExit()
-        #expect(stdin.terminationStatus == 0)
-        #expect(String(decoding: printed, as: UTF8.self) == "{\"written\":1}\n")
+        let piped = try runCapturingOutput(replicaNodeBinary.path, ["import", "-", "--json", "--data", cluster.nodes[0].data.path],
+                                           input: Data("{\"key\":\"piped\",\"value\":true}\n".utf8))
+        #expect(piped.status == 0, "\(piped)")
+        #expect(piped.stdout == "{\"written\":1}\n")
         #expect(try cluster.client(0, ["get", "piped"]).stdout == "true\n")
     }
 }

@@ -1,6 +1,7 @@
 import Foundation
 import ReplicaCore
 @testable import ReplicaNode
+import Spawn
 import Testing
 
 /// This version's client with a node of an earlier one, played by a stand-in that answers on
@@ -39,22 +40,14 @@ import Testing
     }
 
     /// Starts `replica-node ARGS`; `finish` collects what it printed.
-    static func start(_ arguments: [String]) throws -> (process: Process, out: Pipe, err: Pipe) {
-        let process = Process()
-        process.executableURL = replicaNodeBinary
-        process.arguments = arguments
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        try process.run()
-        return (process, out, err)
+    static func start(_ arguments: [String]) throws -> ChildProcess {
+        try ChildProcess(replicaNodeBinary.path, arguments, output: .pipe, errors: .pipe)
     }
 
-    static func finish(_ started: (process: Process, out: Pipe, err: Pipe)) -> CommandResult {
-        let stdout = started.out.fileHandleForReading.readDataToEndOfFile()
-        let stderr = started.err.fileHandleForReading.readDataToEndOfFile()
-        started.process.waitUntilExit()
-        return CommandResult(status: started.process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self),
+    static func finish(_ started: ChildProcess) -> CommandResult {
+        let stdout = started.standardOutput!.readDataToEndOfFile()
+        let stderr = started.standardError!.readDataToEndOfFile()
+        return CommandResult(status: started.wait().status, stdout: String(decoding: stdout, as: UTF8.self),
                              stderr: String(decoding: stderr, as: UTF8.self))
     }
 

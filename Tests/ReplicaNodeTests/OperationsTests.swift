@@ -1,6 +1,7 @@
 import Foundation
 import ReplicaCore
 @testable import ReplicaNode
+import Spawn
 import Testing
 
 /// `replica-node` as operators use it: watch, peers, environment twins, signals, bad disks.
@@ -55,17 +56,12 @@ import Testing
     @Test func serveTakesItsSettingsFromTheEnvironment() async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-env-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
-        let process = Process()
-        process.executableURL = replicaNodeBinary
-        process.arguments = ["serve"]
-        process.environment = ProcessInfo.processInfo.environment.merging([
+        let process = try ChildProcess(replicaNodeBinary.path, ["serve"], environment: [
             "REPLICA_ID": "envnode", "REPLICA_LISTEN": "127.0.0.1:\(TestPorts.pair())",
             "REPLICA_PEERS": "127.0.0.1:\(TestPorts.pair()),127.0.0.1:\(TestPorts.pair())", "REPLICA_DATA": root.path,
             "REPLICA_INSECURE": "1",
-        ]) { $1 }
-        process.standardError = Pipe()
-        try process.run()
-        defer { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+        ], errors: .null)
+        defer { process.signal(SIGKILL) }
         let up = try await eventually { try replicaNode(["status", "--json"], environment: ["REPLICA_DATA": root.path]).status == 0 }
         #expect(up)
         let status = try replicaNode(["status", "--json"], environment: ["REPLICA_DATA": root.path])
@@ -74,9 +70,8 @@ import Testing
         // Both seeds are unreachable: the node keeps asking them to let it join.
         #expect((json["pendingSeeds"] as? [Any])?.count == 2)
         #expect((json["peers"] as? [Any])?.count == 0)
-        kill(process.processIdentifier, SIGTERM)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0, "SIGTERM is a graceful stop")
+        process.signal(SIGTERM)
+        #expect(process.wait() == .exited(0), "SIGTERM is a graceful stop")
     }
 
     /// A node whose writes no member holds does not leave (an outside tester's case: `leave`
@@ -101,8 +96,7 @@ import Testing
         #expect(forced.status == 0, "\(forced)")
         #expect(forced.stdout.contains("\"left\":true"), "\(forced)")
         let process = try #require(cluster.nodes[0].process)
-        process.waitUntilExit()
-        #expect(process.terminationStatus == 0)
+        #expect(process.wait() == .exited(0))
     }
 
     @Test func aSecondSignalExitsAtOnce() async throws {
@@ -112,10 +106,9 @@ import Testing
         let process = try #require(cluster.nodes[0].process)
         // Both signals arrive before the graceful path can finish: the second wins with 130,
         // or the first already finished with 0. Either way the node is gone promptly.
-        kill(process.processIdentifier, SIGINT)
-        kill(process.processIdentifier, SIGINT)
-        process.waitUntilExit()
-        #expect([0, 130].contains(process.terminationStatus))
+        process.signal(SIGINT)
+        process.signal(SIGINT)
+        #expect([.exited(0), .exited(130)].contains(process.wait()))
     }
 
     /// A copy of a running node's data directory, started next to it (an outside tester's case:
@@ -290,26 +283,13 @@ func SHA256Digest(_ data: Data) -> String {
     let file = FileManager.default.temporaryDirectory.appendingPathComponent("replica-hash-\(UUID().uuidString)")
     defer { try? FileManager.default.removeItem(at: file) }
     try? data.write(to: file)
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: "/usr/bin/sha256sum")
-    process.arguments = [file.path]
-    let out = Pipe()
-    process.standardOutput = out
-    try? process.run()
-    let text = out.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return String(decoding: text, as: UTF8.self).split(separator: " ").first.map(String.init) ?? ""
+    let text = (try? runCapturingOutput("/usr/bin/sha256sum", [file.path]))?.stdout ?? ""
+    return text.split(separator: " ").first.map(String.init) ?? ""
 }
 
 /// Runs a system command and returns its exit status.
 func replicaNodeShell(_ path: String, _ arguments: [String]) throws -> Int32 {
-    let process = Process()
-    process.executableURL = URL(fileURLWithPath: path)
-    process.arguments = arguments
-    process.standardError = Pipe()
-    try process.run()
-    process.waitUntilExit()
-    return process.terminationStatus
+    try ChildProcess(path, arguments, errors: .null).wait().status
 }
 
 /// Reads lines from a pipe without blocking the test's executor.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplicaCore
+import Spawn
 import Synchronization
 
 #if canImport(Glibc)
@@ -47,7 +48,7 @@ struct Cluster: AsyncParsableCommand {
 
     func run() async throws {
         // Signals first, before any node exists. Each node runs in a process group of its own
-        // (Foundation's `Process`), so a Ctrl-C, a `kill` or a closed terminal reaches only this
+        // (`ChildProcess`), so a Ctrl-C, a `kill` or a closed terminal reaches only this
         // process: it must stop the nodes, or they would live on holding their ports and data
         // directories (and answer the next cluster's clients as if it were healthy).
         let children = ClusterProcesses()
@@ -93,12 +94,7 @@ struct Cluster: AsyncParsableCommand {
                 arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
                 for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
                 let log = try Self.openLog(root.appendingPathComponent("\(id).log"), id: id)
-                let process = Process()
-                process.executableURL = executable
-                process.arguments = arguments
-                process.standardOutput = log
-                process.standardError = log
-                try children.launch(process, id: id)
+                try children.launch(executable.path, arguments, output: log.fileDescriptor, id: id)
                 ids.append(id)
             }
         } catch {
@@ -226,7 +222,7 @@ struct Cluster: AsyncParsableCommand {
 }
 
 /// The nodes `cluster` started, and why it stops: a signal, or a node that exited on its own.
-/// Shared with the signal thread and with the threads `Process` reports exits on.
+/// Shared with the signal thread and with the threads `ChildProcess` reports exits on.
 final class ClusterProcesses: Sendable {
     enum StopReason: Sendable {
         case signal(Int32)
@@ -238,9 +234,8 @@ final class ClusterProcesses: Sendable {
 
     private struct Child {
         var id: String
-        var process: Process
-        var exit: Process.TerminationReason?
-        var status: Int32 = 0
+        var process: ChildProcess
+        var exit: ChildProcess.Termination?
     }
 
     private struct State {
@@ -261,12 +256,15 @@ final class ClusterProcesses: Sendable {
     /// Why the cluster stops, once it does.
     var reason: StopReason? { state.withLock { $0.reason } }
 
-    /// Starts `process` as node `id` and follows its exit. Under the lock, so that a signal
-    /// arriving meanwhile finds it in the list and stops it too.
-    func launch(_ process: Process, id: String) throws {
-        process.terminationHandler = { [weak self] process in self?.exited(process) }
+    /// Starts `executable ARGUMENTS` as node `id`, its standard output and error to `output` (or
+    /// the cluster's own), and follows its exit. Under the lock, so that a signal arriving
+    /// meanwhile finds it in the list and stops it too (and an exit reported at once waits for it).
+    func launch(_ executable: String, _ arguments: [String], output: Int32? = nil, id: String) throws {
+        let stream: ChildProcess.Stream = output.map { .descriptor($0) } ?? .inherit
         try state.withLock { state in
-            try process.run()
+            let process = try ChildProcess(executable, arguments, output: stream, errors: stream) { [weak self] process, termination in
+                self?.exited(process, termination)
+            }
             state.children.append(Child(id: id, process: process))
         }
     }
@@ -316,12 +314,11 @@ final class ClusterProcesses: Sendable {
 
     /// Records a node's exit and, in the same critical section, whether it stops the cluster, so
     /// that whoever sees the exit also sees its consequence.
-    private func exited(_ process: Process) {
-        let clean = process.terminationReason == .exit && process.terminationStatus == 0
+    private func exited(_ process: ChildProcess, _ termination: ChildProcess.Termination) {
+        let clean = termination.isSuccess
         let outcome = state.withLock { state -> (id: String, running: Int, reason: StopReason?, waiters: [CheckedContinuation<StopReason, Never>])? in
             guard let index = state.children.firstIndex(where: { $0.process === process }) else { return nil }
-            state.children[index].exit = process.terminationReason
-            state.children[index].status = process.terminationStatus
+            state.children[index].exit = termination
             let id = state.children[index].id
             let running = state.running
             // Stopping already (a signal was handled, or another node failed): its exit is part of that.
@@ -335,7 +332,7 @@ final class ClusterProcesses: Sendable {
             }
             // A node that fails while the cluster runs (a port taken, a data directory held by a
             // node left over from an earlier cluster, a crash) stops the cluster.
-            let (reason, waiters) = Self.settle(.exited(id: id, status: Self.describe(process.terminationReason, process.terminationStatus)), in: &state)
+            let (reason, waiters) = Self.settle(.exited(id: id, status: termination.description), in: &state)
             return (id, running, reason, waiters)
         }
         guard let outcome else { return }
@@ -347,14 +344,10 @@ final class ClusterProcesses: Sendable {
         if let reason = outcome.reason { for waiter in outcome.waiters { waiter.resume(returning: reason) } }
     }
 
-    static func describe(_ reason: Process.TerminationReason, _ status: Int32) -> String {
-        reason == .uncaughtSignal ? "was killed by signal \(status)" : "exited with status \(status)"
-    }
-
     /// SIGKILLs every node still running (a second Ctrl-C).
     func killAll() {
         state.withLock { state in
-            for child in state.children where child.exit == nil { kill(child.process.processIdentifier, SIGKILL) }
+            for child in state.children where child.exit == nil { child.process.signal(SIGKILL) }
         }
     }
 
@@ -365,12 +358,12 @@ final class ClusterProcesses: Sendable {
             state.stopping = true
             return state.children.filter { $0.exit == nil }
         }
-        for child in running { kill(child.process.processIdentifier, SIGTERM) }
+        for child in running { child.process.signal(SIGTERM) }
         var problems: [String] = []
         if !(await waitUntilAllExited(within: grace)) {
             let stuck = state.withLock { $0.children.filter { $0.exit == nil } }
             for child in stuck {
-                kill(child.process.processIdentifier, SIGKILL)
+                child.process.signal(SIGKILL)
                 problems.append("\(child.id) did not stop within \(grace): killed (see \(root.appendingPathComponent("\(child.id).log").path))")
             }
             if !(await waitUntilAllExited(within: .seconds(5))) {
@@ -382,8 +375,8 @@ final class ClusterProcesses: Sendable {
         for child in state.withLock({ $0.children }) where child.id != alreadyReported && !problems.contains(where: { $0.hasPrefix(child.id + " ") }) {
             guard let exit = child.exit else { continue }
             // A clean stop: exit 0, or SIGTERM itself for a node that had not installed its handler yet.
-            let clean = (exit == .exit && child.status == 0) || (exit == .uncaughtSignal && child.status == SIGTERM && asked.contains(child.id))
-            if !clean { problems.append("\(child.id) \(Self.describe(exit, child.status)) (see \(root.appendingPathComponent("\(child.id).log").path))") }
+            let clean = exit.isSuccess || (exit == .signalled(SIGTERM) && asked.contains(child.id))
+            if !clean { problems.append("\(child.id) \(exit) (see \(root.appendingPathComponent("\(child.id).log").path))") }
         }
         return problems
     }

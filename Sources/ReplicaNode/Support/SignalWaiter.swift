@@ -12,9 +12,9 @@ import Glibc
 /// A `sigaction` handler writes each signal's number into a pipe (`write` is async-signal-safe);
 /// a thread of its own reads the pipe and passes the signals to the command's handler, once it
 /// has one (those received before are kept for it). That thread unblocks the signals for itself:
-/// a process started by Foundation's `Process` inherits the signal mask of the thread that
-/// started it, and Dispatch's threads (a test runner's, `cluster`'s) block SIGINT, SIGTERM and
-/// SIGHUP. (The handlers must be in place before `ReplicaNodeCommand.main` calls
+/// a process inherits the signal mask of the thread that started it unless its parent resets
+/// it (Foundation's `Process` does not; our `ChildProcess` does), and Dispatch's threads (a
+/// test runner's) block SIGINT, SIGTERM and SIGHUP. (The handlers must be in place before `ReplicaNodeCommand.main` calls
 /// `dispatchMain()`: its main thread then waits in `sigsuspend` with every signal unblocked, so
 /// a signal pending from before would meet the default action there. That is why `main` is
 /// synchronous and installs them first.)

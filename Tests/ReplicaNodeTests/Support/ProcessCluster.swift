@@ -1,5 +1,6 @@
 import Foundation
 import ReplicaCore
+import Spawn
 import Synchronization
 
 /// The `replica-node` binary built beside the test bundle (or $REPLICA_NODE_BINARY).
@@ -28,56 +29,63 @@ struct CommandResult: CustomStringConvertible {
 /// Runs `replica-node ARGS` to completion.
 @discardableResult
 func replicaNode(_ arguments: [String], environment: [String: String] = [:]) throws -> CommandResult {
-    let process = Process()
-    process.executableURL = replicaNodeBinary
-    process.arguments = arguments
-    process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-    return try runCapturingOutput(process)
+    try runCapturingOutput(replicaNodeBinary.path, arguments, environment: environment)
 }
 
-/// Runs `process` to completion and returns what it printed.
-func runCapturingOutput(_ process: Process) throws -> CommandResult {
-    let out = Pipe(), err = Pipe()
-    process.standardOutput = out
-    process.standardError = err
-    try process.run()
-    // Read before waiting so a large output cannot fill the pipe and block the child.
-    let stdout = out.fileHandleForReading.readDataToEndOfFile()
-    let stderr = err.fileHandleForReading.readDataToEndOfFile()
-    process.waitUntilExit()
-    return CommandResult(status: process.terminationStatus, stdout: String(decoding: stdout, as: UTF8.self), stderr: String(decoding: stderr, as: UTF8.self))
+/// Runs `executable ARGS` to completion, `input` (if any) on its standard input, and returns
+/// what it printed. `environment` is added to the test runner's.
+func runCapturingOutput(
+    _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, input: Data? = nil
+) throws -> CommandResult {
+    let process = try ChildProcess(executable, arguments, environment: environment, directory: directory?.path,
+                                   input: input == nil ? .inherit : .pipe, output: .pipe, errors: .pipe)
+    if let input, let handle = process.standardInput {
+        // On a thread of its own: a child that prints before it reads all its input must not
+        // find both pipes full.
+        Thread.detachNewThread {
+            try? handle.write(contentsOf: input)
+            try? handle.close()
+        }
+    }
+    // Standard error on a thread of its own, so that neither stream can fill its pipe and block
+    // the child while the other is read to its end.
+    let errors = Mutex(Data())
+    let errorsRead = DispatchSemaphore(value: 0)
+    Thread.detachNewThread { [handle = process.standardError!] in
+        let data = handle.readDataToEndOfFile()
+        errors.withLock { $0 = data }
+        errorsRead.signal()
+    }
+    let stdout = process.standardOutput!.readDataToEndOfFile()
+    errorsRead.wait()
+    let status = process.wait().status
+    return CommandResult(status: status, stdout: String(decoding: stdout, as: UTF8.self),
+                         stderr: String(decoding: errors.withLock { $0 }, as: UTF8.self))
 }
 
 /// A command left running (`watch`, `serve`, `cluster`), its output read line by line.
 /// Killed when released, if still running.
-final class RunningCommand: @unchecked Sendable {
-    let process = Process()
+final class RunningCommand: Sendable {
+    let process: ChildProcess
     let output: LineReader
     let errors: LineReader
 
     /// `replica-node ARGS`, or with `executable`, that program.
     init(_ arguments: [String], executable: URL = replicaNodeBinary, directory: URL? = nil, environment: [String: String] = [:]) throws {
-        process.executableURL = executable
-        process.arguments = arguments
-        if let directory { process.currentDirectoryURL = directory }
-        process.environment = ProcessInfo.processInfo.environment.merging(environment) { $1 }
-        let out = Pipe(), err = Pipe()
-        process.standardOutput = out
-        process.standardError = err
-        output = LineReader(out.fileHandleForReading)
-        errors = LineReader(err.fileHandleForReading)
-        try process.run()
+        process = try ChildProcess(executable.path, arguments, environment: environment, directory: directory?.path,
+                                   output: .pipe, errors: .pipe)
+        output = LineReader(process.standardOutput!)
+        errors = LineReader(process.standardError!)
     }
 
-    /// Sends `signal` and waits for the exit; returns the exit status.
+    /// Sends `signal` and waits for the exit; returns the exit status (or the signal's number).
     @discardableResult
     func stop(_ signal: Int32 = SIGKILL) -> Int32 {
-        if process.isRunning { kill(process.processIdentifier, signal) }
-        process.waitUntilExit()
-        return process.terminationStatus
+        process.signal(signal)
+        return process.wait().status
     }
 
-    deinit { if process.isRunning { kill(process.processIdentifier, SIGKILL) } }
+    deinit { process.signal(SIGKILL) }
 }
 
 /// Polls `condition` until it holds or `timeout` passes; returns whether it held.
@@ -99,7 +107,7 @@ final class ProcessCluster: @unchecked Sendable {
         var port: UInt16
         var data: URL
         var log: URL
-        var process: Process?
+        var process: ChildProcess?
     }
 
     let root: URL
@@ -129,7 +137,7 @@ final class ProcessCluster: @unchecked Sendable {
     func restartWithoutPeer(_ peer: Int, nodes restarted: [Int]) throws {
         for index in restarted {
             if let process = nodes[index].process {
-                if process.isRunning { stop(index) } else { process.waitUntilExit(); nodes[index].process = nil }
+                if process.isRunning { stop(index) } else { process.wait(); nodes[index].process = nil }
             }
             excludedPeers[index, default: []].insert(peer)
             try start(index)
@@ -147,18 +155,11 @@ final class ProcessCluster: @unchecked Sendable {
     }
 
     func start(_ index: Int) throws {
-        let process = Process()
-        process.executableURL = replicaNodeBinary
-        process.arguments = arguments(for: index)
-        if !FileManager.default.fileExists(atPath: nodes[index].log.path) {
-            _ = FileManager.default.createFile(atPath: nodes[index].log.path, contents: nil)  // FileHandle below reports a failure
-        }
-        let log = try FileHandle(forWritingTo: nodes[index].log)
-        log.seekToEndOfFile()
-        process.standardOutput = log
-        process.standardError = log
-        try process.run()
-        nodes[index].process = process
+        let log = open(nodes[index].log.path, O_WRONLY | O_APPEND | O_CREAT | O_CLOEXEC, 0o644)
+        guard log >= 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EIO) }
+        defer { close(log) }
+        nodes[index].process = try ChildProcess(replicaNodeBinary.path, arguments(for: index),
+                                                output: .descriptor(log), errors: .descriptor(log))
     }
 
     /// Node `index` keeps its data at `directory` from its next start (the old one is left).
@@ -170,10 +171,9 @@ final class ProcessCluster: @unchecked Sendable {
     @discardableResult
     func stop(_ index: Int, signal: Int32 = SIGTERM) -> Int32 {
         guard let process = nodes[index].process else { return 0 }
-        kill(process.processIdentifier, signal)
-        process.waitUntilExit()
+        process.signal(signal)
         nodes[index].process = nil
-        return process.terminationStatus
+        return process.wait().status
     }
 
     func stop() {

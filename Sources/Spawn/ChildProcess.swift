@@ -1,0 +1,173 @@
+import Foundation
+import Synchronization
+
+#if canImport(Glibc)
+import Glibc
+#elseif canImport(Darwin)
+import Darwin
+#endif
+
+/// A program started by `posix_spawn`, whose exit is reaped by a thread of its own.
+///
+/// Why not Foundation's `Process`: on Linux its `run()` copies whole 256-byte `d_name` fields
+/// out of `/proc/self/fd` entries while it looks for the highest open descriptor, and crashes
+/// when an entry ends a page (swift-corelibs-foundation #5472, fixed after Swift 6.3.1). It
+/// crashed our test suites twice in a day; `replica-node cluster` starts its nodes the same way.
+///
+/// What a child gets, on every platform:
+/// - a process group of its own, so a Ctrl-C meant for its parent (`cluster`, a test runner)
+///   does not reach it: the parent decides how its children stop;
+/// - every signal at its default action and none blocked (a parent that ignores SIGPIPE, or a
+///   Dispatch thread that blocks SIGTERM, passes neither on);
+/// - only descriptors 0, 1 and 2: whatever else the parent has open (sockets, database files,
+///   the other ends of pipes) is closed in the child.
+public final class ChildProcess: Sendable {
+    /// Where one of the child's standard streams goes.
+    public enum Stream: Sendable {
+        /// The parent's own.
+        case inherit
+        /// `/dev/null`.
+        case null
+        /// A pipe; the parent's end is `standardInput`, `standardOutput` or `standardError`.
+        case pipe
+        /// An open descriptor of the parent's (a log file), which stays the parent's to close.
+        case descriptor(Int32)
+    }
+
+    /// How the child ended.
+    public enum Termination: Sendable, Equatable, CustomStringConvertible {
+        case exited(Int32)
+        case signalled(Int32)
+
+        /// The exit status, or the signal's number, as `Process.terminationStatus` has it.
+        public var status: Int32 {
+            switch self {
+            case .exited(let status), .signalled(let status): status
+            }
+        }
+
+        /// Exited with status 0.
+        public var isSuccess: Bool { self == .exited(0) }
+
+        /// "exited with status 1", "was killed by signal 9".
+        public var description: String {
+            switch self {
+            case .exited(let status): "exited with status \(status)"
+            case .signalled(let signal): "was killed by signal \(signal)"
+            }
+        }
+    }
+
+    public let processIdentifier: pid_t
+    /// The parent's end of each stream started as `.pipe` (nil otherwise).
+    public let standardInput: FileHandle?
+    public let standardOutput: FileHandle?
+    public let standardError: FileHandle?
+
+    private let ended = Mutex<Termination?>(nil)
+    /// Entered while the child runs; left once it is reaped (any number of `wait()`s).
+    private let running = DispatchGroup()
+
+    /// Starts `executable` (a path: no `PATH` search) with `arguments` (without the program's
+    /// name). `environment` is added to this process's own. `onExit` is called once, on the
+    /// reaping thread, after the child is reaped.
+    public init(
+        _ executable: String, _ arguments: [String] = [], environment: [String: String] = [:], directory: String? = nil,
+        input: Stream = .inherit, output: Stream = .inherit, errors: Stream = .inherit,
+        onExit: (@Sendable (ChildProcess, Termination) -> Void)? = nil
+    ) throws {
+        var pipes = PipeEnds()
+        defer { pipes.closeChildEnds() }
+        let streams = [input, output, errors]
+        var actions = SpawnFileActions()
+        defer { actions.destroy() }
+        for (target, stream) in streams.enumerated() {
+            let target = Int32(target)
+            switch stream {
+            case .inherit:
+                break
+            case .null:
+                actions.open(target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY)
+            case .descriptor(let descriptor):
+                actions.duplicate(descriptor, to: target)
+            case .pipe:
+                let ends = try pipes.make(for: target)
+                actions.duplicate(ends.child, to: target)
+            }
+        }
+        if let directory { actions.changeDirectory(to: directory) }
+        actions.closeAllAbove2()
+
+        var attributes = SpawnAttributes()
+        defer { attributes.destroy() }
+
+        let argv = ([executable] + arguments).map { strdup($0) } + [nil]
+        defer { argv.forEach { free($0) } }
+        let merged = ProcessInfo.processInfo.environment.merging(environment) { $1 }
+        let envp = merged.map { strdup("\($0.key)=\($0.value)") } + [nil]
+        defer { envp.forEach { free($0) } }
+
+        var pid: pid_t = 0
+        let failure = posix_spawn(&pid, executable, &actions.raw, &attributes.raw, argv, envp)
+        guard failure == 0 else {
+            pipes.closeParentEnds()
+            throw SpawnError(executable: executable, code: failure)
+        }
+        processIdentifier = pid
+        standardInput = pipes.parentHandle(for: 0)
+        standardOutput = pipes.parentHandle(for: 1)
+        standardError = pipes.parentHandle(for: 2)
+        running.enter()
+        Thread.detachNewThread { [self] in
+            let termination = reap()
+            running.leave()
+            onExit?(self, termination)
+        }
+    }
+
+    /// How it ended, or nil while it runs.
+    public var termination: Termination? { ended.withLock { $0 } }
+
+    public var isRunning: Bool { termination == nil }
+
+    /// Blocks until the child has exited and been reaped.
+    @discardableResult
+    public func wait() -> Termination {
+        running.wait()
+        return termination!
+    }
+
+    /// Sends `signal` unless the child has been reaped (its id may then be another process's).
+    public func signal(_ signal: Int32) {
+        ended.withLock { ended in
+            if ended == nil { _ = kill(processIdentifier, signal) }
+        }
+    }
+
+    /// Waits for the exit without reaping it, then reaps it under the lock `signal` takes: so
+    /// no signal can reach another process that was given the same id.
+    private func reap() -> Termination {
+        var info = siginfo_t()
+        while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
+        return ended.withLock { ended in
+            var status: Int32 = 0
+            while waitpid(processIdentifier, &status, 0) < 0 && errno == EINTR {}
+            let termination = Self.termination(fromWaitStatus: status)
+            ended = termination
+            return termination
+        }
+    }
+
+    /// Decodes a `waitpid` status (the `WIFEXITED` macros are not imported into Swift).
+    static func termination(fromWaitStatus status: Int32) -> Termination {
+        let signal = status & 0x7f
+        return signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+    }
+}
+
+/// `posix_spawn` refused to start the program (not found, not executable, out of processes).
+public struct SpawnError: Error, CustomStringConvertible {
+    public var executable: String
+    public var code: Int32
+    public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
+}
