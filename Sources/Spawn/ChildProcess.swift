@@ -46,6 +46,13 @@ public final class ChildProcess: Sendable {
             }
         }
 
+        /// Decodes a `waitpid` status (the `WIFEXITED` macros are not imported into Swift): the
+        /// low 7 bits are the signal that ended it (0 if it exited), the next byte its exit status.
+        public init(waitStatus status: Int32) {
+            let signal = status & 0x7f
+            self = signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
+        }
+
         /// Exited with status 0.
         public var isSuccess: Bool { self == .exited(0) }
 
@@ -152,16 +159,10 @@ public final class ChildProcess: Sendable {
         return ended.withLock { ended in
             var status: Int32 = 0
             while waitpid(processIdentifier, &status, 0) < 0 && errno == EINTR {}
-            let termination = Self.termination(fromWaitStatus: status)
+            let termination = Termination(waitStatus: status)
             ended = termination
             return termination
         }
-    }
-
-    /// Decodes a `waitpid` status (the `WIFEXITED` macros are not imported into Swift).
-    static func termination(fromWaitStatus status: Int32) -> Termination {
-        let signal = status & 0x7f
-        return signal == 0 ? .exited((status >> 8) & 0xff) : .signalled(signal)
     }
 }
 
