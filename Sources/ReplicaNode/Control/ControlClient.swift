@@ -11,8 +11,15 @@ struct ControlClient {
     /// Why a client command could not reach its node.
     struct Unreachable: Error, CustomStringConvertible {
         var message: String
-        var description: String { message }
+        /// Set when the request was a change the node may have applied before it went quiet.
+        var unansweredChange = false
+        var description: String {
+            unansweredChange ? message + "; the change may or may not have been applied: \(ControlClient.readBack)" : message
+        }
     }
+
+    /// What an operator should do about a change left unanswered.
+    static let readBack = "read it back before repeating it (a repeated incr counts twice)"
 
     let dataDirectory: URL
     let context: ZMQContext
@@ -135,8 +142,12 @@ struct ControlClient {
     /// every request it has read, so this one had not been read, unless the node was killed).
     struct NodeStopped: Error, CustomStringConvertible {
         var dataDirectory: URL
+        /// Set when the request was a change (see `description`).
+        var unansweredChange = false
         var description: String {
-            "the replica-node serving \(dataDirectory.path) stopped before answering: the node is shutting down (or was killed)"
+            let stopped = "the replica-node serving \(dataDirectory.path) stopped before answering: the node is shutting down (or was killed)"
+            guard unansweredChange else { return stopped }
+            return stopped + "; the change was not applied if the node stopped gracefully, but may have been if it was killed: \(ControlClient.readBack)"
         }
     }
 
@@ -207,10 +218,20 @@ struct ControlClient {
     }
 
     /// Sends one request and returns its reply.
+    /// A change left unanswered (the node went quiet or stopped after it was sent) says that it
+    /// may have been applied: a script that repeats it blindly could apply it twice.
     func call(_ request: ControlRequest) throws -> ControlReply {
         try send(request)
-        guard let reply = try receive(timeout: timeout) else { throw notAnswering }
-        return reply
+        do {
+            guard let reply = try receive(timeout: timeout) else { throw notAnswering }
+            return reply
+        } catch var unanswered as Unreachable where request.isChange {
+            unanswered.unansweredChange = true
+            throw unanswered
+        } catch var stopped as NodeStopped where request.isChange {
+            stopped.unansweredChange = true
+            throw stopped
+        }
     }
 
     /// Sends one request and returns the answer it expects (`\.entry`, `\.status`, ...).

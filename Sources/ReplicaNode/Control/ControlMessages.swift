@@ -39,6 +39,16 @@ enum ControlRequest: Codable, Sendable, Equatable {
     /// Remove a dead member from the whole cluster.
     case forget(node: String)
     case health
+
+    /// Whether serving it changes the data (a write, an import, an increment, a drink added or
+    /// removed): one left unanswered may or may not have been applied. (`leave` and `forget`
+    /// have answers of their own that say what happened.)
+    var isChange: Bool {
+        switch self {
+        case .set, .delete, .importLines, .importTypedLines, .incr, .addDrink, .removeDrink: true
+        case .get, .keys, .status, .watch, .watchCheck, .counter, .listDrinks, .leave, .forget, .health: false
+        }
+    }
 }
 
 /// A node's answer to a `ControlRequest`.
