@@ -360,6 +360,31 @@ import Testing
         _ = try SQLiteStore(directory: directory.url, node: "n1")
     }
 
+    /// A store file this process may not write (here the file alone bind-mounted read-only: as
+    /// root, permissions would not stop it) is refused at open, saying which file and what to
+    /// do, and nothing in it is lost. (SQLite opened it read-only without a word; the node then
+    /// stopped with "SQLite error 8: attempt to write a readonly database" at its first write.)
+    @Test(.enabled(if: isRoot, "a read-only bind mount needs root"))
+    func aStoreFileThatCannotBeWrittenIsRefusedAtOpenSayingWhich() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        try {
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
+            #expect(try store.merge([Self.entry("kept", 1)]).count == 1)
+        }()
+        let file = directory.url.appendingPathComponent(SQLiteStore.fileName).path
+        try SmallDisk.run("/bin/mount", "--bind", file, file)
+        defer { try? SmallDisk.run("/bin/umount", file) }
+        try SmallDisk.run("/bin/mount", "-o", "remount,ro,bind", file)
+        #expect(throws: SQLiteStore.ReadOnlyStore(path: file)) { _ = try SQLiteStore(directory: directory.url, node: "n1") }
+        #expect(SQLiteStore.ReadOnlyStore(path: "/d/replica.sqlite").description
+            == "cannot write the store /d/replica.sqlite (or its -wal and -shm files beside it): read-only for this process; "
+            + "make them writable by the user the node runs as (chown or chmod u+w), or mount them read-write")
+        try SmallDisk.run("/bin/umount", file)
+        let reopened = try SQLiteStore(directory: directory.url, node: "n1")
+        #expect(try reopened.entry(for: "kept") == Self.entry("kept", 1))
+    }
+
     /// A lock file that cannot be made says which directory and why, in the system's words
     /// (it was `Error Domain=NSPOSIXErrorDomain Code=30 ...` on a read-only file system).
     @Test func aDirectoryThatCannotHoldTheLockSaysWhy() {

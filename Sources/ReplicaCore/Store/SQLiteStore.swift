@@ -64,6 +64,16 @@ public final class SQLiteStore: ReplicaStore {
         public var description: String { "cannot create data directory \(path): \(reason)" }
     }
 
+    /// The store's file, or its write-ahead log or shared-memory file, cannot be written by
+    /// this process (its permissions, another owner, a read-only mount of the file alone).
+    public struct ReadOnlyStore: Error, CustomStringConvertible, Equatable, Sendable {
+        public var path: String
+        public var description: String {
+            "cannot write the store \(path) (or its -wal and -shm files beside it): read-only for this process; make them "
+                + "writable by the user the node runs as (chown or chmod u+w), or mount them read-write"
+        }
+    }
+
     /// The data directory belongs to another node.
     public struct ForeignDataDirectory: Error, CustomStringConvertible, Sendable {
         public var expected: NodeID
@@ -193,9 +203,17 @@ public final class SQLiteStore: ReplicaStore {
             // Checkpoints run on their own thread (WALCheckpointer), never inside a commit.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
         }
-        let queue = try DatabaseQueue(path: url.path, configuration: configuration)
-        try migrator.migrate(queue)
-        return queue
+        do {
+            let queue = try DatabaseQueue(path: url.path, configuration: configuration)
+            // SQLite opens a file it may not write read-only, without an error: the first write
+            // (at start, or the first commit of a value received) would fail instead, as
+            // "attempt to write a readonly database".
+            if try queue.read({ sqlite3_db_readonly($0.sqliteConnection, "main") }) == 1 { throw ReadOnlyStore(path: url.path) }
+            try migrator.migrate(queue)
+            return queue
+        } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_READONLY {
+            throw ReadOnlyStore(path: url.path)  // its log or shared-memory file, found when first written
+        }
     }
 
     static var migrator: DatabaseMigrator {
