@@ -81,6 +81,25 @@ import Testing
         #expect(await eventually { value == 3 }, "the stored value")
     }
 
+    /// A change delivered while a newer local change waits for the save in flight is refused
+    /// (the local one is saved next and wins), and observers are not told of it: nothing
+    /// changed. (They were: one render for nothing.)
+    @Test func aChangeRefusedForANewerLocalOneIsNotAnnounced() async throws {
+        let key = ManualKey()
+        @Shared(key) var value = 0
+        $value.withLock { $0 = 3 }  // its save waits in the key
+        #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+        $value.withLock { $0 = 4 }  // waits for the save in flight: saved next
+        let flag = ObservationFlag { _ = value }
+        key.deliver(1)
+        #expect(value == 4, "refused")
+        #expect(!flag.hasFired, "nothing changed, nothing announced")
+        key.finishSave()  // stores 3, then the save of 4 starts
+        #expect(await eventually { key.pendingSave.withLock { $0?.value == 4 } })
+        key.finishSave()
+        #expect(value == 4 && key.stored.withLock { $0 } == 4)
+    }
+
     /// A key whose saves wait until the test finishes them, and whose changes the test delivers.
     final class ManualKey: SharedKey, @unchecked Sendable {
         let stored = Mutex(0)

@@ -238,17 +238,20 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     /// Sets the value from the key, unless `skipIfChangedLocally` and a local change has not
     /// been handed to a save yet (that change is saved next and, being later, wins).
     private func setFromKey(_ value: Value?, clearingLoadError: Bool) {
+        defer { if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } } }
+        // A value refused is no change: observers are not told of one (an extra render). Checked
+        // again under the lock that sets it; between the two a refusal costs one such render.
+        guard let value, !locked({ saveAgain }) else { return }
         let changed = announcing(\.value) {
-            locked { () -> Value? in
-                guard let value, !saveAgain else { return nil }
+            locked { () -> Bool in
+                guard !saveAgain else { return false }
                 if isSaving { setByKeyWhileSaving = true }
                 current = value
                 deliverToObservers()
-                return value
+                return true
             }
         }
-        if changed != nil { publish() }
-        if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } }
+        if changed { publish() }
     }
 
     private func receive(_ event: SharedSubscriber<Value>.Event) {
