@@ -31,8 +31,10 @@ final class NodeProcess {
             try input.write(to: file)
             stdin = try FileHandle(forReadingFrom: file)
         }
-        let client = try ChildProcess(replicaNodeBinary.path, arguments + ["--data", data.path],
-                                      input: stdin.map { .descriptor($0.fileDescriptor) } ?? .inherit, output: .pipe, errors: .null)
+        let client = try withExtendedLifetime(stdin) {
+            try ChildProcess(replicaNodeBinary.path, arguments + ["--data", data.path],
+                             input: stdin.map { .descriptor($0.fileDescriptor) } ?? .inherit, output: .pipe, errors: .null)
+        }
         let output = client.standardOutput!.readDataToEndOfFile()
         return (client.wait().status, output)
     }

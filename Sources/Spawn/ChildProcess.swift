@@ -30,7 +30,8 @@ public final class ChildProcess: Sendable {
         case null
         /// A pipe; the parent's end is `standardInput`, `standardOutput` or `standardError`.
         case pipe
-        /// An open descriptor of the parent's (a log file), which stays the parent's to close.
+        /// An open descriptor of the parent's above 2 (a log file), which stays the parent's to
+        /// close. (0, 1 or 2 would name the child's stream as set up so far, not the parent's.)
         case descriptor(Int32)
     }
 
@@ -38,11 +39,15 @@ public final class ChildProcess: Sendable {
     public enum Termination: Sendable, Equatable, CustomStringConvertible {
         case exited(Int32)
         case signalled(Int32)
+        /// It ended, but how is not known: something else reaped it (`waitpid` failed with the
+        /// `errno` given). Not a success.
+        case unknown(errno: Int32)
 
         /// The exit status, or the signal's number, as `Process.terminationStatus` has it.
         public var status: Int32 {
             switch self {
             case .exited(let status), .signalled(let status): status
+            case .unknown: -1
             }
         }
 
@@ -61,6 +66,7 @@ public final class ChildProcess: Sendable {
             switch self {
             case .exited(let status): "exited with status \(status)"
             case .signalled(let signal): "was killed by signal \(signal)"
+            case .unknown(let code): "ended, but how is unknown (\(String(cString: strerror(code))))"
             }
         }
     }
@@ -83,8 +89,13 @@ public final class ChildProcess: Sendable {
         input: Stream = .inherit, output: Stream = .inherit, errors: Stream = .inherit,
         onExit: (@Sendable (ChildProcess, Termination) -> Void)? = nil
     ) throws {
+        Self.reapingOurOwn
         var pipes = PipeEnds()
-        defer { pipes.closeChildEnds() }
+        var started = false
+        defer {
+            pipes.closeChildEnds()
+            if !started { pipes.closeParentEnds() }  // a pipe or the spawn failed
+        }
         let streams = [input, output, errors]
         var actions = SpawnFileActions()
         defer { actions.destroy() }
@@ -92,7 +103,7 @@ public final class ChildProcess: Sendable {
             let target = Int32(target)
             switch stream {
             case .inherit:
-                break
+                actions.inherit(target)
             case .null:
                 actions.open(target, "/dev/null", target == 0 ? O_RDONLY : O_WRONLY)
             case .descriptor(let descriptor):
@@ -116,10 +127,8 @@ public final class ChildProcess: Sendable {
 
         var pid: pid_t = 0
         let failure = posix_spawn(&pid, executable, &actions.raw, &attributes.raw, argv, envp)
-        guard failure == 0 else {
-            pipes.closeParentEnds()
-            throw SpawnError(executable: executable, code: failure)
-        }
+        guard failure == 0 else { throw SpawnError(executable: executable, directory: directory, code: failure) }
+        started = true
         processIdentifier = pid
         standardInput = pipes.parentHandle(for: 0)
         standardOutput = pipes.parentHandle(for: 1)
@@ -158,17 +167,43 @@ public final class ChildProcess: Sendable {
         while waitid(P_PID, id_t(processIdentifier), &info, WEXITED | WNOWAIT) != 0 && errno == EINTR {}
         return ended.withLock { ended in
             var status: Int32 = 0
-            while waitpid(processIdentifier, &status, 0) < 0 && errno == EINTR {}
-            let termination = Termination(waitStatus: status)
+            var reaped: pid_t
+            repeat { reaped = waitpid(processIdentifier, &status, 0) } while reaped < 0 && errno == EINTR
+            let termination = reaped == processIdentifier ? Termination(waitStatus: status) : .unknown(errno: errno)
             ended = termination
             return termination
         }
     }
+
+    /// With SIGCHLD ignored (a disposition inherited across exec from whoever started us), the
+    /// system reaps children itself and `waitpid` cannot tell how they ended: a crashed node
+    /// would pass for one that stopped cleanly. Set back to the default once, before the first
+    /// spawn (the default action of SIGCHLD is to do nothing).
+    private static let reapingOurOwn: Void = {
+        var current = sigaction()
+        guard sigaction(SIGCHLD, nil, &current) == 0 else { return }
+        #if canImport(Glibc)
+        let handler = current.__sigaction_handler.sa_handler
+        #else
+        let handler = current.__sigaction_u.__sa_handler
+        #endif
+        // A C function pointer: SIG_IGN is the address 1 (on Linux and Darwin alike).
+        guard let handler, unsafeBitCast(handler, to: Int.self) == 1 else { return }
+        #if canImport(Glibc)
+        Glibc.signal(SIGCHLD, SIG_DFL)
+        #else
+        Darwin.signal(SIGCHLD, SIG_DFL)
+        #endif
+    }()
 }
 
 /// `posix_spawn` refused to start the program (not found, not executable, out of processes).
 public struct SpawnError: Error, CustomStringConvertible {
     public var executable: String
+    /// The working directory asked for: a missing one fails the spawn as a missing program does.
+    public var directory: String?
     public var code: Int32
-    public var description: String { "cannot start \(executable): \(String(cString: strerror(code)))" }
+    public var description: String {
+        "cannot start \(executable)\(directory.map { " in \($0)" } ?? ""): \(String(cString: strerror(code)))"
+    }
 }

@@ -23,6 +23,15 @@ struct SpawnFileActions {
         posix_spawn_file_actions_addopen(&raw, target, path, flags, 0)
     }
 
+    /// The child keeps the parent's descriptor `target` (0, 1 or 2) as it is. Nothing to do on
+    /// Linux; on Darwin, where `POSIX_SPAWN_CLOEXEC_DEFAULT` closes what no action names, it
+    /// must be named.
+    mutating func inherit(_ target: Int32) {
+        #if canImport(Darwin)
+        posix_spawn_file_actions_addinherit_np(&raw, target)
+        #endif
+    }
+
     /// `dup2` clears close-on-exec on the copy, so the child keeps it.
     mutating func duplicate(_ descriptor: Int32, to target: Int32) {
         posix_spawn_file_actions_adddup2(&raw, descriptor, target)
@@ -78,10 +87,7 @@ struct PipeEnds {
     /// A close-on-exec pipe for stream `target` (0 is written by the parent, 1 and 2 read).
     mutating func make(for target: Int32) throws -> (parent: Int32, child: Int32) {
         var fds: [Int32] = [-1, -1]
-        // Close-on-exec set just after: a spawn on another thread meanwhile could pass them on,
-        // but ours close every descriptor above 2 in the child anyway.
-        let made = pipe(&fds)
-        if made == 0 { fds.forEach { _ = fcntl($0, F_SETFD, FD_CLOEXEC) } }
+        let made = replica_pipe_close_on_exec(&fds)
         guard made == 0 else { throw POSIXError(POSIXErrorCode(rawValue: errno) ?? .EMFILE) }
         let pair = target == 0 ? (parent: fds[1], child: fds[0]) : (parent: fds[0], child: fds[1])
         ends[target] = pair

@@ -26,12 +26,15 @@ import Testing
     }
 
     /// A node that exits on its own stops the cluster: it says which and how, stops the
-    /// others, and exits nonzero.
-    @Test func aNodeThatExitsStopsTheClusterWithAnError() async throws {
+    /// others, and exits nonzero. Also when `cluster` was started with SIGCHLD ignored (which
+    /// an exec keeps): the system would then reap the nodes itself, and a killed node passed
+    /// for one that stopped cleanly.
+    @Test(arguments: [false, true])
+    func aNodeThatExitsStopsTheClusterWithAnError(startedIgnoringSIGCHLD: Bool) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-exit-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
         defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        let cluster = try await Self.servingCluster(of: 3, in: root)
+        let cluster = try await Self.servingCluster(of: 3, in: root, startedIgnoringSIGCHLD: startedIgnoringSIGCHLD)
         let node2 = try #require(nodeProcesses(under: root, id: "node2").first)
         kill(node2, SIGKILL)
         var message: String?
@@ -70,8 +73,15 @@ import Testing
     }
 
     /// `cluster --insecure` of `nodes` nodes in `root`, once it says it serves.
-    static func servingCluster(of nodes: Int, in root: URL) async throws -> RunningCommand {
-        let cluster = try RunningCommand(["cluster", "--nodes", "\(nodes)", "--base-port", "\(try consecutivePortPairs(nodes) - 2)", "--insecure", "--data", root.path])
+    static func servingCluster(of nodes: Int, in root: URL, startedIgnoringSIGCHLD: Bool = false) async throws -> RunningCommand {
+        let arguments = ["cluster", "--nodes", "\(nodes)", "--base-port", "\(try consecutivePortPairs(nodes) - 2)", "--insecure", "--data", root.path]
+        let cluster = if startedIgnoringSIGCHLD {
+            // Python ignores SIGCHLD, then becomes `replica-node cluster` (same process).
+            try RunningCommand(["-c", "import os, signal, sys; signal.signal(signal.SIGCHLD, signal.SIG_IGN); os.execv(sys.argv[1], sys.argv[1:])",
+                                replicaNodeBinary.path] + arguments, executable: URL(fileURLWithPath: "/usr/bin/python3"))
+        } else {
+            try RunningCommand(arguments)
+        }
         var serving = false
         while let line = await cluster.output.next(timeout: .seconds(30)) {
             if line.contains("Press Ctrl-C") { serving = true; break }
@@ -136,29 +146,48 @@ import Testing
 
     // MARK: serve
 
-    /// SIGTERM (or SIGHUP: the terminal `serve` runs in closed) at once, and while the replica is
-    /// being created: a graceful stop (exit 0, or the signal's default action before any code of
-    /// ours ran), the data directory not left locked, no control socket left behind.
-    @Test(arguments: [false, true], [SIGTERM, SIGHUP])
-    func aSignalDuringStartUpIsAGracefulStop(afterTheLockIsTaken: Bool, signal: Int32) async throws {
+    /// When, during start-up, the signal comes (see `aSignalDuringStartUpIsAGracefulStop`).
+    enum StartUpMoment: String, CaseIterable, Sendable {
+        /// As soon as the process exists: often before any code of ours runs.
+        case atOnce
+        /// Once its handler for the signal is in place (`SigCgt` in /proc/PID/status), typically
+        /// before the data directory is made.
+        case handlerInstalled
+        /// Once the data directory's lock is taken: while the replica is being created.
+        case lockTaken
+    }
+
+    /// SIGTERM (or SIGHUP: the terminal `serve` runs in closed) at once, as soon as it can be
+    /// handled, and while the replica is being created: a graceful stop (exit 0), the data
+    /// directory not left locked, no control socket left behind. At once it may also meet its
+    /// default action, before any code of ours ran: then nothing was touched, not even made.
+    @Test(arguments: StartUpMoment.allCases, [SIGTERM, SIGHUP])
+    func aSignalDuringStartUpIsAGracefulStop(moment: StartUpMoment, signal: Int32) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-early-term-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
         let data = root.appendingPathComponent("node1")
         let node = try RunningCommand(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure", "--data", data.path])
         let pid = node.process.processIdentifier
         #expect(await eventually { kill(pid, 0) == 0 }, "the process exists")
-        if afterTheLockIsTaken {
+        switch moment {
+        case .atOnce:
+            break
+        case .handlerInstalled:
+            #expect(await eventually(timeout: .seconds(10)) { catches(signal, pid: pid) || !node.process.isRunning })
+        case .lockTaken:
             #expect(await eventually { FileManager.default.fileExists(atPath: data.appendingPathComponent("lock").path) || !node.process.isRunning })
         }
         kill(pid, signal)
         #expect(await eventually(timeout: .seconds(20)) { !node.process.isRunning }, "the node did not stop")
-        // "At once" can be before the process runs any code of ours: the signal's default action
-        // then ends it, having touched nothing (it cannot be handled before `main`). Once the lock
-        // is taken, the handlers are in place: exit 0. (Under Foundation's `Process` the node
-        // inherited the test runner's blocked SIGTERM, so the early signal waited for the handler
-        // and this case passed for a reason a shell-started node does not have.)
-        let graceful: [ChildProcess.Termination] = afterTheLockIsTaken ? [.exited(0)] : [.exited(0), .signalled(signal)]
-        #expect(node.process.termination.map(graceful.contains) == true, "\(node.process.termination.map(String.init(describing:)) ?? "running")")
+        let ended = node.process.termination.map(String.init(describing:)) ?? "running"
+        if moment == .atOnce, node.process.termination == .signalled(signal) {
+            // Before `main`: it cannot be handled yet. (Under Foundation's `Process` the node
+            // inherited the test runner's blocked SIGTERM, so such a signal waited for the
+            // handler: this case passed for a reason a shell-started node does not have.)
+            #expect(!FileManager.default.fileExists(atPath: root.path), "killed before it ran, yet it made \(root.path)")
+            return
+        }
+        #expect(node.process.termination == .exited(0), "\(ended)")
         #expect(!FileManager.default.fileExists(atPath: data.appendingPathComponent("control.sock").path), "control socket left behind")
         try expectReopens(data, node: "node1")
     }
@@ -318,6 +347,14 @@ private struct PortsUnavailable: Error {}
 
 /// The `replica-node serve` processes whose data directory is under `root` (node `id` only, if
 /// given), from their command lines.
+/// Whether process `pid` has a handler for `signal` (the `SigCgt` mask of /proc/PID/status).
+private func catches(_ signal: Int32, pid: Int32) -> Bool {
+    guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
+          let line = status.split(separator: "\n").first(where: { $0.hasPrefix("SigCgt:") }),
+          let mask = UInt64(line.dropFirst("SigCgt:".count).trimmingCharacters(in: .whitespaces), radix: 16) else { return false }
+    return mask & (1 << UInt64(signal - 1)) != 0
+}
+
 private func nodeProcesses(under root: URL, id: String? = nil) -> [Int32] {
     let directory = id.map { root.appendingPathComponent($0).path } ?? root.path + "/"
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }

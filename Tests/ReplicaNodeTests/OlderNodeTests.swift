@@ -44,12 +44,7 @@ import Testing
         try ChildProcess(replicaNodeBinary.path, arguments, output: .pipe, errors: .pipe)
     }
 
-    static func finish(_ started: ChildProcess) -> CommandResult {
-        let stdout = started.standardOutput!.readDataToEndOfFile()
-        let stderr = started.standardError!.readDataToEndOfFile()
-        return CommandResult(status: started.wait().status, stdout: String(decoding: stdout, as: UTF8.self),
-                             stderr: String(decoding: stderr, as: UTF8.self))
-    }
+    static func finish(_ started: ChildProcess) -> CommandResult { collectOutput(of: started) }
 
     /// A node of 0.16 answers `leave` as `{"left":{"acknowledged":N}}`, which this client cannot
     /// read; the node then stops, so it left: exit 0, saying so. (It exited 1 with "cannot read

@@ -13,4 +13,8 @@ int replica_spawn_close_from(posix_spawn_file_actions_t *actions, int lowest);
 /// Changes the child's working directory (glibc 2.29, macOS 10.15).
 int replica_spawn_change_directory(posix_spawn_file_actions_t *actions, const char *path);
 
+/// A pipe whose two ends are close-on-exec from the start (pipe2 on Linux; elsewhere pipe,
+/// then fcntl: a spawn on another thread in between could pass them on).
+int replica_pipe_close_on_exec(int fds[2]);
+
 #endif

@@ -94,7 +94,7 @@ struct Cluster: AsyncParsableCommand {
                 arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
                 for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
                 let log = try Self.openLog(root.appendingPathComponent("\(id).log"), id: id)
-                try children.launch(executable.path, arguments, output: log.fileDescriptor, id: id)
+                try withExtendedLifetime(log) { try children.launch(executable.path, arguments, output: log.fileDescriptor, id: id) }
                 ids.append(id)
             }
         } catch {

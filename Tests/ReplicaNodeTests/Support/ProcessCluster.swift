@@ -37,6 +37,7 @@ func replicaNode(_ arguments: [String], environment: [String: String] = [:]) thr
 func runCapturingOutput(
     _ executable: String, _ arguments: [String], environment: [String: String] = [:], directory: URL? = nil, input: Data? = nil
 ) throws -> CommandResult {
+    ignoringBrokenPipes
     let process = try ChildProcess(executable, arguments, environment: environment, directory: directory?.path,
                                    input: input == nil ? .inherit : .pipe, output: .pipe, errors: .pipe)
     if let input, let handle = process.standardInput {
@@ -47,6 +48,16 @@ func runCapturingOutput(
             try? handle.close()
         }
     }
+    return collectOutput(of: process)
+}
+
+/// A child that stops reading its input (it failed, or needs no more) must not kill the test
+/// runner, whose writer thread would get SIGPIPE: the write fails instead. (Children do not
+/// inherit this: `ChildProcess` sets every signal back to its default.)
+private let ignoringBrokenPipes: Void = { _ = signal(SIGPIPE, SIG_IGN) }()
+
+/// Reads a child's standard output and error (both `.pipe`) to their ends and waits for it.
+func collectOutput(of process: ChildProcess) -> CommandResult {
     // Standard error on a thread of its own, so that neither stream can fill its pipe and block
     // the child while the other is read to its end.
     let errors = Mutex(Data())
