@@ -59,15 +59,15 @@ extension Replica {
     }
 
     func dropMalformed(_ error: any Error, from source: String) {
-        let cause: String
+        let (cause, message): (String, String)
         if case WireError.tooLarge(field: "message", _, _) = error {
             counters.oversizedDropped += 1
-            cause = "oversized"
+            (cause, message) = ("oversized", "an oversized message")
         } else {
             counters.malformedDropped += 1
-            cause = "malformed"
+            (cause, message) = ("malformed", "a malformed message")
         }
-        warn(cause, "dropped a \(cause) message from \(source): \(error)")
+        warn(cause, "dropped \(message) from \(source): \(error)")
     }
 
     /// A message on member `node`'s own connection that claims another origin (another member,
