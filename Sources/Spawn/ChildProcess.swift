@@ -126,7 +126,7 @@ public final class ChildProcess: Sendable {
         defer { envp.forEach { free($0) } }
 
         var pid: pid_t = 0
-        let failure = posix_spawn(&pid, executable, &actions.raw, &attributes.raw, argv, envp)
+        let failure = Self.atTheProcessPriority { posix_spawn(&pid, executable, &actions.raw, &attributes.raw, argv, envp) }
         guard failure == 0 else { throw SpawnError(executable: executable, directory: directory, code: failure) }
         started = true
         processIdentifier = pid
@@ -173,6 +173,25 @@ public final class ChildProcess: Sendable {
             ended = termination
             return termination
         }
+    }
+
+    /// Runs `body` (a spawn) with the calling thread at the process's nice value. On Linux each
+    /// thread has its own, and a child takes its spawning thread's: Swift's concurrency pool
+    /// threads run at -2 where they may (as root), and the nodes of a `cluster` ran above
+    /// normal priority.
+    private static func atTheProcessPriority<R>(_ body: () -> R) -> R {
+        #if os(Linux)
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        let calling: id_t = 0  // the calling thread, on Linux
+        errno = 0
+        let thread = getpriority(which, calling)
+        let process = getpriority(which, id_t(getpid()))  // the main thread's
+        if errno == 0, thread != process, setpriority(which, calling, process) == 0 {
+            defer { _ = setpriority(which, calling, thread) }
+            return body()
+        }
+        #endif
+        return body()
     }
 
     /// With SIGCHLD ignored (a disposition inherited across exec from whoever started us), the

@@ -51,6 +51,26 @@ import Testing
         #expect(masks.count == 2 && masks.allSatisfy { $0 & 0x7fff_ffff == 0 }, "\(output)")
     }
 
+    /// A child runs at the process's nice value, not at the one of the thread that started it
+    /// (on Linux each thread has its own; Swift's pool threads run at -2 as root, and so did the
+    /// nodes `cluster` started).
+    @Test func theChildRunsAtTheProcessPriorityWhateverTheSpawningThreads() throws {
+        let which = __priority_which_t(PRIO_PROCESS.rawValue)
+        let started = Mutex<Result<ChildProcess, any Error>?>(nil)
+        let done = DispatchSemaphore(value: 0)
+        Thread.detachNewThread {
+            _ = setpriority(which, 0, getpriority(which, id_t(getpid())) + 5)  // this thread only (and it ends)
+            started.withLock { $0 = Result { try ChildProcess("/bin/sleep", ["30"]) } }
+            done.signal()
+        }
+        done.wait()
+        let child = try #require(try started.withLock { $0 }?.get())
+        defer { child.signal(SIGKILL) }
+        let stat = try String(contentsOfFile: "/proc/\(child.processIdentifier)/stat", encoding: .utf8)
+        let fields = stat[stat.range(of: ") ")!.upperBound...].split(separator: " ")
+        #expect(Int32(fields[16]) == getpriority(which, id_t(getpid())), "\(stat)")  // field 19: nice
+    }
+
     /// A Ctrl-C for the parent's group does not reach the child.
     @Test func theChildLeadsAProcessGroupOfItsOwn() throws {
         let child = try ChildProcess("/bin/sleep", ["30"])

@@ -47,6 +47,35 @@ import Testing
         #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
     }
 
+    /// A cluster killed with SIGKILL cannot pass it on, and its nodes run in process groups of
+    /// their own: each stops by itself (`serve --parent`), gracefully, saying why. (They went on
+    /// serving, holding their ports and data directories.)
+    @Test func theNodesOfAClusterKilledWithSIGKILLStopByThemselves() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-kill-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
+        let cluster = try await Self.servingCluster(of: 2, in: root)
+        #expect(nodeProcesses(under: root).count == 2)
+        #expect(cluster.stop(SIGKILL) == SIGKILL)
+        #expect(await eventually(timeout: .seconds(15)) { nodeProcesses(under: root).isEmpty }, "a node outlived its cluster")
+        for index in 1...2 {
+            let log = try String(contentsOf: root.appendingPathComponent("node\(index).log"), encoding: .utf8)
+            #expect(log.contains("which started this node, is gone") && log.contains("shutting down"), "\(log)")
+            try expectReopens(root.appendingPathComponent("node\(index)"), node: "node\(index)")
+        }
+    }
+
+    /// Ctrl-\\ (SIGQUIT) stops the cluster as Ctrl-C does. (The Swift runtime took it for a
+    /// crash: a backtrace, then the cluster spun a core with its nodes still running.)
+    @Test func quitStopsTheClusterGracefully() async throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-quit-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
+        let cluster = try await Self.servingCluster(of: 2, in: root)
+        #expect(cluster.stop(SIGQUIT) == 0)
+        #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
+    }
+
     /// A node that leaves (the `leave` example of the help, run against the demo cluster) is a
     /// clean stop: reported, and the others keep serving (it stopped the whole cluster, with
     /// exit 1, so that the `forget` example after it found no node).
@@ -150,18 +179,24 @@ import Testing
     enum StartUpMoment: String, CaseIterable, Sendable {
         /// As soon as the process exists: often before any code of ours runs.
         case atOnce
-        /// Once its handler for the signal is in place (`SigCgt` in /proc/PID/status), typically
-        /// before the data directory is made.
+        /// Once its handlers are in place (`SigCgt` in /proc/PID/status), typically before the
+        /// data directory is made.
         case handlerInstalled
         /// Once the data directory's lock is taken: while the replica is being created.
         case lockTaken
     }
 
-    /// SIGTERM (or SIGHUP: the terminal `serve` runs in closed) at once, as soon as it can be
-    /// handled, and while the replica is being created: a graceful stop (exit 0), the data
-    /// directory not left locked, no control socket left behind. At once it may also meet its
-    /// default action, before any code of ours ran: then nothing was touched, not even made.
-    @Test(arguments: StartUpMoment.allCases, [SIGTERM, SIGHUP])
+    /// SIGTERM (or SIGHUP: the terminal `serve` runs in closed; or SIGQUIT: Ctrl-\\) at once, as
+    /// soon as it can be handled, and while the replica is being created: a graceful stop (exit
+    /// 0), the data directory not left locked, no control socket left behind. At once it may
+    /// also meet its default action, before any code of ours ran: then nothing was touched, not
+    /// even made. (Not SIGQUIT at once: its default action dumps core.) SIGQUIT was taken by the
+    /// Swift runtime for a crash: a backtrace, and the node went on running.
+    @Test(arguments: [
+        (StartUpMoment.atOnce, SIGTERM), (.atOnce, SIGHUP),
+        (.handlerInstalled, SIGTERM), (.handlerInstalled, SIGHUP), (.handlerInstalled, SIGQUIT),
+        (.lockTaken, SIGTERM), (.lockTaken, SIGHUP), (.lockTaken, SIGQUIT),
+    ])
     func aSignalDuringStartUpIsAGracefulStop(moment: StartUpMoment, signal: Int32) async throws {
         let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-early-term-\(UUID().uuidString.prefix(6))")
         defer { try? FileManager.default.removeItem(at: root) }
@@ -173,7 +208,9 @@ import Testing
         case .atOnce:
             break
         case .handlerInstalled:
-            #expect(await eventually(timeout: .seconds(10)) { catches(signal, pid: pid) || !node.process.isRunning })
+            // SIGHUP, installed last (`SignalWaiter.termination`): the Swift runtime catches
+            // SIGQUIT from the start, as a crash.
+            #expect(await eventually(timeout: .seconds(10)) { catches(SIGHUP, pid: pid) || !node.process.isRunning })
         case .lockTaken:
             #expect(await eventually { FileManager.default.fileExists(atPath: data.appendingPathComponent("lock").path) || !node.process.isRunning })
         }

@@ -19,12 +19,14 @@ struct Cluster: AsyncParsableCommand {
             alone (exit 1; its keys and logs untouched). \
             Nodes authenticate each other with CURVE keys made in DIR/keys on first start; \
             --insecure runs them open instead. It prints commands to try from another terminal, \
-            with paths that work from anywhere. SIGINT (Ctrl-C), SIGTERM or SIGHUP stops every \
-            node (SIGTERM, then SIGKILL after 10 s; a second signal kills them at once). A node \
-            that stops cleanly by itself (`replica-node leave`, or a SIGTERM of its own) is \
-            reported and the others keep running; the cluster exits 0 once every node has. A \
-            node that fails (exits with an error, or is killed) stops the others too, and the \
-            cluster exits with 1.
+            with paths that work from anywhere. SIGINT (Ctrl-C), SIGTERM, SIGHUP or SIGQUIT \
+            (Ctrl-\\) stops every node (SIGTERM, then SIGKILL after 10 s; exit 0, or 1 if a node \
+            had to be killed; a second signal kills them at once, exit 130). If the cluster \
+            itself is killed (kill -9), each node stops by itself within a second (they run with \
+            --parent). A node that stops cleanly by itself (`replica-node leave`, or a SIGTERM \
+            of its own) is reported and the others keep running; the cluster exits 0 once every \
+            node has. A node that fails (exits with an error, or is killed) stops the others \
+            too, and the cluster exits with 1.
 
             Example:
               replica-node cluster --nodes 3 --data cluster-data
@@ -43,8 +45,8 @@ struct Cluster: AsyncParsableCommand {
         guard Int(basePort) + 2 * nodes + 1 < 65_535 else { throw ValidationError("--base-port too high for \(nodes) nodes.") }
     }
 
-    /// The signals that stop the cluster (SIGHUP: its terminal closed).
-    static let signals = [SIGINT, SIGTERM, SIGHUP]
+    /// The signals that stop the cluster (SIGHUP: its terminal closed; SIGQUIT: see `SignalWaiter.termination`).
+    static let signals = SignalWaiter.termination
 
     func run() async throws {
         // Signals first, before any node exists. Each node runs in a process group of its own
@@ -90,7 +92,8 @@ struct Cluster: AsyncParsableCommand {
             for index in 0..<nodes where children.reason == nil {
                 let id = "node\(index + 1)"
                 let directory = root.appendingPathComponent(id)
-                var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
+                // --parent: a node whose cluster is gone (even by SIGKILL, which cannot be passed on) stops.
+                var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path, "--parent", "\(getpid())"]
                 arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
                 for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
                 let log = try Self.openLog(root.appendingPathComponent("\(id).log"), id: id)

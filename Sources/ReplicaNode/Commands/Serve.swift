@@ -6,7 +6,7 @@ import ReplicaCore
 struct Serve: AsyncParsableCommand {
     static let configuration = CommandConfiguration(
         commandName: "serve",
-        abstract: "Run a node until SIGINT, SIGTERM or SIGHUP.",
+        abstract: "Run a node until SIGINT, SIGTERM, SIGHUP or SIGQUIT.",
         discussion: """
             The node binds a PUB socket on PORT (updates, heartbeats) and a ROUTER socket on \
             PORT + 1 (sync, repairs, membership), and keeps its SQLite database and control \
@@ -78,6 +78,11 @@ struct Serve: AsyncParsableCommand {
 
     @Option(help: "Log level: trace, debug, info, notice, warning, error, critical.")
     var logLevel: String = "info"
+
+    @Option(help: ArgumentHelp(
+        "Stop (gracefully) once process PID is no longer this node's parent, even if it was killed with SIGKILL: for a supervisor that starts nodes (`cluster` passes its own PID).",
+        valueName: "pid"))
+    var parent: Int32?
 
     enum SyncMode: String, ExpressibleByArgument, CaseIterable {
         case normal, full
@@ -270,6 +275,7 @@ struct Serve: AsyncParsableCommand {
         guard syncChunkTimeout.isFinite, (1...3600).contains(syncChunkTimeout) else {
             throw ValidationError("Invalid --sync-chunk-timeout \(syncChunkTimeout): give seconds from 1 to 3600.")
         }
+        if let parent, parent <= 1 { throw ValidationError("Invalid --parent \(parent): give the PID of the process that starts this node.") }
     }
 
     func run() async throws {
@@ -289,6 +295,12 @@ struct Serve: AsyncParsableCommand {
             return handler
         }
         let logger = Logger(label: "replica.\(settings.id)")
+        if let parent {
+            ParentWatch.start(parent: parent) {
+                logger.warning("process \(parent), which started this node, is gone (its parent is now process \(getppid())): stopping")
+                kill(getpid(), SIGTERM)  // the graceful stop any SIGTERM gets
+            }
+        }
         if let port = settings.discoveryPort, let problem = Self.discoveryProblem(listen: settings.listen) {
             logger.warning("--discover cannot work on \(settings.listen.host): \(problem); no beacon is sent (UDP port \(port)), so members are found only through --peer seeds")
         }

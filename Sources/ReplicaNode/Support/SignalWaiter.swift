@@ -95,8 +95,12 @@ enum SignalWaiter {
     }
 
     /// `serve`'s signals. SIGHUP too: its default action would end the process at once when the
-    /// terminal it runs in closes, without committing queued writes or answering requests.
-    static let termination = [SIGINT, SIGTERM, SIGHUP]
+    /// terminal it runs in closes, without committing queued writes or answering requests. And
+    /// SIGQUIT (Ctrl-\\, often pressed when Ctrl-C seems slow): the Swift runtime takes it for a
+    /// crash, prints a backtrace and leaves the process running (a `cluster` spun a core at
+    /// that); a graceful stop, as nginx takes it. Installed in this order: SIGQUIT first, so a
+    /// handler of ours for SIGHUP (the last) means the runtime's for SIGQUIT is gone.
+    static let termination = [SIGQUIT, SIGINT, SIGTERM, SIGHUP]
 
     /// `serve`'s handling: the first signal is passed to `first` for a graceful shutdown; a
     /// second one exits at once (status 130), for an operator who does not want to wait.
