@@ -360,26 +360,31 @@ import Testing
         _ = try SQLiteStore(directory: directory.url, node: "n1")
     }
 
-    /// A store file this process may not write (here the file alone bind-mounted read-only: as
-    /// root, permissions would not stop it) is refused at open, saying which file and what to
-    /// do, and nothing in it is lost. (SQLite opened it read-only without a word; the node then
-    /// stopped with "SQLite error 8: attempt to write a readonly database" at its first write.)
-    @Test(.enabled(if: isRoot, "a read-only bind mount needs root"))
-    func aStoreFileThatCannotBeWrittenIsRefusedAtOpenSayingWhich() throws {
+    /// A store file this process may not write, or its -wal or -shm file (here the file alone
+    /// bind-mounted read-only: as root, permissions would not stop it), is refused at open,
+    /// saying which and what to do, and nothing in it is lost. (SQLite opened it read-only
+    /// without a word; the node then stopped with "SQLite error 8: attempt to write a readonly
+    /// database" at its first write.)
+    @Test(.enabled(if: isRoot, "a read-only bind mount needs root"), arguments: ["", "-wal", "-shm"])
+    func aStoreFileThatCannotBeWrittenIsRefusedAtOpenSayingWhich(suffix: String) throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         try {
             let store = try SQLiteStore(directory: directory.url, node: "n1")
             #expect(try store.merge([Self.entry("kept", 1)]).count == 1)
         }()
-        let file = directory.url.appendingPathComponent(SQLiteStore.fileName).path
+        let store = directory.url.appendingPathComponent(SQLiteStore.fileName).path
+        let file = store + suffix  // the -wal and -shm files stay after a close (no checkpoint on close)
         try SmallDisk.run("/bin/mount", "--bind", file, file)
         defer { try? SmallDisk.run("/bin/umount", file) }
         try SmallDisk.run("/bin/mount", "-o", "remount,ro,bind", file)
-        #expect(throws: SQLiteStore.ReadOnlyStore(path: file)) { _ = try SQLiteStore(directory: directory.url, node: "n1") }
+        #expect(throws: SQLiteStore.ReadOnlyStore(path: store)) { _ = try SQLiteStore(directory: directory.url, node: "n1") }
         #expect(SQLiteStore.ReadOnlyStore(path: "/d/replica.sqlite").description
             == "cannot write the store /d/replica.sqlite (or its -wal and -shm files beside it): read-only for this process; "
             + "make them writable by the user the node runs as (chown or chmod u+w), or mount them read-write")
+        #expect(SQLiteStore.ReadOnlyStore(path: "/d/replica.sqlite", inDirectory: true).description
+            == "cannot write in the data directory /d: SQLite cannot create the store's -wal and -shm files there; "
+            + "make it writable by the user the node runs as (chown or chmod u+w)")
         try SmallDisk.run("/bin/umount", file)
         let reopened = try SQLiteStore(directory: directory.url, node: "n1")
         #expect(try reopened.entry(for: "kept") == Self.entry("kept", 1))

@@ -65,6 +65,19 @@ import Testing
         }
     }
 
+    /// `serve --parent` with a PID that is not its parent is refused at once, saying whose child
+    /// it is (a shell that execs the node passes the node's own PID): it would otherwise look
+    /// like a parent gone, and the node would stop with exit 0.
+    @Test func aParentThatIsNotTheNodesIsRefused() throws {
+        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-parent-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: root) }
+        let result = try replicaNode(["serve", "--id", "p1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure",
+                                      "--data", root.path, "--parent", "\(getpid() == 2 ? 3 : 2)"])
+        #expect(result.status == 64, "\(result)")
+        #expect(result.stderr.contains("is not this node's parent (its parent is process \(getpid()))"), "\(result)")
+        #expect(!FileManager.default.fileExists(atPath: root.path), "refused before the data directory is made")
+    }
+
     /// Ctrl-\\ (SIGQUIT) stops the cluster as Ctrl-C does. (The Swift runtime took it for a
     /// crash: a backtrace, then the cluster spun a core with its nodes still running.)
     @Test func quitStopsTheClusterGracefully() async throws {
@@ -382,8 +395,6 @@ private func consecutivePortPairs(_ count: Int) throws -> UInt16 {
 
 private struct PortsUnavailable: Error {}
 
-/// The `replica-node serve` processes whose data directory is under `root` (node `id` only, if
-/// given), from their command lines.
 /// Whether process `pid` has a handler for `signal` (the `SigCgt` mask of /proc/PID/status).
 private func catches(_ signal: Int32, pid: Int32) -> Bool {
     guard let status = try? String(contentsOfFile: "/proc/\(pid)/status", encoding: .utf8),
@@ -392,6 +403,8 @@ private func catches(_ signal: Int32, pid: Int32) -> Bool {
     return mask & (1 << UInt64(signal - 1)) != 0
 }
 
+/// The `replica-node serve` processes whose data directory is under `root` (node `id` only, if
+/// given), from their command lines.
 private func nodeProcesses(under root: URL, id: String? = nil) -> [Int32] {
     let directory = id.map { root.appendingPathComponent($0).path } ?? root.path + "/"
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }

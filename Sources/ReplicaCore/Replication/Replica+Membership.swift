@@ -343,8 +343,11 @@ extension Replica {
         guard let beacon else { return }
         for _ in 0..<64 {
             guard let (bytes, sender) = beacon.receive() else { return }
-            guard let message = try? codec.decodeBeacon(bytes) else {
-                counters.malformedDropped += 1
+            let message: Beacon
+            do {
+                message = try codec.decodeBeacon(bytes)
+            } catch {
+                dropMalformed(error, from: "a beacon from \(sender)")
                 continue
             }
             guard message.node != identity.node, membership[message.node]?.status != .active else { continue }

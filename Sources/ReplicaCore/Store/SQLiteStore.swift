@@ -68,8 +68,15 @@ public final class SQLiteStore: ReplicaStore {
     /// this process (its permissions, another owner, a read-only mount of the file alone).
     public struct ReadOnlyStore: Error, CustomStringConvertible, Equatable, Sendable {
         public var path: String
+        /// SQLite could not create the -wal or -shm file: the directory is what cannot be written.
+        public var inDirectory = false
         public var description: String {
-            "cannot write the store \(path) (or its -wal and -shm files beside it): read-only for this process; make them "
+            if inDirectory {
+                let directory = URL(fileURLWithPath: path).deletingLastPathComponent().path
+                return "cannot write in the data directory \(directory): SQLite cannot create the store's -wal and -shm files "
+                    + "there; make it writable by the user the node runs as (chown or chmod u+w)"
+            }
+            return "cannot write the store \(path) (or its -wal and -shm files beside it): read-only for this process; make them "
                 + "writable by the user the node runs as (chown or chmod u+w), or mount them read-write"
         }
     }
@@ -210,7 +217,15 @@ public final class SQLiteStore: ReplicaStore {
             // "attempt to write a readonly database".
             if try queue.read({ sqlite3_db_readonly($0.sqliteConnection, "main") }) == 1 { throw ReadOnlyStore(path: url.path) }
             try migrator.migrate(queue)
+            // That check sees the main file only: a write transaction, begun and rolled back,
+            // finds a -wal or -shm file this process cannot write (left by another user).
+            try queue.writeWithoutTransaction { db in
+                try db.execute(sql: "BEGIN IMMEDIATE")
+                try db.execute(sql: "ROLLBACK")
+            }
             return queue
+        } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_DIRECTORY {
+            throw ReadOnlyStore(path: url.path, inDirectory: true)
         } catch let error as DatabaseError where error.resultCode.primaryResultCode == .SQLITE_READONLY {
             throw ReadOnlyStore(path: url.path)  // its log or shared-memory file, found when first written
         }

@@ -92,8 +92,10 @@ struct Cluster: AsyncParsableCommand {
             for index in 0..<nodes where children.reason == nil {
                 let id = "node\(index + 1)"
                 let directory = root.appendingPathComponent(id)
-                // --parent: a node whose cluster is gone (even by SIGKILL, which cannot be passed on) stops.
-                var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path, "--parent", "\(getpid())"]
+                var arguments = ["serve", "--id", id, "--listen", addresses[index], "--data", directory.path]
+                // A node whose cluster is gone (even by SIGKILL, which cannot be passed on) stops.
+                // Not as PID 1 (a container's): nothing outlives it there.
+                if getpid() != 1 { arguments += ["--parent", "\(getpid())"] }
                 arguments += insecure ? ["--insecure"] : ["--key", keys.appendingPathComponent("\(id).key").path, "--trust", keys.path]
                 for (other, address) in addresses.enumerated() where other != index { arguments += ["--peer", "node\(other + 1)@\(address)"] }
                 let log = try Self.openLog(root.appendingPathComponent("\(id).log"), id: id)

@@ -99,8 +99,8 @@ struct Import: ClientCommand {
         var total: Int
         var cause: any Error
         var description: String {
-            "\(cause); \(written) of \(total) keys were written (each batch is all or nothing, and a batch in flight may "
-                + "have been written too); importing the file again writes every key again (newer writes to those keys since are replaced)"
+            "\(cause); \(written) of \(total) keys were written (each batch is all or nothing, and up to \(Import.window) batches "
+                + "in flight may have been written too); importing the file again writes every key again (newer writes to those keys since are replaced)"
         }
     }
 

@@ -275,7 +275,11 @@ struct Serve: AsyncParsableCommand {
         guard syncChunkTimeout.isFinite, (1...3600).contains(syncChunkTimeout) else {
             throw ValidationError("Invalid --sync-chunk-timeout \(syncChunkTimeout): give seconds from 1 to 3600.")
         }
-        if let parent, parent <= 1 { throw ValidationError("Invalid --parent \(parent): give the PID of the process that starts this node.") }
+        // Checked here, at once: a wrong PID (a shell that execs the node passes the node's own)
+        // would otherwise look like a parent gone, and stop the node with exit 0.
+        if let parent, parent != getppid() {
+            throw ValidationError("--parent \(parent): process \(parent) is not this node's parent (its parent is process \(getppid())); give the PID of the process that starts the node, or leave --parent out.")
+        }
     }
 
     func run() async throws {
@@ -283,10 +287,11 @@ struct Serve: AsyncParsableCommand {
         // with whatever was started left half-way.
         let (ending, endings) = AsyncStream.makeStream(of: Ending.self)
         let stopping = ReceivedSignal()
-        SignalWaiter.handleTermination { signal in
+        let stop: @Sendable (Int32) -> Void = { signal in
             stopping.record(signal)
             endings.yield(.signal(signal))
         }
+        SignalWaiter.handleTermination(stop)
         let settings = try settings()
         let level = Logger.Level(rawValue: logLevel) ?? .info
         LoggingSystem.bootstrap { label in
@@ -297,8 +302,12 @@ struct Serve: AsyncParsableCommand {
         let logger = Logger(label: "replica.\(settings.id)")
         if let parent {
             ParentWatch.start(parent: parent) {
+                // A graceful stop, as a SIGTERM gets, but not counted as a signal: a node already
+                // stopping (its cluster asked, then was killed) finishes that stop rather than
+                // exit at once as at a second signal.
+                guard stopping.signal == nil else { return }
                 logger.warning("process \(parent), which started this node, is gone (its parent is now process \(getppid())): stopping")
-                kill(getpid(), SIGTERM)  // the graceful stop any SIGTERM gets
+                stop(SIGTERM)
             }
         }
         if let port = settings.discoveryPort, let problem = Self.discoveryProblem(listen: settings.listen) {

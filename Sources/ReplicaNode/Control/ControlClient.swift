@@ -147,7 +147,9 @@ struct ControlClient {
         var description: String {
             let stopped = "the replica-node serving \(dataDirectory.path) stopped before answering: the node is shutting down (or was killed)"
             guard unansweredChange else { return stopped }
-            return stopped + "; the change was not applied if the node stopped gracefully, but may have been if it was killed: \(ControlClient.readBack)"
+            // Not "not applied": a second signal, or a drain past its limit, ends a graceful stop
+            // with requests read and unanswered.
+            return stopped + "; the change may or may not have been applied: \(ControlClient.readBack)"
         }
     }
 

@@ -41,8 +41,8 @@ enum ControlRequest: Codable, Sendable, Equatable {
     case health
 
     /// Whether serving it changes the data (a write, an import, an increment, a drink added or
-    /// removed): one left unanswered may or may not have been applied. (`leave` and `forget`
-    /// have answers of their own that say what happened.)
+    /// removed): one left unanswered may or may not have been applied. (`leave` and `forget` are
+    /// not counted: asked again, each does what is left to do, and a node that left says so.)
     var isChange: Bool {
         switch self {
         case .set, .delete, .importLines, .importTypedLines, .incr, .addDrink, .removeDrink: true

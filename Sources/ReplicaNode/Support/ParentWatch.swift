@@ -15,7 +15,7 @@ enum ParentWatch {
     static let interval: TimeInterval = 0.5
 
     /// Calls `gone` once, on a thread of its own, when `parent` is no longer this process's
-    /// parent (at once if it is not when called: it ended before the node got this far).
+    /// parent (`serve` checks that it is, at validation).
     static func start(parent: pid_t, gone: @escaping @Sendable () -> Void) {
         Thread.detachNewThread {
             while getppid() == parent { Thread.sleep(forTimeInterval: interval) }
