@@ -131,18 +131,21 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     /// stay unseen that way.
     private func announcing<Member, R>(_ keyPath: KeyPath<KeyReference, Member> & Sendable, _ change: () throws -> R) rethrows -> R {
         // Also when `change` throws: a `withLock` body may change the value, then throw.
-        defer {
-            #if canImport(SwiftUI)
-            if Thread.isMainThread {
-                registrar.withMutation(of: self, keyPath: keyPath) {}
-            } else {
-                DispatchQueue.main.async { self.registrar.withMutation(of: self, keyPath: keyPath) {} }
-            }
-            #else
-            registrar.withMutation(of: self, keyPath: keyPath) {}
-            #endif
-        }
+        defer { announce(keyPath) }
         return try change()
+    }
+
+    /// Tells observers of `keyPath` of a change already made (see `announcing`).
+    private func announce<Member>(_ keyPath: KeyPath<KeyReference, Member> & Sendable) {
+        #if canImport(SwiftUI)
+        if Thread.isMainThread {
+            registrar.withMutation(of: self, keyPath: keyPath) {}
+        } else {
+            DispatchQueue.main.async { self.registrar.withMutation(of: self, keyPath: keyPath) {} }
+        }
+        #else
+        registrar.withMutation(of: self, keyPath: keyPath) {}
+        #endif
     }
 
     /// Changes the load and save status (observed as one property: they change together).
@@ -239,19 +242,18 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     /// been handed to a save yet (that change is saved next and, being later, wins).
     private func setFromKey(_ value: Value?, clearingLoadError: Bool) {
         defer { if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } } }
-        // A value refused is no change: observers are not told of one (an extra render). Checked
-        // again under the lock that sets it; between the two a refusal costs one such render.
-        guard let value, !locked({ saveAgain }) else { return }
-        let changed = announcing(\.value) {
-            locked { () -> Bool in
-                guard !saveAgain else { return false }
-                if isSaving { setByKeyWhileSaving = true }
-                current = value
-                deliverToObservers()
-                return true
-            }
+        let changed = locked { () -> Bool in
+            guard let value, !saveAgain else { return false }
+            if isSaving { setByKeyWhileSaving = true }
+            current = value
+            deliverToObservers()
+            return true
         }
-        if changed { publish() }
+        // A value refused is no change: observers are not told of one (an extra render).
+        if changed {
+            announce(\.value)
+            publish()
+        }
     }
 
     private func receive(_ event: SharedSubscriber<Value>.Event) {

@@ -212,17 +212,18 @@ public final class SQLiteStore: ReplicaStore {
         }
         do {
             let queue = try DatabaseQueue(path: url.path, configuration: configuration)
-            // SQLite opens a file it may not write read-only, without an error: the first write
-            // (at start, or the first commit of a value received) would fail instead, as
-            // "attempt to write a readonly database".
-            if try queue.read({ sqlite3_db_readonly($0.sqliteConnection, "main") }) == 1 { throw ReadOnlyStore(path: url.path) }
-            try migrator.migrate(queue)
-            // That check sees the main file only: a write transaction, begun and rolled back,
-            // finds a -wal or -shm file this process cannot write (left by another user).
+            // SQLite opens a file it may not write (or whose -wal or -shm it may not) read-only,
+            // without an error: the first write (at start, or the first commit of a value
+            // received) would fail instead, as "attempt to write a readonly database". Two
+            // checks find out now, as neither finds both: the connection's read-only flag (the
+            // main file), and a write transaction begun and rolled back (the -wal and -shm
+            // files, which a transaction in WAL mode writes before the main file).
             try queue.writeWithoutTransaction { db in
+                if sqlite3_db_readonly(db.sqliteConnection, "main") == 1 { throw ReadOnlyStore(path: url.path) }
                 try db.execute(sql: "BEGIN IMMEDIATE")
                 try db.execute(sql: "ROLLBACK")
             }
+            try migrator.migrate(queue)
             return queue
         } catch let error as DatabaseError where error.extendedResultCode == .SQLITE_READONLY_DIRECTORY {
             throw ReadOnlyStore(path: url.path, inDirectory: true)
