@@ -69,6 +69,30 @@ import Testing
         #expect(await replica.status().peers.first?.repairsCompleted == 1)
     }
 
+    /// A repair answered *unavailable* (the updates left the publisher's buffer) is counted, so
+    /// that an operator sees links staying down longer than the buffer lasts, and the loss is
+    /// brought by a sync instead.
+    @Test func anUnavailableRepairIsCountedAndSyncedInstead() async throws {
+        let peer = try FakePeer()
+        let replica = try peer.makeNode()
+        #expect(try await peer.waitUntilHeard(by: replica))
+        #expect(try await peer.waitUntilStartUpSyncsEnd(on: replica))
+        let syncsBefore = peer.syncRequests
+        try peer.publish(peer.updates[0])
+        // 2...9 lost, and the fake holds only up to 3.
+        try peer.publish(Update(origin: "fake", sequence: 10, entry: RepairTests.entry("key10")))
+        let synced = try await eventually {
+            try peer.keepAlive()
+            return peer.syncRequests > syncsBefore
+        }
+        #expect(synced)
+        #expect(peer.repairsAsked.contains(2...9))
+        #expect(try await replica.entry(for: "key10") != nil)
+        let counters = await replica.counterSnapshot()
+        #expect(counters.repairsUnavailable == 1)
+        #expect(counters.repairedUpdates == 0)
+    }
+
     /// A chunk of a sync the node abandoned (it came slower than the node's patience, behind a
     /// slow link) is kept: its entries are as good as any. (It was dropped, and each retry's
     /// reply crossed the link behind the last one's for nothing.)
@@ -269,8 +293,11 @@ final class FakePeer {
                     try router.send([message.frames[0], codec.encode(.members(reply))])
                 case .repairRequest(let request):
                     answered.withLock { $0.repairsAsked.append(request.first...request.last) }
-                    let entries = updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
-                    let chunk = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: entries)
+                    // Beyond the updates it holds, the fake says the range left its buffer.
+                    let unavailable = request.last > updates.count
+                    let entries = unavailable ? [] : updates.filter { (request.first...request.last).contains($0.sequence) }.map(\.entry)
+                    let chunk = SyncChunk(
+                        origin: "fake", requestID: request.requestID, index: 0, isLast: true, isUnavailable: unavailable, entries: entries)
                     try router.send([message.frames[0], codec.encode(.syncChunk(chunk))])
                 default:
                     break

@@ -13,7 +13,7 @@ import Testing
     /// (they run in process groups of their own, so only `cluster` gets the signal), and no
     /// data directory is left locked.
     @Test func aClusterInterruptedWhileStartingLeavesNoNodeRunning() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-int-\(UUID().uuidString.prefix(6))")
+        let root = temporaryRoot("cluster-int")
         defer { try? FileManager.default.removeItem(at: root) }
         let cluster = try RunningCommand(["cluster", "--nodes", "3", "--base-port", "\(try consecutivePortPairs(3) - 2)", "--insecure", "--data", root.path])
         defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
@@ -31,37 +31,33 @@ import Testing
     /// for one that stopped cleanly.
     @Test(arguments: [false, true])
     func aNodeThatExitsStopsTheClusterWithAnError(startedIgnoringSIGCHLD: Bool) async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-exit-\(UUID().uuidString.prefix(6))")
-        defer { try? FileManager.default.removeItem(at: root) }
-        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        let cluster = try await Self.servingCluster(of: 3, in: root, startedIgnoringSIGCHLD: startedIgnoringSIGCHLD)
-        let node2 = try #require(nodeProcesses(under: root, id: "node2").first)
-        kill(node2, SIGKILL)
-        var message: String?
-        while let line = await cluster.errors.next(timeout: .seconds(20)) {
-            if line.contains("node2") { message = line; break }
+        try await Self.withServingCluster(of: 3, named: "cluster-exit", startedIgnoringSIGCHLD: startedIgnoringSIGCHLD) { cluster, root in
+            let node2 = try #require(nodeProcesses(under: root, id: "node2").first)
+            kill(node2, SIGKILL)
+            var message: String?
+            while let line = await cluster.errors.next(timeout: .seconds(20)) {
+                if line.contains("node2") { message = line; break }
+            }
+            #expect(message?.contains("node2 was killed by signal 9") == true, "\(message ?? "no message")")
+            #expect(await eventually(timeout: .seconds(30)) { !cluster.process.isRunning }, "cluster did not stop")
+            #expect(!cluster.process.isRunning && cluster.process.termination == .exited(1))
+            #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
         }
-        #expect(message?.contains("node2 was killed by signal 9") == true, "\(message ?? "no message")")
-        #expect(await eventually(timeout: .seconds(30)) { !cluster.process.isRunning }, "cluster did not stop")
-        #expect(!cluster.process.isRunning && cluster.process.termination == .exited(1))
-        #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
     }
 
     /// A cluster killed with SIGKILL cannot pass it on, and its nodes run in process groups of
     /// their own: each stops by itself (`serve --parent`), gracefully, saying why. (They went on
     /// serving, holding their ports and data directories.)
     @Test func theNodesOfAClusterKilledWithSIGKILLStopByThemselves() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-kill-\(UUID().uuidString.prefix(6))")
-        defer { try? FileManager.default.removeItem(at: root) }
-        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        let cluster = try await Self.servingCluster(of: 2, in: root)
-        #expect(nodeProcesses(under: root).count == 2)
-        #expect(cluster.stop(SIGKILL) == SIGKILL)
-        #expect(await eventually(timeout: .seconds(15)) { nodeProcesses(under: root).isEmpty }, "a node outlived its cluster")
-        for index in 1...2 {
-            let log = try String(contentsOf: root.appendingPathComponent("node\(index).log"), encoding: .utf8)
-            #expect(log.contains("which started this node, is gone") && log.contains("shutting down"), "\(log)")
-            try expectReopens(root.appendingPathComponent("node\(index)"), node: "node\(index)")
+        try await Self.withServingCluster(of: 2, named: "cluster-kill") { cluster, root in
+            #expect(nodeProcesses(under: root).count == 2)
+            #expect(cluster.stop(SIGKILL) == SIGKILL)
+            #expect(await eventually(timeout: .seconds(15)) { nodeProcesses(under: root).isEmpty }, "a node outlived its cluster")
+            for index in 1...2 {
+                let log = try String(contentsOf: root.appendingPathComponent("node\(index).log"), encoding: .utf8)
+                #expect(log.contains("which started this node, is gone") && log.contains("shutting down"), "\(log)")
+                try expectReopens(root.appendingPathComponent("node\(index)"), node: "node\(index)")
+            }
         }
     }
 
@@ -69,7 +65,7 @@ import Testing
     /// it is (a shell that execs the node passes the node's own PID): it would otherwise look
     /// like a parent gone, and the node would stop with exit 0.
     @Test func aParentThatIsNotTheNodesIsRefused() throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-parent-\(UUID().uuidString.prefix(6))")
+        let root = temporaryRoot("parent")
         defer { try? FileManager.default.removeItem(at: root) }
         let result = try replicaNode(["serve", "--id", "p1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure",
                                       "--data", root.path, "--parent", "\(getpid() == 2 ? 3 : 2)"])
@@ -81,37 +77,44 @@ import Testing
     /// Ctrl-\\ (SIGQUIT) stops the cluster as Ctrl-C does. (The Swift runtime took it for a
     /// crash: a backtrace, then the cluster spun a core with its nodes still running.)
     @Test func quitStopsTheClusterGracefully() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-quit-\(UUID().uuidString.prefix(6))")
-        defer { try? FileManager.default.removeItem(at: root) }
-        defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        let cluster = try await Self.servingCluster(of: 2, in: root)
-        #expect(cluster.stop(SIGQUIT) == 0)
-        #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
+        try await Self.withServingCluster(of: 2, named: "cluster-quit") { cluster, root in
+            #expect(cluster.stop(SIGQUIT) == 0)
+            #expect(nodeProcesses(under: root).isEmpty, "a node outlived its cluster")
+        }
     }
 
     /// A node that leaves (the `leave` example of the help, run against the demo cluster) is a
     /// clean stop: reported, and the others keep serving (it stopped the whole cluster, with
     /// exit 1, so that the `forget` example after it found no node).
     @Test func aNodeThatLeavesLeavesTheOthersRunning() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-leave-\(UUID().uuidString.prefix(6))")
+        try await Self.withServingCluster(of: 3, named: "cluster-leave") { cluster, root in
+            #expect(try replicaNode(["leave", "--data", root.appendingPathComponent("node3").path]).status == 0)
+            var reported = false
+            while let line = await cluster.output.next(timeout: .seconds(20)) {
+                if line.contains("node3 stopped cleanly") { reported = true; break }
+            }
+            #expect(reported, "the cluster says node3 stopped")
+            // The acknowledgement that completes the departure shuts the node down mid-read: the
+            // sockets it closed are not read again (each leave logged "Socket operation on non-socket").
+            let log = try String(contentsOf: root.appendingPathComponent("node3.log"), encoding: .utf8)
+            #expect(log.contains("left the cluster") && !log.contains("receive failed"), "\(log)")
+            #expect(cluster.process.isRunning, "the cluster keeps running")
+            #expect(try replicaNode(["forget", "node3", "--data", root.appendingPathComponent("node1").path]).status == 0,
+                    "the forget example that follows leave in the help works")
+            #expect(cluster.stop(SIGINT) == 0, "and stops cleanly on Ctrl-C")
+            #expect(nodeProcesses(under: root).isEmpty)
+        }
+    }
+
+    /// `body` with a serving `cluster --insecure` of `nodes` nodes, in a temporary directory
+    /// named after `name` (`root`, removed after, with any node left killed).
+    static func withServingCluster(
+        of nodes: Int, named name: String, startedIgnoringSIGCHLD: Bool = false, _ body: (RunningCommand, URL) async throws -> Void
+    ) async throws {
+        let root = temporaryRoot(name)
         defer { try? FileManager.default.removeItem(at: root) }
         defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
-        let cluster = try await Self.servingCluster(of: 3, in: root)
-        #expect(try replicaNode(["leave", "--data", root.appendingPathComponent("node3").path]).status == 0)
-        var reported = false
-        while let line = await cluster.output.next(timeout: .seconds(20)) {
-            if line.contains("node3 stopped cleanly") { reported = true; break }
-        }
-        #expect(reported, "the cluster says node3 stopped")
-        // The acknowledgement that completes the departure shuts the node down mid-read: the
-        // sockets it closed are not read again (each leave logged "Socket operation on non-socket").
-        let log = try String(contentsOf: root.appendingPathComponent("node3.log"), encoding: .utf8)
-        #expect(log.contains("left the cluster") && !log.contains("receive failed"), "\(log)")
-        #expect(cluster.process.isRunning, "the cluster keeps running")
-        #expect(try replicaNode(["forget", "node3", "--data", root.appendingPathComponent("node1").path]).status == 0,
-                "the forget example that follows leave in the help works")
-        #expect(cluster.stop(SIGINT) == 0, "and stops cleanly on Ctrl-C")
-        #expect(nodeProcesses(under: root).isEmpty)
+        try await body(try await servingCluster(of: nodes, in: root, startedIgnoringSIGCHLD: startedIgnoringSIGCHLD), root)
     }
 
     /// `cluster --insecure` of `nodes` nodes in `root`, once it says it serves.
@@ -124,6 +127,11 @@ import Testing
         } else {
             try RunningCommand(arguments)
         }
+        return await serving(cluster)
+    }
+
+    /// `cluster`, once it says it serves.
+    static func serving(_ cluster: RunningCommand) async -> RunningCommand {
         var serving = false
         while let line = await cluster.output.next(timeout: .seconds(30)) {
             if line.contains("Press Ctrl-C") { serving = true; break }
@@ -136,7 +144,7 @@ import Testing
     /// anything: the running nodes' logs are the same files, not truncated, and the nodes still
     /// serve. A cluster started again later appends to the logs, after a line marking its start.
     @Test func aSecondClusterOnARunningOnesDirectoryLeavesItsLogsAlone() async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-cluster-twice-\(UUID().uuidString.prefix(6))")
+        let root = temporaryRoot("cluster-twice")
         defer { try? FileManager.default.removeItem(at: root) }
         let arguments = ["cluster", "--nodes", "2", "--base-port", "\(try consecutivePortPairs(2) - 2)", "--insecure", "--data", root.path]
         defer { for pid in nodeProcesses(under: root) { kill(pid, SIGKILL) } }
@@ -147,15 +155,7 @@ import Testing
                 return (inode, try String(contentsOfFile: path, encoding: .utf8))
             }
         }
-        func startServing() async throws -> RunningCommand {
-            let cluster = try RunningCommand(arguments)
-            var serving = false
-            while let line = await cluster.output.next(timeout: .seconds(30)) {
-                if line.contains("Press Ctrl-C") { serving = true; break }
-            }
-            #expect(serving, "the cluster started")
-            return cluster
-        }
+        func startServing() async throws -> RunningCommand { await Self.serving(try RunningCommand(arguments)) }
         let first = try await startServing()
         let before = try logs()
         for log in before {
@@ -211,7 +211,7 @@ import Testing
         (.lockTaken, SIGTERM), (.lockTaken, SIGHUP), (.lockTaken, SIGQUIT),
     ])
     func aSignalDuringStartUpIsAGracefulStop(moment: StartUpMoment, signal: Int32) async throws {
-        let root = FileManager.default.temporaryDirectory.appendingPathComponent("replica-early-term-\(UUID().uuidString.prefix(6))")
+        let root = temporaryRoot("early-term")
         defer { try? FileManager.default.removeItem(at: root) }
         let data = root.appendingPathComponent("node1")
         let node = try RunningCommand(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure", "--data", data.path])
@@ -405,6 +405,11 @@ private func catches(_ signal: Int32, pid: Int32) -> Bool {
 
 /// The `replica-node serve` processes whose data directory is under `root` (node `id` only, if
 /// given), from their command lines.
+/// A fresh path in the temporary directory, `replica-NAME-` and a random suffix (not made).
+private func temporaryRoot(_ name: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("replica-\(name)-\(UUID().uuidString.prefix(6))")
+}
+
 private func nodeProcesses(under root: URL, id: String? = nil) -> [Int32] {
     let directory = id.map { root.appendingPathComponent($0).path } ?? root.path + "/"
     guard let entries = try? FileManager.default.contentsOfDirectory(atPath: "/proc") else { return [] }

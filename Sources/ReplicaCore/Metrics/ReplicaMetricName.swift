@@ -21,6 +21,7 @@ public enum ReplicaMetricName {
     public static let syncsServed = "replica_syncs_served_total"
     public static let syncRetriesResumed = "replica_sync_retries_resumed_total"
     public static let repairsServed = "replica_repairs_served_total"
+    public static let repairsUnavailable = "replica_repairs_unavailable_total"
     public static let dropped = "replica_dropped_total"
     public static let tombstonesCollected = "replica_tombstones_collected_total"
     public static let entries = "replica_entries"

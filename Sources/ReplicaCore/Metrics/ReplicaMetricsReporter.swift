@@ -48,6 +48,7 @@ public struct ReplicaMetricsReporter: Sendable {
             total(Name.updatesRelayed) { $0.counters.updatesRelayed },
             total(Name.syncEntriesReceived) { $0.counters.syncEntriesReceived },
             total(Name.repairedUpdates) { $0.counters.repairedUpdates },
+            total(Name.repairsUnavailable) { $0.counters.repairsUnavailable },
             total(Name.syncBytes) { $0.counters.syncBytesReceived },
             total(Name.repairBytes) { $0.peers.reduce(0) { $0 + $1.bytesReceived.repair } },
             total(Name.syncsServed) { $0.counters.syncRequestsServed },

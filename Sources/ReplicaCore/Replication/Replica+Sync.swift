@@ -133,6 +133,7 @@ extension Replica {
             break
         case .unavailable:
             sessions[node] = session
+            counters.repairsUnavailable += 1
             logger.info("\(node) no longer holds the updates we lost; syncing instead")
             planner.wantCatchUp(.repairUnavailable, preferring: node)
             return

@@ -89,6 +89,11 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// requests this node answered.
         public var repairedUpdates = 0
         public var repairsServed = 0
+        /// Repair answers saying the lost updates are no longer held (they left the publisher's
+        /// retransmit buffer, or the range was longer than a repair carries): those losses were
+        /// brought by a catch-up sync instead. A steady rise says links stay down longer than the
+        /// buffer lasts.
+        public var repairsUnavailable = 0
         /// Tombstones deleted after `tombstoneRetention`, and expired ones received and ignored.
         public var tombstonesCollected = 0
         public var expiredTombstonesDropped = 0
@@ -194,6 +199,7 @@ extension ReplicaStatus.Counters {
         syncRequestsServed = try count(.syncRequestsServed)
         repairedUpdates = try count(.repairedUpdates)
         repairsServed = try count(.repairsServed)
+        repairsUnavailable = try count(.repairsUnavailable)
         tombstonesCollected = try count(.tombstonesCollected)
         expiredTombstonesDropped = try count(.expiredTombstonesDropped)
         syncRequestsRefused = try count(.syncRequestsRefused)

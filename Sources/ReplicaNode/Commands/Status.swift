@@ -47,7 +47,8 @@ struct Status: ClientCommand {
         let counters = status.counters
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
             + "relayed \(counters.updatesRelayed), sync entries received \(counters.syncEntriesReceived), syncs served \(counters.syncRequestsServed)")
-        line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsServed) repairs served")
+        line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsUnavailable) no longer held (synced instead), "
+            + "\(counters.repairsServed) repairs served")
         line("dropped", "\(counters.malformedDropped) malformed, \(counters.oversizedDropped) oversized, "
             + "\(counters.forgedOriginsDropped) forged origins, \(counters.futureTimestampsRejected) future timestamps, "
             + "\(counters.skewedHeartbeats) heartbeats from skewed clocks, \(counters.handshakesFailed) failed handshakes, "
