@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Testing
 @testable import ReplicaCore
 
@@ -106,13 +107,52 @@ import Testing
         #expect(slots.filter { $0.node == "r2" }.map(\.total).sorted() == [1, 6], "B's old slot is kept")
     }
 
+    /// A power loss under `synchronous = NORMAL` loses a node's last commits, which its members
+    /// already hold: here, A's disk goes back to its first increment (a copy taken then) after
+    /// members saw three. A's next increment must not start from the disk's older total: stamped
+    /// later, it replaced the members' slot, and the two increments the disk lost were lost on
+    /// every node (the counter showed 2). The run that ended uncleanly gives A a new slot.
+    @Test func incrementsADiskLostAreNotUndoneByTheNextIncrement() async throws {
+        let directories = [TemporaryDirectory("lost-a"), TemporaryDirectory("lost-b")]
+        defer { directories.forEach { $0.remove() } }
+        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
+        var a = try layout.start(0)
+        let b = try layout.start(1)
+        #expect(await connected([a, b]))
+        try await a.addToCounter("visits", delta: 1)
+        #expect(try await eventually { try await b.counter("visits").value == 1 })
+        // What a power loss leaves of A's disk: the file as it was after the first increment.
+        let file = directories[0].url.appendingPathComponent(SQLiteStore.fileName)
+        let snapshot = directories[0].url.appendingPathComponent("at-the-first-increment.sqlite")
+        let copier = try DatabaseQueue(path: file.path)
+        try await copier.writeWithoutTransaction { try $0.execute(sql: "VACUUM INTO ?", arguments: [snapshot.path]) }
+        try copier.close()
+        try await a.addToCounter("visits", delta: 2)
+        #expect(try await eventually { try await b.counter("visits").value == 3 })
+        let slotBefore = a.counterSlotOwner
+
+        await a.shutdown()
+        for suffix in ["", "-wal", "-shm"] { try? FileManager.default.removeItem(atPath: file.path + suffix) }
+        try FileManager.default.moveItem(at: snapshot, to: file)
+        a = try layout.start(0)
+        #expect(a.counterSlotOwner != slotBefore, "a new slot after a run that did not stop cleanly")
+        try await a.addToCounter("visits", delta: 1)  // before or after A's start-up sync: either way
+        #expect(try await eventually {
+            let (onA, onB) = (try await a.counter("visits").value, try await b.counter("visits").value)
+            return onA == 4 && onB == 4
+        })
+        await a.shutdown()
+        let again = try layout.start(0)
+        #expect(again.counterSlotOwner == a.counterSlotOwner, "and the same slot after a clean stop")
+    }
+
     @Test func anIncrementThatFailsIsRetriedByTheNextSave() async throws {
         let replica = try makeReplicas(1)[0]
         @Shared(.counter("n", on: replica)) var n = 0
         $n.withLock { $0 += 2 }
         try await $n.save()
         // A newer program owns this slot format: saving must fail, not overwrite.
-        let slot = FamilyKey.counterSlot("n", incarnation: replica.identity.incarnation)
+        let slot = FamilyKey.counterSlot("n", incarnation: replica.counterSlotOwner)
         try await replica.write(slot, payload: Array("{\"total\":2}".utf8), schema: CounterFamily.slotSchema + 1)
         $n.withLock { $0 += 1 }
         await #expect(throws: SharingError.self) { try await $n.save() }

@@ -19,6 +19,8 @@ import Testing
             ("{\"value\":1}\n", "line 1: missing \"key\""),
             ("\u{FEFF}{\"key\":\"a\",\"value\":1}\n", "line 1: the file starts with a UTF-8 byte order mark"),
             ("[1,2]\n", "line 1: not a JSON object"),
+            ("{\"key\":\"a\",\"value\":1,\"key\":\"b\"}\n", "line 1: \"key\" appears twice in the object"),
+            ("{\"key\":\"a\",\"value\":1,\"value\":2}\n", "line 1: \"value\" appears twice in the object"),
             ("{\"key\":\"\\u001Fcounter/x/y\",\"value\":1}\n", "line 1: keys starting with U+001F are reserved"),
         ]
         for (text, message) in cases {

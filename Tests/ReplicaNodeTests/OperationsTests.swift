@@ -190,6 +190,31 @@ import Testing
         #expect(second.stderr.contains("process \(pid) holds the data directory"), "\(second.stderr)")
     }
 
+    /// A data directory whose store files can be written but where no file can be made (its
+    /// permissions, a read-only mount: here the directory is mounted read-only, its files
+    /// read-write) refuses the control socket: the error says what to do, as the store's do
+    /// (it was libzmq's "bind ipc://...: Read-only file system").
+    @Test(.enabled(if: getuid() == 0, "bind mounts need root"))
+    func aControlSocketThatCannotBeMadeSaysWhatToDo() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "rosock")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        cluster.stop(0)
+        let data = cluster.nodes[0].data.path
+        let files = try FileManager.default.contentsOfDirectory(atPath: data).map { data + "/" + $0 }
+        var mounted: [String] = []
+        defer { for path in mounted.reversed() { _ = try? replicaNodeShell("/bin/umount", [path]) } }
+        for (path, mode) in [(data, "remount,ro,bind")] + files.map({ ($0, "remount,rw,bind") }) {
+            #expect(try replicaNodeShell("/bin/mount", ["--bind", path, path]) == 0)
+            mounted.append(path)
+            #expect(try replicaNodeShell("/bin/mount", ["-o", mode, path]) == 0)
+        }
+        let result = try replicaNode(["serve", "--id", "node1", "--listen", "127.0.0.1:\(TestPorts.pair())", "--insecure", "--data", data])
+        #expect(result.status == 1)
+        #expect(result.stderr.contains("cannot create the control socket \(data)/control.sock: Read-only file system; "
+            + "make the data directory writable"), "\(result.stderr)")
+    }
+
     /// node2's data directory is on a small tmpfs that fills up while node1 writes: node2's
     /// replicated commits fail, and that is visible (health exits 1, status lists the problem),
     /// retried with back-off (little CPU), and its local writes fail properly; once space is free,

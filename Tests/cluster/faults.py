@@ -348,7 +348,7 @@ def scenario_counters_drinks(ctx, binary):
     ctx.say(f"seed {seed} (amounts, drink mg, operation order per client thread)")
     with Cluster(binary, 3, "counters") as c:
         c.start_all()
-        inc = {k: c.incarnation(k) for k in c.nodes}
+        inc = {k: c.counter_slot(k) for k in c.nodes}
         # Before the partition: 10 drinks (node1, node2, node3 in turn) and 10 increments per node.
         pre = [add_op(k % 3 + 1, f"pre-{k}", 10 * k, drink_date(1000 + k)) for k in range(10)]
         pre += [incr_op(k, 1, inc[k]) for k in c.nodes for _ in range(10)]
@@ -406,7 +406,7 @@ def scenario_wiped_node(ctx, binary):
     with Cluster(binary, 3, "wiped") as c:
         c.start_all()
         old3 = c.incarnation(3)
-        inc = {k: c.incarnation(k) for k in c.nodes}
+        inc = {k: c.counter_slot(k) for k in c.nodes}
         scripts = [[incr_op(k, rng.choice([1, 2, 5, -3]), inc[k]) for _ in range(60)] for k in c.nodes]
         scripts[2] += [add_op(3, f"before-wipe-{j}", 50 + j, drink_date(j)) for j in range(3)]
         scripts[0] += [add_op(1, "before-wipe-node1", 90, drink_date(10))]
@@ -437,12 +437,13 @@ def scenario_wiped_node(ctx, binary):
             raise Failure(f"node3 kept its incarnation {old3} after the wipe")
         ctx.say(f"restarted node3 with the same id: incarnation {old3[:8]} -> {new3[:8]}; "
                 f"ready {ready:.2f} s after start")
+        old_slot3, new_slot3 = inc[3], c.counter_slot(3)
         # Right away, before it has caught up: 20 increments on the new node3 (a thread), while
         # node3's slots are polled until it holds every slot of before the wipe (old node3's too).
-        inc[3] = new3
+        inc[3] = new_slot3
         fresh = []
         writer = threading.Thread(target=lambda: fresh.extend(
-            run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5, -3]), new3) for _ in range(20)]])), daemon=True)
+            run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5, -3]), new_slot3) for _ in range(20)]])), daemon=True)
         writer.start()
 
         def caught_up():
@@ -473,9 +474,9 @@ def scenario_wiped_node(ctx, binary):
         ctx.say("drinks added before the wipe (on node3 and node1) listed everywhere; the one removed stays removed")
         slots = json.loads(c.client(1, ["counter", "visits", "--json"]).stdout)["slots"]
         node3_slots = sorted(s["incarnation"] for s in slots if s["node"] == "node3")
-        if node3_slots != sorted([old3, new3]):
-            raise Failure(f"node3's slots are {node3_slots}, expected the old and the new incarnation")
-        ctx.say(f"node3 has two slots (old {old3[:8]}, new {new3[:8]}); the old one still counts")
+        if node3_slots != sorted([old_slot3, new_slot3]):
+            raise Failure(f"node3's slots are {node3_slots}, expected the old and the new incarnation's")
+        ctx.say(f"node3 has two slots (old {old_slot3[:8]}, new {new_slot3[:8]}); the old one still counts")
 
 
 import clocks  # noqa: E402  (a node whose clock is wrong)
@@ -484,6 +485,67 @@ import membership  # noqa: E402  (scenarios of nodes joining, leaving, slow link
 membership.converge, membership.verify, membership.wait_for = converge, verify, wait_for
 membership.peer_state, membership.Failure = peer_state, Failure
 clocks.converge, clocks.wait_for, clocks.Failure = converge, wait_for, Failure
+
+BULK_AFTER_COPY = 60_000
+
+
+def scenario_lost_commits(ctx, binary):
+    """node3's disk loses its last commits, which its members hold: its next increments must not
+    undo them (docs/sharing.md, "Counters after a crash").
+
+    A power loss under `synchronous = NORMAL`, or a backup restored, leaves a node's store
+    older than what its members received from it. Here: increments on node3; an online copy of
+    its store (SQLite's backup, as `sqlite3 .backup` takes it); more increments on node3 and
+    node1, converged; `kill -9` node3, its store files replaced by the copy; restarted, and at
+    once more increments on it, before its start-up sync may have brought its own slot back.
+    Every node must then hold every acknowledged increment, each in the slot it went to. Until
+    0.25.0 node3 went on adding to its old slot from the copy's total and, being newer, that
+    replaced the members' slot: the increments made after the copy were lost everywhere."""
+    import sqlite3
+    seed = random.randrange(1 << 32)
+    rng = random.Random(seed)
+    ctx.say(f"seed {seed} (increment amounts)")
+    with Cluster(binary, 3, "lost") as c:
+        c.start_all()
+        inc = {k: c.counter_slot(k) for k in c.nodes}
+        ops = run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5]), inc[3]) for _ in range(10)]])
+        data3 = c.nodes[3].data
+        store = os.path.join(data3, "replica.sqlite")
+        copy = os.path.join(os.path.dirname(data3), "node3-copy.sqlite")
+        source = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+        target = sqlite3.connect(copy)
+        source.backup(target)
+        target.close()
+        source.close()
+        ops += run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5]), inc[3]) for _ in range(10)],
+                               [incr_op(1, rng.choice([1, 2, 5]), inc[1]) for _ in range(10)]])
+        # Enough that the copy lacks that node3's start-up sync takes a while: the increments
+        # made at once after its restart come before it ends (the race a restore loses).
+        written = c.import_keys(1, [(f"bulk.{i:06d}", i) for i in range(BULK_AFTER_COPY)])
+        ctx.say(f"after the copy: 20 increments (10 on node3) and {written} keys imported on node1")
+        if not all(op.ok for op in ops):
+            raise Failure(f"increments before the loss failed: {[op for op in ops if not op.ok][:3]}")
+        converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="the increments before the loss")
+        check_ops(ctx, c, ops, what="every node before the loss")
+
+        c.kill(3)
+        for suffix in ("", "-wal", "-shm"):
+            if os.path.exists(store + suffix):
+                os.remove(store + suffix)
+        shutil.move(copy, store)
+        ctx.say("kill -9 node3; its store replaced by the copy taken after its first 10 increments")
+        started = time.monotonic()
+        c.start(3)
+        slot3 = c.counter_slot(3)
+        if slot3 == inc[3]:
+            raise Failure(f"node3 kept its counter slot {slot3[:8]} after a run that did not stop cleanly")
+        ctx.say(f"restarted node3: counter slot {inc[3][:8]} -> {slot3[:8]}")
+        after = run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5]), slot3) for _ in range(10)]])
+        ops += after
+        ctx.say(f"at once on node3: {op_summary(after)}")
+        converge(ctx, c, started, DEFAULT_BOUND, what="node3's restart")
+        check_ops(ctx, c, ops)
+
 
 SCENARIOS = [
     ("partition", scenario_partition),
@@ -495,6 +557,7 @@ SCENARIOS = [
     ("divergent-10k", scenario_divergent),
     ("counters-drinks", scenario_counters_drinks),
     ("wiped-node", scenario_wiped_node),
+    ("lost-commits", scenario_lost_commits),
 ] + membership.SCENARIOS + clocks.SCENARIOS
 
 

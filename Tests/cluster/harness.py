@@ -268,11 +268,19 @@ class Cluster:
         shutil.rmtree(self.nodes[k].data)
 
     def incarnation(self, k):
-        """Node k's current incarnation (lowercase UUID, as counter slots show it)."""
+        """Node k's current incarnation (lowercase UUID)."""
         s = self.status(k)
         if s is None:
             raise RuntimeError(f"{self.nodes[k].id} did not answer status")
         return s["incarnation"].lower()
+
+    def counter_slot(self, k):
+        """The id of node k's counter slots, as `counter --json` shows it: its incarnation, or a
+        new id after a run that did not stop cleanly (status's `counterSlot`)."""
+        s = self.status(k)
+        if s is None:
+            raise RuntimeError(f"{self.nodes[k].id} did not answer status")
+        return s.get("counterSlot", s["incarnation"]).lower()
 
     def pause(self, k):
         self.nodes[k].process.send_signal(signal.SIGSTOP)
@@ -712,8 +720,8 @@ def counter_expectation(ops):
 
 def check_counter(cluster, name, ops, ks=None):
     """Every node's `counter NAME --json`: the value is the sum of the acknowledged increments
-    plus a subset of the indeterminate ones; each incarnation's slot likewise holds exactly the
-    increments made through it (ops carry the incarnation of the node they went to); no other
+    plus a subset of the indeterminate ones; each slot likewise holds exactly the increments made
+    through it (ops carry the counter slot of the node they went to); no other
     slot; no problems; every node reports the same slots. Returns (problems, values)."""
     ks = list(cluster.nodes) if ks is None else list(ks)
     incrs = [op for op in ops if op.kind == "incr"]

@@ -1,11 +1,13 @@
 import Foundation
 
-/// A counter as stored: one slot per replica incarnation, each holding that incarnation's running
-/// total as a JSON integer; the counter's value is the sum of the slots.
+/// A counter as stored: one slot per replica incarnation (or per run after one that did not stop
+/// cleanly), each holding its owner's running total as a JSON integer; the counter's value is the sum of the slots.
 ///
 /// Only the owner writes its slot, so concurrent increments on different nodes touch different
 /// entries and never conflict; a node whose data directory is wiped gets a new incarnation, hence
-/// a new slot, and its old increments stay counted in the old one.
+/// a new slot, and its old increments stay counted in the old one. So does a node whose last run
+/// did not stop cleanly (`Replica.counterSlotOwner`): its disk may have lost increments that
+/// members hold, which an increment from the older total would overwrite.
 ///
 /// The arithmetic: a part is a slot's total, an edit is an amount to add to this replica's slot,
 /// and a save writes `value - (sum of the totals the key last showed)` to it.
@@ -88,7 +90,7 @@ public struct CounterFamily: EntryFamily {
     public func edits(from shown: [String: Int], to value: Int, on replica: Replica) -> FamilyEdits<CounterFamily> {
         let amount = value &- self.value(of: shown)
         guard amount != 0 else { return FamilyEdits() }
-        return FamilyEdits(edits: [FamilyKey.counterSlot(name, incarnation: replica.identity.incarnation): amount])
+        return FamilyEdits(edits: [FamilyKey.counterSlot(name, incarnation: replica.counterSlotOwner): amount])
     }
 
     public func write(_ edits: [String: Int], to replica: Replica) async throws -> FamilyWrite {
@@ -105,7 +107,8 @@ public struct CounterFamily: EntryFamily {
 /// A counter's value and where it comes from.
 public struct CounterSnapshot: Sendable, Equatable, Codable {
     public struct Slot: Sendable, Equatable, Codable {
-        /// The incarnation (data directory) that owns the slot.
+        /// The id that owns the slot: the incarnation (data directory) of the node that writes it,
+        /// or the id that node took after a run that did not stop cleanly.
         public var incarnation: String
         /// The node that wrote it.
         public var node: String

@@ -2,7 +2,7 @@ import Foundation
 
 /// Counter slots and tombstone collection: the replica-side parts of counters and logs.
 extension Replica {
-    /// Adds `delta` to this incarnation's slot of counter `name` and returns the slot's entry
+    /// Adds `delta` to this replica's slot of counter `name` (`counterSlotOwner`) and returns the slot's entry
     /// once committed. Increments queued before one commit add up (the running total is kept in
     /// the actor), so concurrent callers in one process never lose each other's increments.
     ///
@@ -10,7 +10,7 @@ extension Replica {
     /// overwritten), and `SharingError.counterOverflow` if the total would overflow.
     @discardableResult
     public func addToCounter(_ name: String, delta: Int) async throws -> Entry {
-        let key = FamilyKey.counterSlot(name, incarnation: identity.incarnation)
+        let key = FamilyKey.counterSlot(name, incarnation: counterSlotOwner)
         try refuseNewerSchema(key, known: CounterFamily.slotSchema)
         let current: Int
         if let cached = counterSlots[ExactKey(key)] {

@@ -15,6 +15,7 @@ extension Replica {
         return ReplicaStatus(
             id: identity.node.rawValue,
             incarnation: identity.incarnation.uuidString,
+            counterSlot: counterSlotOwner.uuidString.lowercased(),
             epoch: epoch,
             listen: configuration.listen.description,
             advertise: membership.local.address.description,

@@ -17,6 +17,9 @@ import Logging
 public actor Replica: PollLoopOwner {
     public nonisolated let configuration: ReplicaConfiguration
     public nonisolated let identity: StoreIdentity
+    /// Names this replica's counter slots: the incarnation, or a new id after a run of its data
+    /// directory that did not stop cleanly (`SQLiteStore.beginRun` says why).
+    public nonisolated let counterSlotOwner: UUID
     /// This process's life: update sequences count from 1 within it.
     public nonisolated let epoch: UInt64
     /// Reads committed entries from any thread (synchronous loads of shared keys).
@@ -176,6 +179,7 @@ public actor Replica: PollLoopOwner {
             downAfter: configuration.downAfter, requestTimeout: configuration.syncTimeout)
         var corruption: SQLiteStore.CorruptFileMovedAside?
         var damagedLog: SQLiteStore.DamagedLogMovedAside?
+        var endedUncleanly = false
         switch configuration.storage {
         case .memory:
             store = MemoryStore(node: configuration.node)
@@ -183,9 +187,11 @@ public actor Replica: PollLoopOwner {
             let sqlite = try SQLiteStore(directory: url, node: configuration.node, synchronous: configuration.synchronous)
             corruption = sqlite.recoveredFromCorruption
             damagedLog = sqlite.damagedLogMovedAside
+            endedUncleanly = sqlite.lastRunEndedUncleanly
             store = sqlite
         }
         identity = store.identity
+        counterSlotOwner = store.counterSlotOwner
         reader = try store.makeReader()
         timestampAtStart = store.highestTimestamp
         clock = HybridLogicalClock(
@@ -248,6 +254,12 @@ public actor Replica: PollLoopOwner {
         }
         if let damagedLog {
             problems.raise(.load, damagedLog.originalPath, damagedLog.description)
+        }
+        if endedUncleanly {
+            let message = "the last run of this data directory did not stop cleanly (a crash, kill -9, a power loss or a copy "
+                + "of a running node): counter increments go to a new slot (\(counterSlotOwner.uuidString.lowercased())), "
+                + "so that those of the last run that this disk lost but members hold are not overwritten"
+            self.logger.info("\(message)")
         }
         loop = PollLoop(name: "replica-\(configuration.node)")
         // Whatever the cluster wrote while this node was away comes with one sync, from the

@@ -131,6 +131,10 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
 
     public var id: String
     public var incarnation: String
+    /// The id naming this node's counter slots, lowercase as in slot keys: the incarnation, or a
+    /// new id after a run of the data directory that did not stop cleanly. Absent from nodes
+    /// before 0.25.0 (their slots are the incarnation's).
+    public var counterSlot: String?
     public var epoch: UInt64
     public var listen: String
     /// The address members dial (`--advertise`, by default `listen`).

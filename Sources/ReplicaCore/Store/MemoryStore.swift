@@ -27,6 +27,9 @@ public final class MemoryStore: ReplicaStore {
         identity = StoreIdentity(node: node, incarnation: incarnation)
     }
 
+    /// Nothing outlives the process, so no run follows one that ended uncleanly.
+    public var counterSlotOwner: UUID { identity.incarnation }
+
     public var count: Int { index.count }
     public var liveCount: Int { index.liveCount }
     public var digest: StoreDigest { index.digest }

@@ -14,6 +14,9 @@ public struct StoreIdentity: Hashable, Sendable, Codable {
 /// unchanged, so a failed save can be retried with the same entries.
 public protocol ReplicaStore: AnyObject {
     var identity: StoreIdentity { get }
+    /// The id naming this store's counter slots (`FamilyKey.counterSlot`): its incarnation, or a
+    /// new id after a run that did not stop cleanly (see `SQLiteStore.beginRun`).
+    var counterSlotOwner: UUID { get }
     /// Number of keys, tombstones included.
     var count: Int { get }
     /// Number of keys holding a value (not tombstones).

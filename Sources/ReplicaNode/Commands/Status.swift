@@ -30,7 +30,11 @@ struct Status: ClientCommand {
         var out = ""
         func line(_ label: String, _ value: String) { out += label.padded(to: 14) + value + "\n" }
         line("id", status.id)
-        line("incarnation", status.incarnation)
+        var slot = ""
+        if let counterSlot = status.counterSlot, counterSlot != status.incarnation.lowercased() {
+            slot = " (counter slots: \(counterSlot), since a run that did not stop cleanly)"
+        }
+        line("incarnation", status.incarnation + slot)
         line("listen", "\(status.listen) (sync on port + 1)")
         let membership = switch status.membership {
         case "left": " (left the cluster)"

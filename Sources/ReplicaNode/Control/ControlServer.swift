@@ -78,7 +78,12 @@ actor ControlServer: PollLoopOwner {
         let socket = try context.socket(.router)
         try socket.setRouterMandatory()
         try socket.setMaxMessageSize(ControlEndpoint.maxRequestBytes)
-        try socket.bind(ControlEndpoint.address(in: dataDirectory))
+        do {
+            try socket.bind(ControlEndpoint.address(in: dataDirectory))
+        } catch {
+            guard [EACCES, EPERM, EROFS].contains(error.code) else { throw error }
+            throw ControlSocketUnwritable(path: path, reason: String(cString: strerror(error.code)))
+        }
         chmod(path, 0o600)
         socketInode = Self.inode(of: path)
         self.socket = socket
@@ -86,6 +91,17 @@ actor ControlServer: PollLoopOwner {
     }
 
     deinit { loop.ownerReleased() }
+
+    /// The control socket cannot be made in the data directory (its permissions, its owner, a
+    /// read-only mount): named with what to do, as the store's files are.
+    struct ControlSocketUnwritable: Error, CustomStringConvertible {
+        var path: String
+        var reason: String
+        var description: String {
+            "cannot create the control socket \(path): \(reason); make the data directory writable by the user the node "
+                + "runs as (chown or chmod u+w)"
+        }
+    }
 
     /// Refuses the requests read from now on (the node is stopping) and removes the socket
     /// file, so that no new client connects; connected clients are still answered.

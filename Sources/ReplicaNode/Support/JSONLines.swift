@@ -53,6 +53,13 @@ enum JSONLines {
         return base.distance(to: found.assumingMemoryBound(to: UInt8.self))
     }
 
+    /// The members that decide what a line stores; any other is ignored.
+    private static let storedMembers: Set<String> = ["key", "value", "encoding", "schema"]
+
+    private struct RepeatedMember: Error {
+        var name: String
+    }
+
     /// The key and value of one line, or nil for a blank line.
     private static func parse(_ line: UnsafeBufferPointer<UInt8>, at range: Range<Int>, number: Int) throws(BadLine) -> Item? {
         if number == 1, line.starts(with: [0xEF, 0xBB, 0xBF]) {
@@ -67,6 +74,9 @@ enum JSONLines {
         var value: JSONScanner.Value?
         var encoding: String?
         var schemaText: String?
+        // A member that says what is stored, given twice: JSON leaves which one counts to the
+        // reader (this one took the last), so the line is refused rather than half of it ignored.
+        var named: Set<String> = []
         do {
             try scanner.expect(UInt8(ascii: "{"), "'{'")
             if !scanner.consume(UInt8(ascii: "}")) {
@@ -74,6 +84,7 @@ enum JSONLines {
                     scanner.skipWhitespace()
                     guard scanner.next == UInt8(ascii: "\"") else { throw scanner.fail("expected a member name") }
                     let name = try scanner.readString()
+                    if Self.storedMembers.contains(name), !named.insert(name).inserted { throw RepeatedMember(name: name) }
                     try scanner.expect(UInt8(ascii: ":"), "':'")
                     scanner.skipWhitespace()
                     switch name {
@@ -103,6 +114,8 @@ enum JSONLines {
             }
             scanner.skipWhitespace()
             guard scanner.atEnd else { throw scanner.fail("unexpected text after the object") }
+        } catch let repeated as RepeatedMember {
+            throw BadLine(line: number, reason: "\"\(repeated.name)\" appears twice in the object: give it once")
         } catch {
             throw BadLine(line: number, reason: "not a JSON object (\(error))")
         }
