@@ -266,6 +266,26 @@ import Testing
         #expect(try SQLiteStore(directory: alone.url, node: "n1").count == 100)
     }
 
+    /// A log whose database file is gone (removed alone, or a move aside interrupted between
+    /// its renames) is kept aside and listed: SQLite deleted it at open, with its commits.
+    @Test func aLogWithoutItsDatabaseIsKeptAside() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        do {
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
+            _ = try store.merge([Self.entry("a", 1)])
+            // Not closed for writing, as in a crash: the commit is in the log only.
+        }
+        let file = directory.url.appendingPathComponent(SQLiteStore.fileName)
+        let log = try Data(contentsOf: URL(fileURLWithPath: file.path + "-wal"))
+        #expect(log.count > 32)
+        try FileManager.default.removeItem(at: file)
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        let moved = try #require(store.damagedLogMovedAside)
+        #expect(moved.reason.contains("database file replica.sqlite is missing"), "\(moved.reason)")
+        #expect(try Data(contentsOf: URL(fileURLWithPath: moved.movedTo)) == log, "kept byte for byte")
+    }
+
     /// Damage the row scan at start cannot see (a NULL where the table allows none, as a stale
     /// log applied to a file copied in over the old one left) is found by SQLite's check, and
     /// the file is kept aside like any corrupt one. (The scan read it as a row, or crashed.)

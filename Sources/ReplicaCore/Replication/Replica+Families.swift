@@ -47,6 +47,11 @@ extension Replica {
         }
     }
 
+    /// Tombstones deleted in one transaction: a million expired at once (a bulk delete a
+    /// retention ago) held the loop for seconds in one commit, heartbeats unsent, and grew the
+    /// log by all of it. 10,000 take a few tens of milliseconds.
+    static let tombstonesPerSweep = 10_000
+
     /// Tombstones stamped before this are expired: collected here, ignored when received.
     var tombstoneCutoff: HybridTimestamp {
         let now = configuration.wallClock()
@@ -55,17 +60,20 @@ extension Replica {
         return HybridTimestamp(wallMillis: min(now - retention, HybridTimestamp.maxWallMillis), logical: 0)
     }
 
-    /// Deletes tombstones older than `tombstoneRetention` (also run every `tombstoneSweepInterval`)
-    /// and returns how many were deleted.
+    /// Deletes tombstones older than `tombstoneRetention`, at most `tombstonesPerSweep` (also run
+    /// every `tombstoneSweepInterval`, and at the next tick while more are left), and returns
+    /// how many were deleted.
     @discardableResult
     public func collectTombstones() -> Int {
         guard !isShutDown else { return 0 }
         do {
-            let keys = try store.removeTombstones(before: tombstoneCutoff)
+            let keys = try store.removeTombstones(before: tombstoneCutoff, limit: Self.tombstonesPerSweep)
             if !keys.isEmpty {
                 counters.tombstonesCollected += keys.count
                 logger.info("collected \(keys.count) expired tombstone(s)")
             }
+            // Some may be left: the rest at the next tick.
+            if keys.count == Self.tombstonesPerSweep { nextTombstoneSweep = .now }
             return keys.count
         } catch {
             logger.error("tombstone collection failed", metadata: ["error": "\(error)"])

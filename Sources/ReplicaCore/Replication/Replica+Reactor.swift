@@ -131,8 +131,8 @@ extension Replica {
             nextPeriodicSync = now + configuration.periodicSyncInterval
         }
         if now >= nextTombstoneSweep {
-            collectTombstones()
             nextTombstoneSweep = now + configuration.tombstoneSweepInterval
+            collectTombstones()  // sooner again if it left some
         }
         checkClock(now: now)
         judgeIdentityClash(now: now)

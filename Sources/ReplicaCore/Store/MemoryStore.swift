@@ -94,8 +94,8 @@ public final class MemoryStore: ReplicaStore {
 
     public func entries(prefix: String) -> [Entry] { table.entries(prefix: prefix) }
 
-    public func removeTombstones(before cutoff: HybridTimestamp) -> [String] {
-        let keys = index.tombstones(before: cutoff)
+    public func removeTombstones(before cutoff: HybridTimestamp, limit: Int) -> [String] {
+        let keys = Array(index.tombstones(before: cutoff).prefix(limit))
         table.entries.withLock { entries in
             for key in keys { entries[ExactKey(key)] = nil }
         }

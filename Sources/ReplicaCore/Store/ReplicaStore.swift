@@ -59,9 +59,10 @@ public protocol ReplicaStore: AnyObject {
     /// All entries (tombstones included) whose key starts with `prefix`, in key order: the
     /// members of one counter or log family.
     func entries(prefix: String) throws -> [Entry]
-    /// Deletes tombstones stamped before `cutoff` (tombstone garbage collection) and returns
-    /// their keys. All-or-nothing, like `merge`. See docs/sharing.md, "Tombstone retention".
-    func removeTombstones(before cutoff: HybridTimestamp) throws -> [String]
+    /// Deletes at most `limit` tombstones stamped before `cutoff` (tombstone garbage collection)
+    /// and returns their keys. All-or-nothing, like `merge`. See docs/sharing.md, "Tombstone
+    /// retention".
+    func removeTombstones(before cutoff: HybridTimestamp, limit: Int) throws -> [String]
     /// Applies a batch in one transaction; returns the entries that won and were written.
     func merge(_ batch: [Entry]) throws -> [Entry]
 

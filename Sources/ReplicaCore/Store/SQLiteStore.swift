@@ -118,7 +118,7 @@ public final class SQLiteStore: ReplicaStore {
         readFailures = StoreReadFailures(path: url.path)
         var moved: CorruptFileMovedAside?
         // Before SQLite opens the log (and, finding it invalid, starts it over).
-        damagedLogMovedAside = try Self.moveAsideIfDamaged(log: url.path + "-wal")
+        damagedLogMovedAside = try Self.moveAsideIfDamaged(log: url.path + "-wal", database: url)
         let opened: (database: DatabaseQueue, index: StoreIndex)
         // The shared-memory index is rebuilt by whatever opens the database; a copy taken first
         // is what gets kept if the files turn out to be corrupt.
@@ -447,8 +447,17 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     /// Moves a damaged write-ahead log (see `logDamage`) to `<log>.damaged-<UTC timestamp>`.
-    private static func moveAsideIfDamaged(log path: String) throws -> DamagedLogMovedAside? {
-        guard let reason = try logDamage(at: path) else { return nil }
+    private static func moveAsideIfDamaged(log path: String, database: URL) throws -> DamagedLogMovedAside? {
+        let reason: String
+        let size = (try? FileManager.default.attributesOfItem(atPath: path)[.size] as? Int) ?? 0
+        if size > 32, !FileManager.default.fileExists(atPath: database.path) {
+            // SQLite would delete a log whose database is gone, with its commits (an operator
+            // who removed only the main file, or a move aside interrupted between its renames).
+            reason = "its database file \(database.lastPathComponent) is missing, and SQLite would delete the log"
+        } else {
+            guard let damage = try logDamage(at: path) else { return nil }
+            reason = damage
+        }
         let target = path + ".damaged-" + asideStamp()
         try FileManager.default.moveItem(atPath: path, toPath: target)
         return DamagedLogMovedAside(originalPath: path, movedTo: target, reason: reason)
@@ -636,8 +645,8 @@ public final class SQLiteStore: ReplicaStore {
         return ("key >= ?", [prefix])
     }
 
-    public func removeTombstones(before cutoff: HybridTimestamp) throws -> [String] {
-        let keys = index.tombstones(before: cutoff)
+    public func removeTombstones(before cutoff: HybridTimestamp, limit: Int) throws -> [String] {
+        let keys = Array(index.tombstones(before: cutoff).prefix(limit))
         guard !keys.isEmpty else { return [] }
         try database.write { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM entries WHERE key = ? AND payload IS NULL")
