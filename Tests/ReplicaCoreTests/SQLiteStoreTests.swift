@@ -266,6 +266,20 @@ import Testing
         #expect(try SQLiteStore(directory: alone.url, node: "n1").count == 100)
     }
 
+    /// Closed for writing, a store refuses writes (another process may hold the directory, and
+    /// the clean-stop mark must be the run's last commit) and still answers reads.
+    @Test func aStoreClosedForWritingRefusesWritesAndStillReads() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        _ = try store.merge([Self.entry("a", 1)])
+        store.closeForWriting()
+        #expect(throws: SQLiteStore.ClosedForWriting.self) { try store.merge([Self.entry("b", 2)]) }
+        #expect(throws: SQLiteStore.ClosedForWriting.self) { try store.quarantine(Self.entry("c", 3), reason: "test") }
+        #expect(try store.entry(for: "a") != nil)
+        #expect(try store.entry(for: "b") == nil)
+    }
+
     /// A log whose database file is gone (removed alone, or a move aside interrupted between
     /// its renames) is kept aside and listed: SQLite deleted it at open, with its commits.
     @Test func aLogWithoutItsDatabaseIsKeptAside() throws {

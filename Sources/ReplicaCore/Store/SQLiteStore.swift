@@ -223,6 +223,18 @@ public final class SQLiteStore: ReplicaStore {
         lock = nil
     }
 
+    /// Closed for writing, the directory is no longer ours (another process may hold it), and
+    /// the clean-stop mark must be the run's last commit: a write now is refused.
+    private func requireOpenForWriting() throws {
+        guard lock != nil else { throw ClosedForWriting(path: url.path) }
+    }
+
+    /// A write after `closeForWriting`.
+    public struct ClosedForWriting: Error, CustomStringConvertible, Equatable, Sendable {
+        public var path: String
+        public var description: String { "the store \(path) is closed for writing: the replica shut down" }
+    }
+
     /// The device and inode of the database file: which file it is, not what it holds. A copy
     /// (`cp -a`, a restore) is a new file and has another, though its contents, the mark
     /// recorded by its last clean stop included, are the original's.
@@ -550,7 +562,8 @@ public final class SQLiteStore: ReplicaStore {
     public var readFailure: StoreReadFailure? { readFailures.current }
 
     public func beginEpoch(atLeast: UInt64) throws -> UInt64 {
-        try database.write { db in
+        try requireOpenForWriting()
+        return try database.write { db in
             let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'last_epoch'").flatMap { UInt64($0) } ?? 0
             let epoch = max(atLeast, stored + 1)
             try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('last_epoch', ?)", arguments: [String(epoch)])
@@ -575,6 +588,7 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func saveMemberTable(_ messages: [[UInt8]]) throws {
+        try requireOpenForWriting()
         let text = messages.map { Data($0).base64EncodedString() }.joined(separator: "\n")
         try database.write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('member_table', ?)", arguments: [text])
@@ -646,6 +660,7 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func removeTombstones(before cutoff: HybridTimestamp, limit: Int) throws -> [String] {
+        try requireOpenForWriting()
         let keys = Array(index.tombstones(before: cutoff).prefix(limit))
         guard !keys.isEmpty else { return [] }
         try database.write { db in
@@ -681,6 +696,7 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func quarantine(_ entry: Entry, reason: String) throws {
+        try requireOpenForWriting()
         try database.write { db in
             let existing = try Int.fetchOne(
                 db, sql: "SELECT count(*) FROM quarantine WHERE key = ? AND hlc = ? AND node = ?",
@@ -705,6 +721,7 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     public func merge(_ batch: [Entry]) throws -> [Entry] {
+        try requireOpenForWriting()
         // Ties read the database directly: the index is being updated while it asks.
         let reader = Reader(database: database, failures: readFailures)
         let applied = try index.apply(batch) { try reader.entry(for: $0) }
@@ -735,21 +752,25 @@ public final class SQLiteStore: ReplicaStore {
                     sqlite3_reset(handle)
                     var key = entry.key
                     var node = entry.version.node.rawValue
-                    key.withUTF8 { _ = sqlite3_bind_text(handle, 1, $0.baseAddress, Int32($0.count), sqliteTransient) }
-                    sqlite3_bind_int64(handle, 2, Int64(bitPattern: entry.version.timestamp.rawValue))
-                    node.withUTF8 { _ = sqlite3_bind_text(handle, 3, $0.baseAddress, Int32($0.count), sqliteTransient) }
-                    sqlite3_bind_int64(handle, 4, Int64(entry.schema))
+                    // A bind that fails (out of memory) leaves its parameter NULL: for the
+                    // payload, a tombstone stored where the index records a value. Every result
+                    // is checked; one branch each.
+                    var bound = key.withUTF8 { sqlite3_bind_text(handle, 1, $0.baseAddress, Int32($0.count), sqliteTransient) }
+                    bound |= sqlite3_bind_int64(handle, 2, Int64(bitPattern: entry.version.timestamp.rawValue))
+                    bound |= node.withUTF8 { sqlite3_bind_text(handle, 3, $0.baseAddress, Int32($0.count), sqliteTransient) }
+                    bound |= sqlite3_bind_int64(handle, 4, Int64(entry.schema))
                     if let payload = entry.payload {
                         // A zero-length blob must not bind as NULL (which means tombstone).
-                        payload.withUnsafeBytes { bytes in
-                            _ = bytes.count == 0
+                        bound |= payload.withUnsafeBytes { bytes in
+                            bytes.count == 0
                                 ? sqlite3_bind_zeroblob(handle, 5, 0)
                                 : sqlite3_bind_blob(handle, 5, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
                         }
                     } else {
-                        sqlite3_bind_null(handle, 5)
+                        bound |= sqlite3_bind_null(handle, 5)
                     }
-                    let code = sqlite3_step(handle)
+                    // SQLITE_OK is 0: any failed bind leaves a bit set.
+                    let code = bound == SQLITE_OK ? sqlite3_step(handle) : bound
                     guard code == SQLITE_DONE else {
                         throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
                     }
