@@ -146,6 +146,25 @@ import Testing
         #expect(again.counterSlotOwner == a.counterSlotOwner, "and the same slot after a clean stop")
     }
 
+    /// A start that fails once the store is open (its port taken) stops the store cleanly:
+    /// nothing was published, and the next start keeps the counter slot.
+    @Test func aStartThatFailsKeepsTheCounterSlot() async throws {
+        let directory = TemporaryDirectory("failed-start")
+        defer { directory.remove() }
+        let layout = ReplicaLayout(count: 1, storage: { _ in .directory(directory.url) })
+        let first = try layout.start(0)
+        let owner = first.counterSlotOwner
+        await first.shutdown()
+        let context = try ZMQContext()
+        let squatter = try context.socket(.pub)
+        try squatter.bind(layout.configurations[0].listen.publishAddress)
+        #expect(throws: (any Error).self) { try layout.start(0) }
+        squatter.close()
+        let again = try layout.start(0)
+        #expect(again.counterSlotOwner == owner)
+        await again.shutdown()
+    }
+
     @Test func anIncrementThatFailsIsRetriedByTheNextSave() async throws {
         let replica = try makeReplicas(1)[0]
         @Shared(.counter("n", on: replica)) var n = 0

@@ -233,21 +233,40 @@ import Testing
             #expect(store.counterSlotOwner == second && !store.lastRunEndedUncleanly)
             store.closeForWriting()
         }
-        // A copy of the file (a backup restored) holds the mark of the original's clean stop:
-        // the members may hold increments made after the copy.
+        // A backup of the stopped node, restored after it ran on (rm -rf, then copy back: on ext4
+        // the file may get its old inode again): the copy holds the record of the stop it was
+        // taken after, and the members may hold increments made since.
         let file = directory.url.appendingPathComponent(SQLiteStore.fileName)
-        let copy = TemporaryDirectory()
-        defer { copy.remove() }
-        try FileManager.default.copyItem(at: file, to: copy.url.appendingPathComponent(SQLiteStore.fileName))
+        let backup = TemporaryDirectory()
+        defer { backup.remove() }
+        try FileManager.default.removeItem(at: backup.url)
+        try FileManager.default.copyItem(at: directory.url, to: backup.url)
         do {
-            let restored = try SQLiteStore(directory: copy.url, node: "n1")
-            #expect(restored.counterSlotOwner != second && restored.lastRunEndedUncleanly, "a copy")
+            let store = try open()
+            #expect(store.counterSlotOwner == second && !store.lastRunEndedUncleanly)
+            store.closeForWriting()
+        }
+        try FileManager.default.removeItem(at: directory.url)
+        try FileManager.default.copyItem(at: backup.url, to: directory.url)
+        let third: UUID
+        do {
+            let restored = try open()
+            #expect(restored.counterSlotOwner != second && restored.lastRunEndedUncleanly, "a restored copy")
+            third = restored.counterSlotOwner
+            restored.closeForWriting()
+        }
+        // A copy in place, over the file (the same inode).
+        let current = try Data(contentsOf: file)
+        try current.write(to: file)
+        do {
+            let store = try open()
+            #expect(store.counterSlotOwner != third && store.lastRunEndedUncleanly, "a file written over")
         }
         let older = try DatabaseQueue(path: file.path)
         try older.write { try $0.execute(sql: "DELETE FROM meta WHERE name IN ('counter_slot_owner', 'stopped_cleanly')") }
         try older.close()
         let store = try open()
-        #expect(![first, second].contains(store.counterSlotOwner) && store.lastRunEndedUncleanly, "a store of 0.24")
+        #expect(store.lastRunEndedUncleanly, "a store of 0.24")
     }
 
     /// A clean stop leaves everything in the database file and an empty log: the file alone is

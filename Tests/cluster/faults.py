@@ -489,38 +489,48 @@ clocks.converge, clocks.wait_for, clocks.Failure = converge, wait_for, Failure
 BULK_AFTER_COPY = 60_000
 
 
-def scenario_lost_commits(ctx, binary):
-    """node3's disk loses its last commits, which its members hold: its next increments must not
-    undo them (docs/sharing.md, "Counters after a crash").
+def node3_loses_increments(ctx, binary, cold):
+    """node3's store goes back to an earlier copy, and members hold what it wrote since: its
+    next increments must not undo that (docs/sharing.md, "Counters after a crash").
 
-    A power loss under `synchronous = NORMAL`, or a backup restored, leaves a node's store
-    older than what its members received from it. Here: increments on node3; an online copy of
-    its store (SQLite's backup, as `sqlite3 .backup` takes it); more increments on node3 and
-    node1, converged; `kill -9` node3, its store files replaced by the copy; restarted, and at
-    once more increments on it, before its start-up sync may have brought its own slot back.
-    Every node must then hold every acknowledged increment, each in the slot it went to. Until
-    0.25.0 node3 went on adding to its old slot from the copy's total and, being newer, that
-    replaced the members' slot: the increments made after the copy were lost everywhere."""
+    Increments on node3; a copy of its store; more increments on node3 and node1, and keys
+    imported on node1 (so that node3's start-up sync takes a while), converged; node3's store
+    replaced by the copy; node3 restarted and at once incremented, before its start-up sync
+    may have brought its own slot back. Every node must then hold every acknowledged
+    increment, each in the slot it went to. Until 0.25.0 node3 went on adding to its old slot
+    from the copy's total and, being newer, that replaced the members' slot: the increments
+    made after the copy were lost everywhere.
+
+    `cold`: the copy is of node3 stopped (`cp -a`), restored the documented way (`rm -rf` and
+    copy back: on ext4 the file may get its old inode again) after another clean stop. Else it
+    is an online copy (SQLite's backup, as `sqlite3 .backup` takes it) put in place after
+    `kill -9`: what a power loss leaves."""
     import sqlite3
     seed = random.randrange(1 << 32)
     rng = random.Random(seed)
     ctx.say(f"seed {seed} (increment amounts)")
-    with Cluster(binary, 3, "lost") as c:
+    with Cluster(binary, 3, "restored" if cold else "lost") as c:
         c.start_all()
         inc = {k: c.counter_slot(k) for k in c.nodes}
         ops = run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5]), inc[3]) for _ in range(10)]])
         data3 = c.nodes[3].data
         store = os.path.join(data3, "replica.sqlite")
-        copy = os.path.join(os.path.dirname(data3), "node3-copy.sqlite")
-        source = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
-        target = sqlite3.connect(copy)
-        source.backup(target)
-        target.close()
-        source.close()
+        copy = os.path.join(os.path.dirname(data3), "node3-copy")
+        if cold:
+            c.stop(3)
+            shutil.copytree(data3, copy, symlinks=True)
+            c.start(3)
+            if c.counter_slot(3) != inc[3]:
+                raise Failure("node3 took a new counter slot after a clean stop")
+        else:
+            os.mkdir(copy)
+            source = sqlite3.connect(f"file:{store}?mode=ro", uri=True)
+            target = sqlite3.connect(os.path.join(copy, "replica.sqlite"))
+            source.backup(target)
+            target.close()
+            source.close()
         ops += run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5]), inc[3]) for _ in range(10)],
                                [incr_op(1, rng.choice([1, 2, 5]), inc[1]) for _ in range(10)]])
-        # Enough that the copy lacks that node3's start-up sync takes a while: the increments
-        # made at once after its restart come before it ends (the race a restore loses).
         written = c.import_keys(1, [(f"bulk.{i:06d}", i) for i in range(BULK_AFTER_COPY)])
         ctx.say(f"after the copy: 20 increments (10 on node3) and {written} keys imported on node1")
         if not all(op.ok for op in ops):
@@ -528,23 +538,39 @@ def scenario_lost_commits(ctx, binary):
         converge(ctx, c, time.monotonic(), DEFAULT_BOUND, what="the increments before the loss")
         check_ops(ctx, c, ops, what="every node before the loss")
 
-        c.kill(3)
-        for suffix in ("", "-wal", "-shm"):
-            if os.path.exists(store + suffix):
-                os.remove(store + suffix)
-        shutil.move(copy, store)
-        ctx.say("kill -9 node3; its store replaced by the copy taken after its first 10 increments")
+        if cold:
+            c.stop(3)
+            shutil.rmtree(data3)
+            shutil.copytree(copy, data3, symlinks=True)
+            ctx.say("stopped node3; its data directory restored from the copy taken after its first 10 increments")
+        else:
+            c.kill(3)
+            for suffix in ("", "-wal", "-shm"):
+                if os.path.exists(store + suffix):
+                    os.remove(store + suffix)
+            shutil.move(os.path.join(copy, "replica.sqlite"), store)
+            ctx.say("kill -9 node3; its store replaced by the copy taken after its first 10 increments")
         started = time.monotonic()
         c.start(3)
         slot3 = c.counter_slot(3)
         if slot3 == inc[3]:
-            raise Failure(f"node3 kept its counter slot {slot3[:8]} after a run that did not stop cleanly")
+            raise Failure(f"node3 kept its counter slot {slot3[:8]} on a store older than its members know")
         ctx.say(f"restarted node3: counter slot {inc[3][:8]} -> {slot3[:8]}")
         after = run_scripts(c, [[incr_op(3, rng.choice([1, 2, 5]), slot3) for _ in range(10)]])
         ops += after
         ctx.say(f"at once on node3: {op_summary(after)}")
         converge(ctx, c, started, DEFAULT_BOUND, what="node3's restart")
         check_ops(ctx, c, ops)
+
+
+def scenario_lost_commits(ctx, binary):
+    """node3's disk loses its last commits (a power loss), which members hold; see node3_loses_increments."""
+    node3_loses_increments(ctx, binary, cold=False)
+
+
+def scenario_restored_backup(ctx, binary):
+    """node3 is restored from a copy taken while it was stopped; see node3_loses_increments."""
+    node3_loses_increments(ctx, binary, cold=True)
 
 
 SCENARIOS = [
@@ -558,6 +584,7 @@ SCENARIOS = [
     ("counters-drinks", scenario_counters_drinks),
     ("wiped-node", scenario_wiped_node),
     ("lost-commits", scenario_lost_commits),
+    ("restored-backup", scenario_restored_backup),
 ] + membership.SCENARIOS + clocks.SCENARIOS
 
 

@@ -180,6 +180,11 @@ public actor Replica: PollLoopOwner {
         var corruption: SQLiteStore.CorruptFileMovedAside?
         var damagedLog: SQLiteStore.DamagedLogMovedAside?
         var endedUncleanly = false
+        // A start that fails once the store is open (a port in use) closes it as a clean stop:
+        // nothing was published, and the next start keeps its counter slots.
+        var opened: SQLiteStore?
+        var started = false
+        defer { if !started { opened?.closeForWriting() } }
         switch configuration.storage {
         case .memory:
             store = MemoryStore(node: configuration.node)
@@ -188,6 +193,7 @@ public actor Replica: PollLoopOwner {
             corruption = sqlite.recoveredFromCorruption
             damagedLog = sqlite.damagedLogMovedAside
             endedUncleanly = sqlite.lastRunEndedUncleanly
+            opened = sqlite
             store = sqlite
         }
         identity = store.identity
@@ -256,12 +262,13 @@ public actor Replica: PollLoopOwner {
             problems.raise(.load, damagedLog.originalPath, damagedLog.description)
         }
         if endedUncleanly {
-            let message = "the last run of this data directory did not stop cleanly (a crash, kill -9, a power loss or a copy "
-                + "of a running node): counter increments go to a new slot (\(counterSlotOwner.uuidString.lowercased())), "
-                + "so that those of the last run that this disk lost but members hold are not overwritten"
+            let message = "the last run of this data directory did not stop cleanly (a crash, kill -9, a power loss), or its "
+                + "files are a copy (a restored backup), or a version before 0.25.0 ran it: counter increments go to a new slot "
+                + "(\(counterSlotOwner.uuidString.lowercased())), so that those this disk may lack but members hold are not overwritten"
             self.logger.info("\(message)")
         }
         loop = PollLoop(name: "replica-\(configuration.node)")
+        started = true
         // Whatever the cluster wrote while this node was away comes with one sync, from the
         // first member reached.
         planner.wantCatchUp(.startUp)

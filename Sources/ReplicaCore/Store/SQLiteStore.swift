@@ -20,7 +20,8 @@ public final class SQLiteStore: ReplicaStore {
     /// See `beginRun`.
     public let counterSlotOwner: UUID
     /// The run before this one did not stop cleanly (a crash, `kill -9`, a power loss, a damaged
-    /// log moved aside, a copy of the file): counter increments go to a new slot.
+    /// log moved aside), or the file is a copy (a restored backup), or a version before 0.25.0
+    /// ran it: counter increments go to a new slot.
     public let lastRunEndedUncleanly: Bool
     public let url: URL
     /// Set when the file found at start-up could not be opened and was moved aside.
@@ -115,6 +116,10 @@ public final class SQLiteStore: ReplicaStore {
         }
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
+        // Before anything opens the file: what the last clean stop recorded, if this is still
+        // the file it recorded.
+        let path = url.path
+        let cleanStop = CleanStopRecord.take(in: directory).flatMap { $0.describes(databaseAt: path) ? $0 : nil }
         readFailures = StoreReadFailures(path: url.path)
         var moved: CorruptFileMovedAside?
         // Before SQLite opens the log (and, finding it invalid, starts it over).
@@ -138,7 +143,7 @@ public final class SQLiteStore: ReplicaStore {
         self.identity = identity
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
         (counterSlotOwner, lastRunEndedUncleanly) = try Self.beginRun(
-            database, url: url, identity: identity, created: created, lostLog: damagedLogMovedAside != nil, synchronous: synchronous)
+            database, cleanStop: cleanStop, identity: identity, created: created, lostLog: damagedLogMovedAside != nil, synchronous: synchronous)
         checkpointer = try WALCheckpointer(path: url.path, progress: walProgress, policy: checkpointPolicy)
         // Last, after everything that can throw: the hook retains the progress, and only
         // `deinit` (which runs once every property is set) removes the hook and releases it.
@@ -203,24 +208,34 @@ public final class SQLiteStore: ReplicaStore {
     public func closeForWriting() {
         guard lock != nil else { return }
         checkpointer.stop()
-        // The last commit of the run, naming the file it is in (see `beginRun`): if it survives,
-        // so did every commit before it (a log is replayed in order, up to its first invalid
-        // frame), and the next run may go on adding to the same counter slots. If this fails
-        // (a full disk), the next run takes new ones: safe, so the error needs no handling.
-        if let mark = Self.fileMark(url) {
-            _ = try? database.write { db in
-                try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('stopped_cleanly', ?)", arguments: [mark])
-            }
-        }
-        // Everything into the database file, and the log emptied: a stopped node's file is
-        // complete by itself (a copy of it alone lacked the log's commits), and a backup copied
-        // in over it later finds no log of this file's to be applied on top of it. Not for a
-        // file found damaged, which is kept as it is. A reader still in a transaction leaves
-        // part of the log: as any stop did before.
-        if readFailures.current == nil {
-            _ = try? database.writeWithoutTransaction { db in try db.checkpoint(.truncate) }
-        }
+        // Not for a file found damaged, which is kept exactly as it is.
+        if readFailures.current == nil { recordCleanStop() }
         lock = nil
+    }
+
+    /// The end of a run that stopped cleanly (see `beginRun`): a nonce committed as the run's
+    /// last commit; the log emptied into the file, which is synced; then the record beside it.
+    /// If the commit survives, so did every one before it (a log is replayed in order, up to its
+    /// first invalid frame). Emptying the log also makes a stopped node's file complete by
+    /// itself (a copy of it alone lacked the log's commits), and leaves no log of this file's to
+    /// be applied to a backup copied in over it later. Any step that fails (a full disk, a
+    /// reader holding part of the log) leaves no record: the next run takes new counter slots,
+    /// which is safe, so the error needs no handling.
+    private func recordCleanStop() {
+        let nonce = UUID().uuidString
+        do {
+            try database.write { db in
+                try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('stopped_cleanly', ?)", arguments: [nonce])
+            }
+            try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
+            let file = Glibc.open(url.path, O_RDONLY | O_CLOEXEC)
+            guard file >= 0 else { return }
+            defer { Glibc.close(file) }
+            guard fsync(file) == 0, let record = CleanStopRecord(nonce: nonce, databaseAt: url.path) else { return }
+            try record.write(in: url.deletingLastPathComponent())
+        } catch {
+            return
+        }
     }
 
     /// Closed for writing, the directory is no longer ours (another process may hold it), and
@@ -235,17 +250,9 @@ public final class SQLiteStore: ReplicaStore {
         public var description: String { "the store \(path) is closed for writing: the replica shut down" }
     }
 
-    /// The device and inode of the database file: which file it is, not what it holds. A copy
-    /// (`cp -a`, a restore) is a new file and has another, though its contents, the mark
-    /// recorded by its last clean stop included, are the original's.
-    private static func fileMark(_ url: URL) -> String? {
-        var info = stat()
-        guard stat(url.path, &info) == 0 else { return nil }
-        return "\(info.st_dev):\(info.st_ino)"
-    }
-
     /// Decides which id names this store's counter slots for this run, and records that a run is
-    /// under way (`stopped_cleanly` 0, set by `closeForWriting` to the file's `fileMark`).
+    /// under way (`stopped_cleanly` 0; `closeForWriting` sets it to its `CleanStopRecord`'s
+    /// nonce).
     ///
     /// A counter slot holds its owner's running total, and each increment writes the slot anew
     /// from the total stored here. With `synchronous = NORMAL` a power loss (or a damaged log set
@@ -254,23 +261,22 @@ public final class SQLiteStore: ReplicaStore {
     /// on every member: the lost increments lost everywhere. So after a run that did not stop
     /// cleanly (a `kill -9` looks the same, and costs only a slot), increments go to a new slot;
     /// the old one keeps the members' total, which the start-up sync brings back here. So do they
-    /// in a copy of the file (a backup restored): the mark its last clean stop recorded names
-    /// the file copied, not this one, and the members may hold increments made after the copy.
+    /// in a copy of the file (a backup restored), whose change time is not the one its last clean
+    /// stop recorded: the members may hold increments made after the copy.
     ///
     /// The record is committed with `synchronous = FULL` (one fsync): a run whose increments
     /// survived a power loss must not look like one that stopped cleanly.
     private static func beginRun(
-        _ database: DatabaseQueue, url: URL, identity: StoreIdentity, created: Bool, lostLog: Bool, synchronous: String
+        _ database: DatabaseQueue, cleanStop: CleanStopRecord?, identity: StoreIdentity, created: Bool, lostLog: Bool, synchronous: String
     ) throws -> (owner: UUID, uncleanly: Bool) {
-        let mark = fileMark(url)
-        return try database.writeWithoutTransaction { db in
+        try database.writeWithoutTransaction { db in
             let stored = try Dictionary(
                 uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, value FROM meta WHERE name IN ('counter_slot_owner', 'stopped_cleanly')")
                     .map { (($0["name"] as String), ($0["value"] as String)) })
             // A store written before 0.25.0 has neither record: its slots are the incarnation's,
             // and whether its last run stopped cleanly is unknown.
             let previous = stored["counter_slot_owner"].flatMap { UUID(uuidString: $0) } ?? identity.incarnation
-            let uncleanly = !created && (mark == nil || stored["stopped_cleanly"] != mark || lostLog)
+            let uncleanly = !created && (cleanStop == nil || stored["stopped_cleanly"] != cleanStop?.nonce || lostLog)
             let owner = uncleanly ? UUID() : previous
             try db.execute(sql: "PRAGMA synchronous = FULL")
             defer { try? db.execute(sql: "PRAGMA synchronous = \(synchronous)") }

@@ -318,6 +318,9 @@ struct Serve: AsyncParsableCommand {
         var metricsServer: MetricsServer?
         // The directories this start made (the data directory, and parents it lacked).
         var created: [URL] = []
+        // Shut down if the start fails after it (the control socket cannot be made): its store
+        // then records a clean stop, and the next start keeps its counter slots.
+        var startedReplica: Replica?
         do {
             // What can be refused without touching the data directory comes first (key and
             // trust files, the metrics address), so such a refusal creates nothing.
@@ -350,6 +353,7 @@ struct Serve: AsyncParsableCommand {
             configuration.syncTimeout = .milliseconds(Int64(syncChunkTimeout * 1000))
             configuration.security = security
             replica = try Replica(configuration, logger: logger)
+            startedReplica = replica
             if let signal = stopping.signal {
                 // The replica exists, the control socket not yet: shut the replica down (it
                 // releases the data directory) and stop.
@@ -362,6 +366,7 @@ struct Serve: AsyncParsableCommand {
                 endings.yield(.left)
             }
         } catch {
+            await startedReplica?.shutdown()
             await metricsServer?.stop()
             // A directory made by this start and still empty (the store was never opened in it)
             // goes again; rmdir removes nothing else, and no directory that was there before.
