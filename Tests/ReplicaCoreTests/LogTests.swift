@@ -106,6 +106,40 @@ import Testing
         #expect(await eventually { onA == onB && onA.count == 2 })
     }
 
+    /// A change stream whose reader falls further behind than it keeps drops the oldest, and
+    /// says so at once (`ChangeLoss`): a watch ends, a shared key reloads.
+    @Test func aStreamThatDropsAChangeSaysSo() async throws {
+        var configuration = ReplicaConfiguration(node: "a", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), storage: .memory)
+        configuration.undeliveredChanges = 4
+        let replica = try Replica(configuration)
+        let lost = ChangeLoss()
+        let stream = await replica.changes(lost: lost)
+        _ = try await replica.write((0..<4).map { Replica.WriteRequest(key: "k\($0)", payload: Array("1".utf8)) })
+        #expect(!lost.happened, "4 fit")
+        _ = try await replica.write("k4", payload: Array("1".utf8))
+        #expect(await eventually { lost.happened })
+        var changes = stream.makeAsyncIterator()
+        #expect(await changes.next()?.entry.key == "k1", "the oldest went")
+        await replica.shutdown()
+    }
+
+    /// A shared log whose change stream fell behind (a burst of more changes than the stream
+    /// keeps) reloads from the store: the elements whose changes were dropped are in its value.
+    /// (They stayed missing until the key was loaded again.)
+    @Test func aSharedLogWhoseChangesFellBehindReloads() async throws {
+        var configuration = ReplicaConfiguration(node: "a", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), storage: .memory)
+        configuration.undeliveredChanges = 4
+        let replica = try Replica(configuration)
+        @Shared(.drinks(on: replica)) var drinks: [Drink] = []
+        let log = Drink.log()
+        try await replica.write([log.put(try Drink(name: "first", mg: 1))])
+        #expect(await eventually { drinks.count == 1 }, "following")
+        let burst = try (0..<100).map { try Drink(name: "burst \($0)", mg: 1) }
+        try await replica.write(try burst.map { try log.put($0) })  // one commit: 100 changes at once
+        #expect(await eventually { drinks.count == 101 }, "\(drinks.count) of 101")
+        await replica.shutdown()
+    }
+
     /// A sweep deletes at most `tombstonesPerSweep` tombstones in one transaction (a million at
     /// once held the loop for seconds); the next tick takes the rest, not the next sweep an
     /// interval later.

@@ -153,18 +153,19 @@ public actor Replica: PollLoopOwner {
     /// Where an observer's changes go: an `AsyncStream` (`changes(prefix:)`), or a handler run on
     /// the loop thread right after the commit (`observeChanges(prefix:handler:)`).
     enum ChangeReceiver {
-        case stream(AsyncStream<Change>.Continuation)
+        case stream(AsyncStream<Change>.Continuation, ChangeLoss?)
         case handler(@Sendable (Change) -> Void)
 
         func deliver(_ change: Change) {
             switch self {
-            case .stream(let continuation): continuation.yield(change)
+            case .stream(let continuation, let loss):
+                if case .dropped = continuation.yield(change) { loss?.record() }
             case .handler(let handler): handler(change)
             }
         }
 
         func finish() {
-            if case .stream(let continuation) = self { continuation.finish() }
+            if case .stream(let continuation, _) = self { continuation.finish() }
         }
     }
 
@@ -402,15 +403,17 @@ public actor Replica: PollLoopOwner {
 
     /// Changes applied after this call returns whose key starts with `prefix`, local and
     /// remote (of several versions of a key that arrive together, only the newest is applied,
-    /// and seen). The stream keeps the newest 65,536 undelivered changes if its reader falls behind.
-    public func changes(prefix: String = "") -> AsyncStream<Change> {
-        let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(65_536))
+    /// and seen). The stream keeps the newest `undeliveredChanges` (65,536) undelivered changes
+    /// if its reader falls behind, and sets `lost` (if given) the moment it drops one: a reader
+    /// that must not miss any checks it after each change (see `ChangeLoss`).
+    public func changes(prefix: String = "", lost: ChangeLoss? = nil) -> AsyncStream<Change> {
+        let (stream, continuation) = AsyncStream.makeStream(of: Change.self, bufferingPolicy: .bufferingNewest(configuration.undeliveredChanges))
         guard !isShutDown else {
             continuation.finish()
             return stream
         }
         let id = UUID()
-        observers[id] = Observer(prefix: prefix, receiver: .stream(continuation))
+        observers[id] = Observer(prefix: prefix, receiver: .stream(continuation, lost))
         continuation.onTermination = { [weak self] _ in
             Task { await self?.stopObserving(id) }
         }

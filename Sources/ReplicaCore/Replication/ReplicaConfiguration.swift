@@ -83,6 +83,9 @@ public struct ReplicaConfiguration: Sendable {
     }
     /// How often expired tombstones are looked for.
     public var tombstoneSweepInterval: Duration = .seconds(60)
+    /// How many undelivered changes a `changes(prefix:)` stream keeps when its reader falls
+    /// behind; beyond that the oldest are dropped, and its `ChangeLoss` says so.
+    public var undeliveredChanges: Int = 65_536
     /// How many of its latest published updates a node can resend to a peer that lost some (it
     /// keeps their keys; see `RetransmitBuffer`).
     public var retransmitWindow: Int = 262_144

@@ -107,14 +107,25 @@ enum ReplicaBinding: Sendable {
             // Changes made while unbound (or on the previous default) are saved here now; the
             // save holds the stored entries it writes until it ends.
             if isProcessDefault { subscriber.requestSaveIfChanged() }
-            let changes = await replica.changes(prefix: prefix)
-            // Whatever was committed before the subscription started.
-            do {
-                if try catchUp(replica), isProcessDefault { subscriber.yieldErrorCleared() }
-            } catch {
-                subscriber.yield(throwing: error)
+            // Until the replica stops. A stream that fell so far behind that it dropped changes
+            // (a burst of 65,536 while this task could not run) starts over: subscribed again,
+            // and caught up from the store, which holds what was dropped (a log element or a
+            // counter slot missed would otherwise stay missing from the value).
+            while !Task.isCancelled {
+                let lost = ChangeLoss()
+                let changes = await replica.changes(prefix: prefix, lost: lost)
+                // Whatever was committed before the subscription started.
+                do {
+                    if try catchUp(replica), isProcessDefault { subscriber.yieldErrorCleared() }
+                } catch {
+                    subscriber.yield(throwing: error)
+                }
+                for await change in changes {
+                    if lost.happened { break }
+                    apply(replica, change)
+                }
+                guard lost.happened else { return }
             }
-            for await change in changes { apply(replica, change) }
         }
     }
 }

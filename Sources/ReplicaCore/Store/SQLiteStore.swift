@@ -38,6 +38,8 @@ public final class SQLiteStore: ReplicaStore {
     private var index = StoreIndex()
     /// Damage found by reads since the store was opened, on any of its connections.
     private let readFailures: StoreReadFailures
+    /// Not `synchronous = OFF`: a checkpoint ends with the file synced.
+    private let syncsCheckpoints: Bool
 
     /// A database file that could not be opened, kept under a new name instead of deleted.
     public struct CorruptFileMovedAside: Error, CustomStringConvertible, Sendable {
@@ -121,6 +123,7 @@ public final class SQLiteStore: ReplicaStore {
         let path = url.path
         let cleanStop = CleanStopRecord.take(in: directory).flatMap { $0.describes(databaseAt: path) ? $0 : nil }
         readFailures = StoreReadFailures(path: url.path)
+        syncsCheckpoints = synchronous.uppercased() != "OFF"
         var moved: CorruptFileMovedAside?
         // Before SQLite opens the log (and, finding it invalid, starts it over).
         damagedLogMovedAside = try Self.moveAsideIfDamaged(log: url.path + "-wal", database: url)
@@ -214,7 +217,7 @@ public final class SQLiteStore: ReplicaStore {
     }
 
     /// The end of a run that stopped cleanly (see `beginRun`): a nonce committed as the run's
-    /// last commit; the log emptied into the file, which is synced; then the record beside it.
+    /// last commit; the log emptied into the file, which SQLite syncs; then the record beside it.
     /// If the commit survives, so did every one before it (a log is replayed in order, up to its
     /// first invalid frame). Emptying the log also makes a stopped node's file complete by
     /// itself (a copy of it alone lacked the log's commits), and leaves no log of this file's to
@@ -227,11 +230,11 @@ public final class SQLiteStore: ReplicaStore {
             try database.write { db in
                 try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('stopped_cleanly', ?)", arguments: [nonce])
             }
+            // SQLite syncs the file at the end of a complete checkpoint (not with `synchronous =
+            // OFF`, which gets no record). No descriptor of our own: closing one would drop
+            // every POSIX lock this process holds on the file, SQLite's included.
             try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-            let file = Glibc.open(url.path, O_RDONLY | O_CLOEXEC)
-            guard file >= 0 else { return }
-            defer { Glibc.close(file) }
-            guard fsync(file) == 0, let record = CleanStopRecord(nonce: nonce, databaseAt: url.path) else { return }
+            guard syncsCheckpoints, let record = CleanStopRecord(nonce: nonce, databaseAt: url.path) else { return }
             try record.write(in: url.deletingLastPathComponent())
         } catch {
             return

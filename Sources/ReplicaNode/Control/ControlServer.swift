@@ -254,7 +254,8 @@ actor ControlServer: PollLoopOwner {
         let task = Task {
             // Subscribe before reading the families the interpreter starts from: a change in
             // between is then shown (as +0, or "changed"), never missed.
-            let changes = await replica.changes()
+            let lost = ChangeLoss()
+            let changes = await replica.changes(lost: lost)
             let families: [Entry]
             do {
                 families = try await replica.entries(prefix: FamilyKey.marker)
@@ -267,6 +268,13 @@ actor ControlServer: PollLoopOwner {
             guard !Task.isCancelled, self.deliver(.watching, toWatch: id, of: client) else { return }
             for await change in changes {
                 guard !Task.isCancelled else { return }
+                // Behind by the stream's whole buffer (a burst while this task could not run):
+                // ended before a change after the hole is shown, so what was shown has none.
+                if lost.happened {
+                    self.logger.warning("a watch fell 65,536 changes behind the node's commits: ending it (its client is told that it lost changes)")
+                    self.endWatch(of: client, id: id, with: .failure(Self.fellBehindFailure))
+                    return
+                }
                 if let watched = interpreter.interpret(change) {
                     guard self.deliver(.change(watched), toWatch: id, of: client) else { return }
                 }
@@ -355,6 +363,9 @@ actor ControlServer: PollLoopOwner {
     static let stoppingFailure = ControlFailure(.shutDown, "the watch ended: the node is stopping")
     static let lostChangesFailure = ControlFailure(
         .shutDown, "the watch ended: changes were lost: it read too slowly and the node's queue for it filled up (watch again; a narrower prefix sends less)")
+    static let fellBehindFailure = ControlFailure(
+        .shutDown, "the watch ended: changes were lost: the node committed changes faster than it could pass them on (65,536 behind, "
+            + "a burst such as a large import); every change shown before this was complete (watch again; a narrower prefix sends less)")
     static let unknownWatchFailure = ControlFailure(
         .invalidRequest, "the watch ended: the node no longer has it (it restarted since the watch began, or ended it while this client was not reading)")
 
