@@ -224,7 +224,7 @@ import Testing
         let second: UUID
         do {
             let store = try open()
-            #expect(store.counterSlotOwner != first && store.lastRunEndedUncleanly)
+            #expect(store.counterSlotOwner != first && store.uncleanStart == .noRecord)
             second = store.counterSlotOwner
             store.closeForWriting()
         }
@@ -251,7 +251,7 @@ import Testing
         let third: UUID
         do {
             let restored = try open()
-            #expect(restored.counterSlotOwner != second && restored.lastRunEndedUncleanly, "a restored copy")
+            #expect(restored.counterSlotOwner != second && restored.uncleanStart == .fileChanged, "a restored copy")
             third = restored.counterSlotOwner
             restored.closeForWriting()
         }
@@ -260,13 +260,63 @@ import Testing
         try current.write(to: file)
         do {
             let store = try open()
-            #expect(store.counterSlotOwner != third && store.lastRunEndedUncleanly, "a file written over")
+            #expect(store.counterSlotOwner != third && store.uncleanStart == .fileChanged, "a file written over")
         }
         let older = try DatabaseQueue(path: file.path)
         try older.write { try $0.execute(sql: "DELETE FROM meta WHERE name IN ('counter_slot_owner', 'stopped_cleanly')") }
         try older.close()
         let store = try open()
-        #expect(store.lastRunEndedUncleanly, "a store of 0.24")
+        #expect(store.uncleanStart == .noRecord, "a store of 0.24")
+    }
+
+    /// The clean-stop record is removed only once a start has begun its run: a start refused
+    /// before (another node's id) leaves it for the right start, which keeps its slot.
+    @Test func aStartRefusedForAnotherIdKeepsTheCleanStopForTheRightOne() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let owner: UUID
+        do {
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
+            owner = store.counterSlotOwner
+            #expect(store.closeForWriting() == nil, "a clean stop is recorded")
+        }
+        #expect(throws: SQLiteStore.ForeignDataDirectory.self) { try SQLiteStore(directory: directory.url, node: "n2") }
+        let store = try SQLiteStore(directory: directory.url, node: "n1")
+        #expect(store.counterSlotOwner == owner && store.uncleanStart == nil)
+        #expect(!FileManager.default.fileExists(atPath: directory.url.appendingPathComponent(CleanStopRecord.fileName).path))
+    }
+
+    /// A stop that cannot be recorded as clean says why (the replica logs it), and the next start
+    /// takes a new slot.
+    @Test func aStopThatCannotBeRecordedSaysWhy() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let owner: UUID
+        do {
+            let store = try SQLiteStore(directory: directory.url, node: "n1", synchronous: "OFF")
+            owner = store.counterSlotOwner
+            #expect(store.closeForWriting()?.contains("synchronous = OFF") == true)
+            #expect(store.closeForWriting() == nil, "closed once")
+        }
+        let store = try SQLiteStore(directory: directory.url, node: "n1", synchronous: "OFF")
+        #expect(store.counterSlotOwner != owner && store.uncleanStart == .noRecord)
+    }
+
+    /// Which check a start failed, so that the log names it.
+    @Test(arguments: [
+        (Optional<String>.none, true, Optional<String>.some("N"), false, Optional<UncleanStart>.some(.noRecord)),
+        ("N", false, "N", false, .fileChanged),
+        ("N", true, "0", false, .stopCommitMissing),
+        ("N", true, nil, false, .stopCommitMissing),
+        ("N", true, "N", true, .logDamaged),
+        (nil, false, nil, true, .logDamaged),
+        ("N", true, "N", false, nil),
+    ])
+    func anUncleanStartNamesTheCheckItFailed(
+        recordNonce: String?, describesFile: Bool, storedNonce: String?, lostLog: Bool, expected: UncleanStart?
+    ) {
+        let record = recordNonce.flatMap { CleanStopRecord(text: "\($0) 1 2 3") }
+        #expect(UncleanStart.judge(record: record, recordDescribesFile: describesFile, storedNonce: storedNonce, lostLog: lostLog) == expected)
     }
 
     /// A clean stop leaves everything in the database file and an empty log: the file alone is

@@ -180,7 +180,7 @@ public actor Replica: PollLoopOwner {
             downAfter: configuration.downAfter, requestTimeout: configuration.syncTimeout)
         var corruption: SQLiteStore.CorruptFileMovedAside?
         var damagedLog: SQLiteStore.DamagedLogMovedAside?
-        var endedUncleanly = false
+        var uncleanStart: UncleanStart?
         // A start that fails once the store is open (a port in use) closes it as a clean stop:
         // nothing was published, and the next start keeps its counter slots.
         var opened: SQLiteStore?
@@ -193,7 +193,7 @@ public actor Replica: PollLoopOwner {
             let sqlite = try SQLiteStore(directory: url, node: configuration.node, synchronous: configuration.synchronous)
             corruption = sqlite.recoveredFromCorruption
             damagedLog = sqlite.damagedLogMovedAside
-            endedUncleanly = sqlite.lastRunEndedUncleanly
+            uncleanStart = sqlite.uncleanStart
             opened = sqlite
             store = sqlite
         }
@@ -262,9 +262,8 @@ public actor Replica: PollLoopOwner {
         if let damagedLog {
             problems.raise(.load, damagedLog.originalPath, damagedLog.description)
         }
-        if endedUncleanly {
-            let message = "the last run of this data directory did not stop cleanly (a crash, kill -9, a power loss), or its "
-                + "files are a copy (a restored backup), or a version before 0.25.0 ran it: counter increments go to a new slot "
+        if let uncleanStart {
+            let message = "this start does not follow a clean stop of this store (\(uncleanStart)): counter increments go to a new slot "
                 + "(\(counterSlotOwner.uuidString.lowercased())), so that those this disk may lack but members hold are not overwritten"
             self.logger.info("\(message)")
         }
@@ -504,7 +503,9 @@ public actor Replica: PollLoopOwner {
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
         saveMemberTable(now: .now, force: true)
-        store.closeForWriting()
+        if let unrecorded = store.closeForWriting() {
+            logger.warning("the stop could not be recorded as clean (\(unrecorded)): the next start writes counter increments to a new slot")
+        }
         logger.info("replica stopped")
     }
 }

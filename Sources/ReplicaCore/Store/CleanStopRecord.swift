@@ -50,13 +50,18 @@ struct CleanStopRecord: Equatable, Sendable {
         CleanStopRecord(nonce: nonce, databaseAt: path) == self
     }
 
-    /// Reads and removes the record in `directory`: it speaks for the start that reads it, and
-    /// for no later one (whatever this run writes, a crash must not find it).
-    static func take(in directory: URL) -> CleanStopRecord? {
-        let url = directory.appendingPathComponent(fileName)
-        guard let data = FileManager.default.contents(atPath: url.path) else { return nil }
-        try? FileManager.default.removeItem(at: url)
+    /// Reads the record in `directory`, if there is one to read.
+    static func read(in directory: URL) -> CleanStopRecord? {
+        guard let data = FileManager.default.contents(atPath: directory.appendingPathComponent(fileName).path) else { return nil }
         return CleanStopRecord(text: String(decoding: data, as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines))
+    }
+
+    /// Removes the record in `directory`: it speaks for the start that read it and for no later
+    /// one. Removed once that start has committed "run under way", so a start refused before
+    /// (another node's directory) leaves it for the right one; a record left behind (removal
+    /// failed, or a crash came first) names a nonce the store no longer holds.
+    static func remove(in directory: URL) {
+        try? FileManager.default.removeItem(at: directory.appendingPathComponent(fileName))
     }
 
     func write(in directory: URL) throws {

@@ -59,7 +59,7 @@ public final class MemoryStore: ReplicaStore {
     /// Memory is not read from a file: nothing to find damaged.
     public var readFailure: StoreReadFailure? { nil }
 
-    public func closeForWriting() {}
+    public func closeForWriting() -> String? { nil }
 
     private var lastEpoch: UInt64 = 0
 

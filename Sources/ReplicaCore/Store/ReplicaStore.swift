@@ -67,8 +67,10 @@ public protocol ReplicaStore: AnyObject {
     func merge(_ batch: [Entry]) throws -> [Entry]
 
     /// The owner stops writing (it shut down): the data directory is released for another
-    /// store to open; reads keep working.
-    func closeForWriting()
+    /// store to open; reads keep working. Returns why the stop could not be recorded as clean
+    /// (the next start then takes new counter slots), nil if it was or nothing needs recording.
+    @discardableResult
+    func closeForWriting() -> String?
 
     /// A reader of committed entries that any thread may use, for synchronous loads.
     func makeReader() throws -> any StoreReader

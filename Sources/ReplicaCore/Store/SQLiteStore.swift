@@ -19,10 +19,13 @@ public final class SQLiteStore: ReplicaStore {
     /// Names this store's counter slots: the incarnation, until a run ends without a clean stop.
     /// See `beginRun`.
     public let counterSlotOwner: UUID
-    /// The run before this one did not stop cleanly (a crash, `kill -9`, a power loss, a damaged
-    /// log moved aside), or the file is a copy (a restored backup), or a version before 0.25.0
-    /// ran it: counter increments go to a new slot.
-    public let lastRunEndedUncleanly: Bool
+    /// Why this start does not follow a clean stop of this same file (a crash, `kill -9`, a
+    /// power loss, a damaged log moved aside, a copy such as a restored backup, a version before
+    /// 0.25.0), so that counter increments go to a new slot; nil after a clean stop, and for a
+    /// new store.
+    public let uncleanStart: UncleanStart?
+    /// The run before this one did not stop cleanly, or the file is a copy: `uncleanStart` says which.
+    public var lastRunEndedUncleanly: Bool { uncleanStart != nil }
     public let url: URL
     /// Set when the file found at start-up could not be opened and was moved aside.
     public let recoveredFromCorruption: CorruptFileMovedAside?
@@ -121,7 +124,8 @@ public final class SQLiteStore: ReplicaStore {
         // Before anything opens the file: what the last clean stop recorded, if this is still
         // the file it recorded.
         let path = url.path
-        let cleanStop = CleanStopRecord.take(in: directory).flatMap { $0.describes(databaseAt: path) ? $0 : nil }
+        let cleanStop = CleanStopRecord.read(in: directory)
+        let cleanStopDescribesFile = cleanStop?.describes(databaseAt: path) ?? false
         readFailures = StoreReadFailures(path: url.path)
         syncsCheckpoints = synchronous.uppercased() != "OFF"
         var moved: CorruptFileMovedAside?
@@ -145,8 +149,13 @@ public final class SQLiteStore: ReplicaStore {
         let (identity, created) = try database.write { db in try Self.identity(in: db, node: node) }
         self.identity = identity
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
-        (counterSlotOwner, lastRunEndedUncleanly) = try Self.beginRun(
-            database, cleanStop: cleanStop, identity: identity, created: created, lostLog: damagedLogMovedAside != nil, synchronous: synchronous)
+        let lostLog = damagedLogMovedAside != nil
+        (counterSlotOwner, uncleanStart) = try Self.beginRun(
+            database, identity: identity, created: created, synchronous: synchronous
+        ) { storedNonce in
+            UncleanStart.judge(record: cleanStop, recordDescribesFile: cleanStopDescribesFile, storedNonce: storedNonce, lostLog: lostLog)
+        }
+        CleanStopRecord.remove(in: directory)
         checkpointer = try WALCheckpointer(path: url.path, progress: walProgress, policy: checkpointPolicy)
         // Last, after everything that can throw: the hook retains the progress, and only
         // `deinit` (which runs once every property is set) removes the hook and releases it.
@@ -208,12 +217,14 @@ public final class SQLiteStore: ReplicaStore {
     @discardableResult
     func checkpointNow() throws -> WALCheckpointer.Pass { try checkpointer.checkpoint() }
 
-    public func closeForWriting() {
-        guard lock != nil else { return }
+    @discardableResult
+    public func closeForWriting() -> String? {
+        guard lock != nil else { return nil }
         checkpointer.stop()
+        defer { lock = nil }
         // Not for a file found damaged, which is kept exactly as it is.
-        if readFailures.current == nil { recordCleanStop() }
-        lock = nil
+        if let damage = readFailures.current { return "the store is damaged: \(damage.reason)" }
+        return recordCleanStop()
     }
 
     /// The end of a run that stopped cleanly (see `beginRun`): a nonce committed as the run's
@@ -223,8 +234,8 @@ public final class SQLiteStore: ReplicaStore {
     /// itself (a copy of it alone lacked the log's commits), and leaves no log of this file's to
     /// be applied to a backup copied in over it later. Any step that fails (a full disk, a
     /// reader holding part of the log) leaves no record: the next run takes new counter slots,
-    /// which is safe, so the error needs no handling.
-    private func recordCleanStop() {
+    /// which is safe; the error is returned for the log.
+    private func recordCleanStop() -> String? {
         let nonce = UUID().uuidString
         do {
             try database.write { db in
@@ -234,10 +245,12 @@ public final class SQLiteStore: ReplicaStore {
             // OFF`, which gets no record). No descriptor of our own: closing one would drop
             // every POSIX lock this process holds on the file, SQLite's included.
             try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-            guard syncsCheckpoints, let record = CleanStopRecord(nonce: nonce, databaseAt: url.path) else { return }
+            guard syncsCheckpoints else { return "synchronous = OFF keeps no clean-stop record" }
+            guard let record = CleanStopRecord(nonce: nonce, databaseAt: url.path) else { return "the database file could not be read" }
             try record.write(in: url.deletingLastPathComponent())
+            return nil
         } catch {
-            return
+            return "\(FileSystemReason.of(error))"
         }
     }
 
@@ -270,8 +283,9 @@ public final class SQLiteStore: ReplicaStore {
     /// The record is committed with `synchronous = FULL` (one fsync): a run whose increments
     /// survived a power loss must not look like one that stopped cleanly.
     private static func beginRun(
-        _ database: DatabaseQueue, cleanStop: CleanStopRecord?, identity: StoreIdentity, created: Bool, lostLog: Bool, synchronous: String
-    ) throws -> (owner: UUID, uncleanly: Bool) {
+        _ database: DatabaseQueue, identity: StoreIdentity, created: Bool, synchronous: String,
+        judge: (_ storedNonce: String?) -> UncleanStart?
+    ) throws -> (owner: UUID, unclean: UncleanStart?) {
         try database.writeWithoutTransaction { db in
             let stored = try Dictionary(
                 uniqueKeysWithValues: Row.fetchAll(db, sql: "SELECT name, value FROM meta WHERE name IN ('counter_slot_owner', 'stopped_cleanly')")
@@ -279,8 +293,8 @@ public final class SQLiteStore: ReplicaStore {
             // A store written before 0.25.0 has neither record: its slots are the incarnation's,
             // and whether its last run stopped cleanly is unknown.
             let previous = stored["counter_slot_owner"].flatMap { UUID(uuidString: $0) } ?? identity.incarnation
-            let uncleanly = !created && (cleanStop == nil || stored["stopped_cleanly"] != cleanStop?.nonce || lostLog)
-            let owner = uncleanly ? UUID() : previous
+            let unclean = created ? nil : judge(stored["stopped_cleanly"])
+            let owner = unclean == nil ? previous : UUID()
             try db.execute(sql: "PRAGMA synchronous = FULL")
             defer { try? db.execute(sql: "PRAGMA synchronous = \(synchronous)") }
             try db.inTransaction {
@@ -289,7 +303,7 @@ public final class SQLiteStore: ReplicaStore {
                     arguments: [owner.uuidString])
                 return .commit
             }
-            return (owner, uncleanly)
+            return (owner, unclean)
         }
     }
 
