@@ -78,6 +78,28 @@ struct MetricsReporterTests {
         #expect(try metrics.expectGauge(ReplicaMetricName.peerState, [("node", "n1"), ("peer", "recent"), ("state", "left")]).lastValue == 1)
     }
 
+    /// Every kind of problem has a series, 0 when clear (a `store` or `identity` problem had
+    /// no metric at all), and `replica_healthy` follows `health`.
+    @Test func problemsAreCountedByKindAndHealthIsAGauge() throws {
+        let metrics = TestMetrics()
+        var reporter = ReplicaMetricsReporter(node: "n1", factory: metrics)
+        var snapshot = status(published: 1, malformed: 0, peers: [])
+        let store = Problem(kind: .store, subject: "replica.sqlite", message: "damaged")
+        snapshot.problems.append(store)
+        reporter.update(from: snapshot, health: ReplicaHealth(healthy: false, serving: true, problems: snapshot.problems))
+        #expect(metrics.recorders(label: ReplicaMetricName.problems).count == Problem.Kind.allCases.count)
+        func problems(_ kind: Problem.Kind) throws -> Double? {
+            try metrics.expectGauge(ReplicaMetricName.problems, [("node", "n1"), ("kind", kind.rawValue)]).lastValue
+        }
+        #expect(try problems(.store) == 1 && problems(.load) == 1 && problems(.identity) == 0)
+        #expect(try metrics.expectGauge(ReplicaMetricName.healthy, [("node", "n1")]).lastValue == 0)
+
+        snapshot.problems.removeAll { $0.kind == .store }
+        reporter.update(from: snapshot, health: ReplicaHealth(healthy: true, serving: true, problems: snapshot.problems))
+        #expect(try problems(.store) == 0)
+        #expect(try metrics.expectGauge(ReplicaMetricName.healthy, [("node", "n1")]).lastValue == 1)
+    }
+
     @Test func commitsRecordLatencyOutcomeAndEntriesByBatch() throws {
         let metrics = TestMetrics()
         let commits = CommitMetrics(node: "n1", factory: metrics)

@@ -28,6 +28,7 @@ import Testing
             ("replica_dropped_total", "counter"), ("replica_peer_state", "gauge"),
             ("replica_peer_replication_lag_seconds", "gauge"), ("replica_peer_clock_offset_seconds", "gauge"),
             ("replica_load_errors", "gauge"), ("replica_save_errors", "gauge"),
+            ("replica_problems", "gauge"), ("replica_healthy", "gauge"),
         ] {
             #expect(before.types[name] == type, "\(name) is a \(type)")
         }
@@ -36,6 +37,8 @@ import Testing
         }
         #expect(before.value("replica_dropped_total", ["cause": "malformed"]) == 0)
         #expect(before.value("replica_load_errors") == 0)
+        #expect(before.value("replica_problems", ["kind": "store"]) == 0 && before.value("replica_problems", ["kind": "identity"]) == 0)
+        #expect(before.value("replica_healthy") == 1)
         #expect(before.value("replica_peer_replication_lag_seconds", peer) == 0)
         #expect(before.value("replica_peer_clock_offset_seconds", peer).map { abs($0) < 5 } == true, "same machine, same clock")
 
@@ -82,6 +85,6 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: root.path), "no data directory made")
         let invalid = try replicaNode(["serve", "--id", "x", "--listen", "127.0.0.1:1", "--data", root.path, "--insecure", "--metrics", "nowhere"])
         #expect(invalid.status == 64)
-        #expect(invalid.stderr == "replica-node: Invalid --metrics 'nowhere': expected HOST:PORT with PORT in 1...65534.\n")
+        #expect(invalid.stderr == "replica-node: Invalid --metrics 'nowhere': expected HOST:PORT with PORT in 1...65535.\n")
     }
 }

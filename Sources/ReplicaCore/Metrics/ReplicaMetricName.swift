@@ -30,6 +30,8 @@ public enum ReplicaMetricName {
     public static let loadErrors = "replica_load_errors"
     public static let saveErrors = "replica_save_errors"
     public static let info = "replica_info"
+    public static let problems = "replica_problems"
+    public static let healthy = "replica_healthy"
 
     public static let peerState = "replica_peer_state"
     public static let peerInSync = "replica_peer_in_sync"

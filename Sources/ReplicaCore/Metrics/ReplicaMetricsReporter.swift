@@ -27,6 +27,10 @@ public struct ReplicaMetricsReporter: Sendable {
     private let uptime: Gauge
     private let loadErrors: Gauge
     private let saveErrors: Gauge
+    /// One series per kind of problem, every kind always reported (0 when clear), so an alert
+    /// on a kind never sees a series appear or vanish.
+    private let problems: [(kind: Problem.Kind, gauge: Gauge)]
+    private let healthy: Gauge
     private var info: Gauge?
 
     /// How long (seconds) a member that left keeps its series, `replica_peer_state{state="left"}`
@@ -74,26 +78,34 @@ public struct ReplicaMetricsReporter: Sendable {
         uptime = gauge(Name.uptime)
         loadErrors = gauge(Name.loadErrors)
         saveErrors = gauge(Name.saveErrors)
+        problems = Problem.Kind.allCases.map { kind in
+            (kind, Gauge(label: Name.problems, dimensions: [node, ("kind", kind.rawValue)], factory: factory))
+        }
+        healthy = gauge(Name.healthy)
     }
 
     /// Reports `replica`'s status every `interval` until the task is cancelled.
     public static func run(for replica: Replica, every interval: Duration = .seconds(1), factory: any MetricsFactory = MetricsSystem.factory) async {
         var reporter = ReplicaMetricsReporter(node: replica.configuration.node, factory: factory)
         while !Task.isCancelled {
-            reporter.update(from: await replica.status())
+            reporter.update(from: await replica.status(), health: await replica.health())
             try? await Task.sleep(for: interval)
         }
     }
 
     /// Records one snapshot: counters grow by what the replica's counters grew since the last
-    /// call, gauges take the snapshot's values.
-    public mutating func update(from status: ReplicaStatus) {
+    /// call, gauges take the snapshot's values; `replica_healthy` is recorded when `health` is given.
+    public mutating func update(from status: ReplicaStatus, health: ReplicaHealth? = nil) {
         for index in totals.indices { totals[index].update(from: status) }
         entries.record(status.liveEntryCount)
         tombstones.record(status.entryCount - status.liveEntryCount)
         uptime.record(status.uptimeSeconds)
         loadErrors.record(status.loadErrors.count)
         saveErrors.record(status.saveErrors.count)
+        for (kind, gauge) in problems {
+            gauge.record(status.problems.reduce(0) { $0 + ($1.kind == kind ? 1 : 0) })
+        }
+        if let health { healthy.record(health.healthy ? 1 : 0) }
         if info == nil {
             let labels = [node, ("incarnation", status.incarnation), ("security", status.security)]
             info = Gauge(label: ReplicaMetricName.info, dimensions: labels, factory: factory)

@@ -13,15 +13,24 @@ public struct Endpoint: Hashable, Sendable, Codable, CustomStringConvertible, Lo
         self.port = port
     }
 
-    /// Parses `HOST:PORT` (`[v6]:PORT` for IPv6). Fails on a missing host, a port outside
-    /// 1...65534 (PORT + 1 must exist too) or a stray colon.
+    /// Parses a node's `HOST:PORT` (`[v6]:PORT` for IPv6). Fails on a missing host, a port
+    /// outside 1...65534 (PORT + 1 must exist too) or a stray colon.
     public init?(_ description: String) {
+        self.init(description, highestPort: .max - 1)
+    }
+
+    /// Parses the `HOST:PORT` of a single port (`--metrics`): any port in 1...65535.
+    public init?(singlePort description: String) {
+        self.init(description, highestPort: .max)
+    }
+
+    private init?(_ description: String, highestPort: UInt16) {
         let text = description.trimmingCharacters(in: .whitespaces)
         guard let colon = text.lastIndex(of: ":") else { return nil }
         var host = String(text[..<colon])
         if host.hasPrefix("[") && host.hasSuffix("]") { host = String(host.dropFirst().dropLast()) }
         guard !host.isEmpty, host.allSatisfy({ !$0.isWhitespace }),
-              let port = UInt16(text[text.index(after: colon)...]), port > 0, port < .max
+              let port = UInt16(text[text.index(after: colon)...]), port > 0, port <= highestPort
         else { return nil }
         self.host = host
         self.port = port

@@ -178,8 +178,8 @@ struct Serve: AsyncParsableCommand {
         }
         var metricsEndpoint: Endpoint?
         if let metricsText = metrics ?? environment["REPLICA_METRICS"].flatMap({ $0.isEmpty ? nil : $0 }) {
-            guard let parsed = Endpoint(metricsText) else {
-                throw ValidationError("Invalid --metrics '\(metricsText)': expected HOST:PORT with PORT in 1...65534.")
+            guard let parsed = Endpoint(singlePort: metricsText) else {
+                throw ValidationError("Invalid --metrics '\(metricsText)': expected HOST:PORT with PORT in 1...65535.")
             }
             metricsEndpoint = parsed
         }

@@ -2,7 +2,7 @@ import Foundation
 
 /// A fault a user or operator must be able to see, listed in `status` until it clears.
 public struct Problem: Sendable, Equatable, Codable {
-    public enum Kind: String, Sendable, Codable {
+    public enum Kind: String, Sendable, Codable, CaseIterable {
         /// A value, counter, log or file could not be read (undecodable, corrupt, newer schema).
         case load
         /// A local write could not be committed (full or read-only disk, a newer schema's data).
