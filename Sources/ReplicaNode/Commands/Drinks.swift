@@ -131,10 +131,10 @@ enum DrinkOutput {
     }
 
     /// `2024-05-01T08:30:00.000Z  75 mg  Latte  5f0c6a3e-...`
-    static func line(_ drink: Drink) -> String { "\(date(drink))  \(mg(drink)) mg  \(drink.name)  \(id(drink))" }
+    static func line(_ drink: Drink) -> String { "\(date(drink))  \(mg(drink)) mg  \(TextLine.visible(drink.name))  \(id(drink))" }
 
     /// `Latte 75 mg at 2024-05-01T08:30:00.000Z`
-    static func summary(_ drink: Drink) -> String { "\(drink.name) \(mg(drink)) mg at \(date(drink))" }
+    static func summary(_ drink: Drink) -> String { "\(TextLine.visible(drink.name)) \(mg(drink)) mg at \(date(drink))" }
 
     static func json(_ drink: Drink) -> [UInt8] { object(drink).closed }
 

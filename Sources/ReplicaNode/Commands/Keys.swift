@@ -24,6 +24,6 @@ struct Keys: ClientCommand {
         var keys = try client.call(.keys(prefix: prefix), expecting: \.keys)
         if !all { keys = keys.filter { !FamilyKey.isReserved($0) } }
         // JSON keeps each key exact (a program may pass it back); text shows U+001F as ␟.
-        if options.json { try Output.json(encoding: keys) } else { keys.map(FamilyKey.readable).forEach(Output.line) }
+        if options.json { try Output.json(encoding: keys) } else { keys.map { TextLine.visible(FamilyKey.readable($0)) }.forEach(Output.line) }
     }
 }

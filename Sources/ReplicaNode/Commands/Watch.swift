@@ -99,14 +99,17 @@ enum ChangeOutput {
     /// `2026-11-22T14:13:04.545Z  visits +1 = 6  (from node2, version 1795374264545.0@node2)`
     static func text(_ change: WatchedChange) -> String {
         let what: String
+        let value = { (payload: Data) in TextLine.oneLine(json: EntryOutput.text(payload)) }
         switch change.subject {
-        case .register(let key, let value):
-            what = value.map { "\(key) = \(EntryOutput.text($0))" } ?? "\(key) removed"
+        case .register(let key, let payload):
+            let key = TextLine.visible(key)
+            what = payload.map { "\(key) = \(value($0))" } ?? "\(key) removed"
         case .counter(let name, let delta, let total):
-            what = "\(name) \(delta >= 0 ? "+" : "")\(delta) = \(total)"
+            what = "\(TextLine.visible(name)) \(delta >= 0 ? "+" : "")\(delta) = \(total)"
         case .log(let name, let id, let action, let element, let drink):
-            let shown = drink.map(DrinkOutput.summary) ?? element.map { "\(id) = \(EntryOutput.text($0))" } ?? id
-            what = "\(name): \(action.rawValue) \(shown)"
+            let id = TextLine.visible(id)
+            let shown = drink.map(DrinkOutput.summary) ?? element.map { "\(id) = \(value($0))" } ?? id
+            what = "\(TextLine.visible(name)): \(action.rawValue) \(shown)"
         }
         let origin = change.deliveredBy.map { "from \($0)" } ?? "local"
         return "\(EntryOutput.time(of: change.version))  \(what)  (\(origin), version \(change.version))"

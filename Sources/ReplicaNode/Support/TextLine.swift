@@ -1,0 +1,33 @@
+/// Text output is one line per item (`keys`, `watch`, `drinks list`), read by people and by
+/// `grep` or `wc -l`. A key, drink name or log id may hold any character, a newline included,
+/// which would split its line in two: such characters are shown escaped. `--json` gives the
+/// exact text.
+enum TextLine {
+    /// `text` with every control character (U+0000-U+001F, U+007F-U+009F) shown as `\n`, `\r`,
+    /// `\t` or `\u{XX}`; a backslash stays a backslash (the line is for reading, not parsing).
+    static func visible(_ text: String) -> String {
+        guard text.unicodeScalars.contains(where: isControl) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            switch scalar {
+            case "\n": shown += "\\n"
+            case "\r": shown += "\\r"
+            case "\t": shown += "\\t"
+            case _ where isControl(scalar): shown += "\\u{\(String(scalar.value, radix: 16, uppercase: true))}"
+            default: shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
+    }
+
+    /// A stored JSON value on one line: outside its strings (which cannot hold a raw control
+    /// character), a newline, return or tab is only whitespace, so each becomes a space.
+    static func oneLine(json text: String) -> String {
+        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else { return text }
+        return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\r\n" ? " " : $0 })
+    }
+
+    private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+    }
+}
