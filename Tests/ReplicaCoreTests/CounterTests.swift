@@ -179,6 +179,35 @@ import Testing
         #expect(try await replica.entry(for: slot)?.schema == CounterFamily.slotSchema + 1, "the newer slot is untouched")
     }
 
+    /// Edits keyed by two slots (a failed save, then the key moved to another replica) are one
+    /// addition to this replica's own slot: written as two, one could commit and the other fail,
+    /// and both stayed pending, the first to be counted twice (helper-63).
+    @Test func editsOfTwoSlotsAreWrittenAsOneAddition() async throws {
+        let replica = try makeReplicas(1)[0]
+        let family = CounterFamily("n")
+        let written = try await family.write(["slot-a": 2, "slot-b": 3], to: replica)
+        #expect(written.committed.count == 1)
+        #expect(try await replica.counter("n").value == 5)
+        #expect(try await family.write(["slot-a": 2, "slot-b": -2], to: replica).committed.isEmpty, "nothing to add")
+        await replica.shutdown()
+    }
+
+    /// A save that ends after the key moved to another replica (a new process default) is not
+    /// recorded in what the key shows of the new one: it showed the old replica's slot in the
+    /// new replica's counter (helper-63).
+    @Test func aSaveEndingAfterTheKeyMovedIsNotRecordedForTheNewReplica() async throws {
+        let replicas = try makeReplicas(2)
+        let family = CounterFamily("n")
+        var books = FamilyBooks(family: family)
+        books.start(on: replicas[0])
+        let edits = books.plan(1, on: replicas[0])
+        let written = try await family.write(edits, to: replicas[0])
+        books.rebase(on: replicas[1])
+        _ = books.finishSave(.success(written), on: replicas[0])
+        #expect(books.stored.isEmpty && books.inflight == nil)
+        for replica in replicas { await replica.shutdown() }
+    }
+
     @Test func familyKeysCannotCollideWithUserKeysOrEachOther() {
         #expect(FamilyKey.isReserved(FamilyKey.counterSlot("a", incarnation: UUID())))
         #expect(!FamilyKey.isReserved("counter/a"))

@@ -260,4 +260,63 @@ import Testing
         try await $onA.save()
         #expect(await eventually { onA == [second, other] && onB == [second, other] })
     }
+
+    /// An element changed in place to one its type refuses to read (a drink's `mg` set negative:
+    /// `mg` is a `var`) is refused at save, by name. (It was stored: every member failed to
+    /// read it, and after a reload it vanished from the writer's own log: helper-63.)
+    @Test func anElementThatWouldNotReadBackIsRefusedAtSave() async throws {
+        let replica = try makeReplicas(1)[0]
+        @Shared(.drinks(on: replica)) var drinks: [Drink] = []
+        let drink = try Drink(name: "Latte", mg: 75)
+        $drinks.withLock { $0.append(drink) }
+        try await $drinks.save()
+        $drinks.withLock { $0[0].mg = -5 }
+        do {
+            try await $drinks.save()
+            Issue.record("a drink with negative caffeine must be refused")
+        } catch let error as SharingError {
+            guard case .elementNotSaved(log: "drinks", id: drink.id.uuidString.lowercased(), let reason) = error else { throw error }
+            #expect(reason.contains("would not read back") && reason.contains("caffeine"), "\(reason)")
+        }
+        let key = Drink.log().key(forID: drink.id.uuidString.lowercased())
+        let stored = try #require(try await replica.entry(for: key))
+        #expect(try Drink.log().element(in: stored)?.mg == 75, "the last good version stays stored")
+        #expect(await replica.status().saveErrors.count == 1)
+        #expect(throws: (any Error).self) { try JSONDecoder().decode(Drink.self, from: Data(#"{"id":"\#(UUID())","name":" ","mg":1,"date":"2024-05-01T08:00:00.000Z"}"#.utf8)) }
+        await replica.shutdown()
+    }
+
+    /// An element stored under another id's key (another program using this log's name, or
+    /// `Replica.write`) is not read: shown, its next save would have moved it to its own key.
+    @Test func anElementUnderAnotherIdsKeyIsUnreadable() throws {
+        let log = Drink.log()
+        let drink = try Drink(name: "Mocha", mg: 90)
+        let put = try log.put(drink)
+        let elsewhere = log.key(forID: UUID().uuidString.lowercased())
+        #expect(try log.element(in: Entry(key: put.key, version: Version(timestamp: .zero, node: "n1"), schema: put.schema, payload: put.payload)) == drink)
+        #expect(throws: SharingError.self) { try log.element(in: Entry(key: elsewhere, version: Version(timestamp: .zero, node: "n1"), schema: put.schema, payload: put.payload)) }
+    }
+
+    /// Two pending changes of one element are applied as one: taken in, then removed (or the
+    /// reverse) before either was shown. (The second was skipped: a removed element stayed
+    /// shown, and its next save brought it back everywhere: helper-63.)
+    @Test func twoChangesOfOneElementApplyAsOne() throws {
+        let log = Drink.log()
+        let kept = try Drink(name: "Tea", mg: 30, date: Date(timeIntervalSince1970: 1))
+        let drink = try Drink(name: "Latte", mg: 75, date: Date(timeIntervalSince1970: 2))
+        var edited = drink
+        edited.mg = 80
+        let key = log.key(forID: log.id(of: drink))
+        let cases: [(shown: [Drink], changes: [(Drink?, Drink?)], result: [Drink])] = [
+            ([kept], [(nil, drink), (drink, nil)], [kept]),  // added, then removed
+            ([kept, drink], [(drink, nil), (nil, edited)], [kept, edited]),  // removed, then added again
+            ([kept], [(nil, drink), (drink, edited)], [kept, edited]),  // added, then changed
+            ([kept, drink], [(edited, nil)], [kept, drink]),  // not what is shown: a local change stays
+        ]
+        for (shown, changes, result) in cases {
+            var value = shown
+            log.apply(changes.map { PartChange(key: key, old: $0.0, new: $0.1) }, to: &value)
+            #expect(value == result)
+        }
+    }
 }

@@ -115,16 +115,29 @@ import Testing
 
     /// A bad value's report and a later good value's clearing reach the replica in tasks of
     /// their own: the later decision stands whatever order they arrive in (a stale load error
-    /// stayed in `status` for good).
-    @Test func aLoadErrorClearedLaterIsNotBroughtBackByAnEarlierReport() async throws {
+    /// stayed in `status` for good). The same for a refused save overtaken by the clearing of a
+    /// later save that was made (helper-63).
+    @Test(arguments: [true, false])
+    func aProblemClearedLaterIsNotBroughtBackByAnEarlierReport(loadError: Bool) async throws {
         let replica = try makeReplicas(1)[0]
-        let bad = replica.loadErrorTicket()
-        let good = replica.loadErrorTicket()
-        await replica.settleLoadError("k", message: nil, ticket: good)
-        await replica.settleLoadError("k", message: "bad", ticket: bad)
-        #expect(await replica.status().loadErrors.isEmpty)
-        await replica.settleLoadError("k", message: "bad again", ticket: replica.loadErrorTicket())
-        #expect(await replica.status().loadErrors.map(\.message) == ["bad again"])
+        func settle(_ message: String?, _ ticket: UInt64) async {
+            if loadError {
+                await replica.settleLoadError("k", message: message, ticket: ticket)
+            } else {
+                await replica.settleRefusedSave("k", message: message, ticket: ticket)
+            }
+        }
+        func listed() async -> [String] {
+            let status = await replica.status()
+            return (loadError ? status.loadErrors : status.saveErrors).map(\.message)
+        }
+        let bad = replica.problemTicket()
+        let good = replica.problemTicket()
+        await settle(nil, good)
+        await settle("bad", bad)
+        #expect(await listed().isEmpty)
+        await settle("bad again", replica.problemTicket())
+        #expect(await listed() == ["bad again"])
         await replica.shutdown()
     }
 

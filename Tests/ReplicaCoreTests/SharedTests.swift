@@ -119,6 +119,60 @@ import Testing
             stored.withLock { $0 = save.value }
             save.continuation.resume()
         }
+        /// Ends the save in flight with a failure (a full disk): nothing stored.
+        func failSave() {
+            guard let save = pendingSave.withLock({ pending in defer { pending = nil }; return pending }) else { return }
+            save.continuation.resume(throwing: Failure())
+        }
+        struct Failure: Error {}
+    }
+
+    /// A change made while a save was in flight is saved when that save ends, even once every
+    /// `Shared` of the key is gone (helper-63: a function-scope `@Shared` that changed twice and
+    /// returned lost its second change, with no error anywhere).
+    @Test func aChangeWaitingForTheSaveInFlightIsSavedAfterEveryShareIsGone() async throws {
+        let key = ManualKey()
+        do {
+            @Shared(key) var value = 0
+            $value.withLock { $0 = 1 }  // its save waits in the key
+            #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+            $value.withLock { $0 = 2 }  // waits for the save in flight
+        }
+        key.finishSave()  // stores 1; the save of 2 starts
+        #expect(await eventually { key.pendingSave.withLock { $0?.value == 2 } })
+        key.finishSave()
+        #expect(key.stored.withLock { $0 } == 2)
+    }
+
+    /// The same with a real counter: increments made in a function that returns are all counted.
+    @Test func aCounterIncrementedInAFunctionThatReturnsKeepsEveryIncrement() async throws {
+        let replica = try makeReplicas(1)[0]
+        func visit() {
+            @Shared(.counter("visits", on: replica)) var visits = 0
+            for _ in 0..<3 { $visits.withLock { $0 += 1 } }
+        }
+        for _ in 0..<5 { visit() }
+        #expect(await eventually { (try? await replica.counter("visits").value) == 15 })
+        await replica.shutdown()
+    }
+
+    /// A local change whose save failed is not replaced by a change from the key (from another
+    /// node): the save is retried, and the local change, later, wins. (The remote value replaced
+    /// it, lost, while `saveError` still named it: helper-63.)
+    @Test func aChangeWhoseSaveFailedIsRetriedNotReplacedByARemoteChange() async throws {
+        let key = ManualKey()
+        @Shared(key) var value = 0
+        $value.withLock { $0 = 5 }
+        #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+        key.failSave()
+        #expect(await eventually { $value.saveError != nil })
+        key.deliver(9)  // another node's change
+        #expect(value == 5, "the unsaved local change stays")
+        #expect(await eventually { key.pendingSave.withLock { $0?.value == 5 } }, "and its save is retried")
+        key.finishSave()
+        #expect(await eventually { $value.saveError == nil })
+        key.deliver(11)  // saved: changes from the key are shown again
+        #expect(value == 11)
     }
 
     /// A bad key says why once: "invalid key: it is empty", not "invalid key: invalid key (empty)".

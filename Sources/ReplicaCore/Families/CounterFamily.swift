@@ -94,13 +94,15 @@ public struct CounterFamily: EntryFamily {
     }
 
     public func write(_ edits: [String: Int], to replica: Replica) async throws -> FamilyWrite {
-        var committed: [Entry] = []
-        for amount in edits.values where amount != 0 {
-            // The replica adds to its own slot's running total (increments queued before one
-            // commit add up there), and refuses to overwrite a slot of a newer schema.
-            committed.append(try await replica.addToCounter(name, delta: amount))
-        }
-        return FamilyWrite(committed: committed)
+        // Every edit goes to this replica's own slot, so they are one addition: edits keyed by
+        // two slots (a save that failed, then the key moved to another replica) written as two
+        // additions could commit one and fail the other, and both stayed pending: the first
+        // was counted twice at the next save.
+        let amount = edits.values.reduce(0, &+)
+        guard amount != 0 else { return FamilyWrite(committed: []) }
+        // The replica adds to its own slot's running total (increments queued before one commit
+        // add up there), and refuses to overwrite a slot of a newer schema.
+        return FamilyWrite(committed: [try await replica.addToCounter(name, delta: amount)])
     }
 }
 

@@ -53,8 +53,14 @@ public struct Drink: VersionedValue, Identifiable, Hashable {
         name = try container.decode(String.self, forKey: .name)
         mg = try container.decode(Double.self, forKey: .mg)
         date = try container.decode(Date.self, forKey: .date)
-        guard mg >= 0 else {
-            throw DecodingError.dataCorruptedError(forKey: .mg, in: container, debugDescription: "negative caffeine \(mg)")
+        // The checks of `init(name:mg:date:)`, so that a drink read (from a member, or migrated
+        // from schema 1) is one this program could have made, and one changed in place to an
+        // invalid value is refused when saved (it would not read back).
+        guard mg >= 0, mg.isFinite else {
+            throw DecodingError.dataCorruptedError(forKey: .mg, in: container, debugDescription: Invalid.negativeCaffeine(mg).description)
+        }
+        guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw DecodingError.dataCorruptedError(forKey: .name, in: container, debugDescription: Invalid.emptyName.description)
         }
     }
 

@@ -63,9 +63,18 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: EntryFamily {
     }
 
     /// The element an entry holds (nil for a removal), migrated if stored by an older schema.
+    /// An element whose id is not its key's (written by another program under this log's name,
+    /// or by `Replica.write` directly) cannot be read: shown, its next save would move it to
+    /// the key of its id.
     public func element(in entry: Entry) throws(SharingError) -> Element? {
         guard let payload = entry.payload else { return nil }
-        return try codec.decode(payload, schema: entry.schema, key: subject(ofEntry: entry.key))
+        let subject = subject(ofEntry: entry.key)
+        let element = try codec.decode(payload, schema: entry.schema, key: subject)
+        let id = id(fromKey: entry.key)
+        guard idString(element) == id else {
+            throw .undecodable(key: subject, reason: "the element's id is \(idString(element)), not \(id) as its key says")
+        }
+        return element
     }
 
     /// The elements of the log (sorted) and the entries that could not be read.
@@ -125,9 +134,24 @@ public struct LogFamily<Element: Codable & Sendable & Equatable>: EntryFamily {
         for (index, element) in value.enumerated() where positions[idString(element)] == nil {
             positions[idString(element)] = index
         }
+        // One change per element: two pending for one id (an element taken in by a load, then
+        // its removal by the subscription, before either was shown) are one change, from the
+        // first's old element to the last's new one. Applied one by one, the second found no
+        // element where the first had not added it yet and was skipped: the removed element
+        // was shown, and its next save brought it back on every node.
+        var combined: [String: PartChange<Element>] = [:]
+        var order: [String] = []
+        for change in changes {
+            if combined[change.key] == nil {
+                combined[change.key] = change
+                order.append(change.key)
+            } else {
+                combined[change.key]?.new = change.new
+            }
+        }
         var removed = Set<Int>()
         var added: [Element] = []
-        for change in changes {
+        for change in order.compactMap({ combined[$0] }) {
             let position = positions[id(fromKey: change.key)]
             // Not what the key last showed: changed locally and not saved yet, so it stays.
             guard position.map({ value[$0] }) == change.old else { continue }

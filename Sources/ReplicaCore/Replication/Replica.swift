@@ -119,9 +119,11 @@ public actor Replica: PollLoopOwner {
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
     var problems = ProblemBoard()
-    /// The last ticket settled per subject (`settleLoadError`), and the last one handed out.
+    /// The last ticket settled per subject (`settleLoadError`, `settleRefusedSave`), and the
+    /// last one handed out.
     var loadErrorsSettled: [String: UInt64] = [:]
-    nonisolated let loadErrorTickets = Mutex<UInt64>(0)
+    var refusedSavesSettled: [String: UInt64] = [:]
+    nonisolated let problemTickets = Mutex<UInt64>(0)
     /// Saves of shared keys refused by this program, until the key saves again (they outlive
     /// the commit that clears disk errors: Sharing/Replica+Problems.swift).
     var refusedSaves: [String: Problem] = [:]
@@ -456,11 +458,12 @@ public actor Replica: PollLoopOwner {
         }
     }
 
-    /// A ticket that orders what shared keys decide about a subject's load error: taken when
-    /// they decide (a value could or could not be read), since the report and the clearing then
-    /// reach the actor in tasks of their own, in any order.
-    nonisolated func loadErrorTicket() -> UInt64 {
-        loadErrorTickets.withLock { last in
+    /// A ticket that orders what shared keys decide about a subject's load error or refused
+    /// save: taken when they decide (a value could or could not be read, a save was or was not
+    /// refused), since the report and the clearing then reach the actor in tasks of their own,
+    /// in any order.
+    nonisolated func problemTicket() -> UInt64 {
+        problemTickets.withLock { last in
             last += 1
             return last
         }

@@ -238,21 +238,29 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
 
     // MARK: Changes from the key
 
-    /// Sets the value from the key, unless `skipIfChangedLocally` and a local change has not
-    /// been handed to a save yet (that change is saved next and, being later, wins).
+    /// Sets the value from the key, unless a local change is waiting for a save: one made
+    /// while a save was in flight (saved when it ends), or one whose save failed. That change is
+    /// saved next and, being later, wins; a failed one is retried now (a change from the key
+    /// says the key moves on without it; it had waited for the next local change or `save()`,
+    /// and a remote value replaced it meanwhile, lost with its `saveError` still showing).
     private func setFromKey(_ value: Value?, clearingLoadError: Bool) {
         defer { if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } } }
-        let changed = locked { () -> Bool in
-            guard let value, !saveAgain else { return false }
+        let outcome = locked { () -> KeyValueOutcome in
+            guard let value, !saveAgain else { return .refused }
+            guard isSaving || changeCount == savedChangeCount else { return .retrySave }
             if isSaving { setByKeyWhileSaving = true }
             current = value
             deliverToObservers()
-            return true
+            return .set
         }
-        // A value refused is no change: observers are not told of one (an extra render).
-        if changed {
+        switch outcome {
+        case .set:
             announce(\.value)
             publish()
+        case .refused:
+            break  // no change: observers are not told of one (an extra render)
+        case .retrySave:
+            requestSave(context: .didSet, waiter: nil)
         }
     }
 
@@ -371,8 +379,11 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         _ value: Value, covering changes: Int, context: SaveContext,
         saver: @Sendable (Value, SaveContext, SaveContinuation) -> Void
     ) {
-        saver(value, context, SaveContinuation("save of \(key.readable)") { [weak self] result in
-            self?.finishSave(result, covering: changes)
+        // Held strongly until the save ends: changes made while it was in flight are saved
+        // when it ends, even if every `Shared` of the key is gone by then (a function-scope
+        // `@Shared` that changed twice and returned lost its second change).
+        saver(value, context, SaveContinuation("save of \(key.readable)") { result in
+            self.finishSave(result, covering: changes)
         })
     }
 
@@ -410,6 +421,14 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         for waiter in waiters { waiter.resume(with: result) }
         if case let (value, changes)? = next, let saver { startSave(value, covering: changes, context: .didSet, saver: saver) }
     }
+}
+
+/// What `setFromKey` did with a value from the key.
+private enum KeyValueOutcome {
+    case set
+    case refused
+    /// Refused for a local change whose save failed: that save is retried.
+    case retrySave
 }
 
 extension KeyReference: MutableReference where Key: SharedKey {

@@ -8,7 +8,7 @@ extension Replica {
     /// that understand it.
     nonisolated func reportUnreadable(_ entry: Entry, of subject: String, error: SharingError) {
         let isNewer = if case .newerSchema = error { true } else { false }
-        let ticket = loadErrorTicket()
+        let ticket = problemTicket()
         Task {
             var message = error.description
             if !isNewer {
@@ -25,8 +25,22 @@ extension Replica {
     /// The entry of `subject` now reads well: its load error, if any, is cleared (in order with
     /// the reports: see `settleLoadError`).
     nonisolated func reportReadable(_ subject: String) {
-        let ticket = loadErrorTicket()
+        let ticket = problemTicket()
         Task { await settleLoadError(subject, message: nil, ticket: ticket) }
+    }
+
+    /// A shared key decided that its save of `subject` was refused (`message`) or was made (nil):
+    /// listed in, or cleared from, `saveErrors` in the order decided, whatever order the tasks
+    /// arrive in (a clearing that overtook an earlier report left the report listed for good).
+    nonisolated func decideRefusedSave(_ subject: String, message: String?) {
+        let ticket = problemTicket()
+        Task { await settleRefusedSave(subject, message: message, ticket: ticket) }
+    }
+
+    func settleRefusedSave(_ subject: String, message: String?, ticket: UInt64) {
+        guard ticket > (refusedSavesSettled[subject] ?? 0) else { return }
+        refusedSavesSettled[subject] = ticket
+        if let message { reportRefusedSave(subject, message: message) } else { clearRefusedSave(subject) }
     }
 
     /// A save of a shared key that this program refused to make (it would overwrite newer-schema

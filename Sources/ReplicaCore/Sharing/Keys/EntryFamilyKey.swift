@@ -161,7 +161,7 @@ public final class EntryFamilyKey<Family: EntryFamily>: SharedKey, CustomStringC
 
     private func finishSave(_ result: Result<FamilyWrite, any Error>, on replica: Replica, continuation: SaveContinuation) {
         let (effects, refusals, subscriber) = books.withLock { books in
-            let effects = books.finishSave(result)
+            let effects = books.finishSave(result, on: replica)
             return (effects, books.refusals, books.subscriber)
         }
         if let subscriber {
@@ -179,12 +179,8 @@ public final class EntryFamilyKey<Family: EntryFamily>: SharedKey, CustomStringC
             defer { books.reportedRefusals = Set(refused.keys) }
             return books.reportedRefusals.subtracting(refused.keys)
         }
-        if !refused.isEmpty || !cleared.isEmpty {
-            Task {
-                for subject in cleared { await replica.clearRefusedSave(subject) }
-                for (subject, message) in refused { await replica.reportRefusedSave(subject, message: message) }
-            }
-        }
+        for subject in cleared { replica.decideRefusedSave(subject, message: nil) }
+        for (subject, message) in refused { replica.decideRefusedSave(subject, message: message) }
         switch result {
         case .failure(let error):
             continuation.resume(throwing: error)
@@ -354,10 +350,16 @@ struct FamilyBooks<Family: EntryFamily> {
         return edits
     }
 
-    /// Ends the save in flight, then settles the entries held meanwhile.
-    mutating func finishSave(_ result: Result<FamilyWrite, any Error>) -> [Effect] {
+    /// Ends the save in flight, made on `replica`, then settles the entries held meanwhile.
+    mutating func finishSave(_ result: Result<FamilyWrite, any Error>, on replica: Replica) -> [Effect] {
         let edits = inflight ?? [:]
         switch result {
+        case .success where self.replica.map({ $0 != ObjectIdentifier(replica) }) ?? false:
+            // The key moved to another replica (a new process default) while the save was in
+            // flight: what it committed is the old replica's, and recorded here it showed the
+            // old replica's slot or elements in the new one's value (and a later save wrote
+            // them there).
+            inflight = nil
         case .success(let written):
             let keys = Set(edits.keys).union(written.committed.map(\.key))
             tracking(keys) { books in

@@ -256,13 +256,13 @@ public final class ReplicatedKey<Value: Codable & Sendable>: SharedKey, CustomSt
         switch result {
         case .success:
             if books.withLock({ books in defer { books.reportedRefusal = false }; return books.reportedRefusal }) {
-                Task { await replica.clearRefusedSave(name) }
+                replica.decideRefusedSave(name, message: nil)
             }
             continuation.resume()
         case .failure(let error):
             if let refusal = error as? SharingError {
                 books.withLock { $0.reportedRefusal = true }
-                Task { await replica.reportRefusedSave(name, message: refusal.description) }
+                replica.decideRefusedSave(name, message: refusal.description)
             }
             continuation.resume(throwing: error)
         }

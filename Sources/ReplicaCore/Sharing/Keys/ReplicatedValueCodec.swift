@@ -11,11 +11,21 @@ struct ReplicatedValueCodec<Value: Codable & Sendable>: Sendable {
     private var migrations: [SchemaMigration] { (Value.self as? any VersionedValue.Type)?.migrations ?? [] }
 
     func encode(_ value: Value, key: String) throws(SharingError) -> [UInt8] {
+        let data: Data
         do {
-            return Array(try ReplicatedJSON.encoder().encode(value))
+            data = try ReplicatedJSON.encoder().encode(value)
         } catch {
             throw .unencodable(key: key, reason: Self.describe(error))
         }
+        // What is stored must read back. A type whose decoder refuses what its encoder wrote (a
+        // `Drink` whose `mg` was set negative) was stored anyway: every member then failed to
+        // read it, and it vanished from the writer's own log at its next load.
+        do {
+            _ = try ReplicatedJSON.decoder().decode(Value.self, from: data)
+        } catch {
+            throw .unencodable(key: key, reason: "it would not read back: " + Self.describe(error))
+        }
+        return Array(data)
     }
 
     /// Decodes a payload stored with `schema`: migrated first if older, refused if newer
