@@ -44,6 +44,36 @@ import Testing
         for replica in replicas { await replica.shutdown() }
     }
 
+    /// A process that runs as r2 with r3's key (trusted by r1 as r3's: an outside tester,
+    /// helper-62) does not take r2's place: r1 refuses its record and lists it, r1 keeps
+    /// hearing the real r2, and r2 does not refuse its writes as if its directory ran twice (it
+    /// did, within a second, with members listing r2 as untrusted).
+    @Test func aProcessRunningAsAMemberWithAnotherMembersKeyDoesNotTakeItsPlace() async throws {
+        let keys = [try CurveKeyPair.generate(), try CurveKeyPair.generate(), try CurveKeyPair.generate()]
+        let layout = ReplicaLayout(count: 3, links: [[1], [0], [0]])
+        let owners: [String: NodeID] = [keys[0].publicKey: "r1", keys[1].publicKey: "r2", keys[2].publicKey: "r3"]
+        let replicas = try (0..<3).map { index in
+            var configuration = layout.configurations[index]
+            if index == 2 { configuration.node = "r2" }  // r3's key, r2's id
+            configuration.security = .curve(CurveSecurity(
+                keys: keys[index], trusted: Set(index == 1 ? [keys[0].publicKey] : keys.map(\.publicKey)),
+                peerKeys: Dictionary(uniqueKeysWithValues: (index == 0 ? [1] : [0]).map { (layout.configurations[$0].listen, keys[$0].publicKey) }),
+                keyOwners: owners))
+            return try Replica(configuration)
+        }
+        let (r1, r2) = (replicas[0], replicas[1])
+        let impostor = layout.configurations[2].listen
+        #expect(await eventually {
+            await r1.status().problems.contains { $0.kind == .trust && $0.subject == "r2 at \(impostor)" && $0.message.contains("with r3's key") }
+        }, "r1 refuses the record and lists it")
+        try await r2.write("still-writing", payload: Array("1".utf8))
+        #expect(await eventually { (try? await r1.entry(for: "still-writing")) != nil })
+        let status = await r1.status()
+        #expect(status.peers.first { $0.id == "r2" }?.address == layout.configurations[1].listen.description, "r1 keeps the real r2")
+        #expect(await !r2.status().problems.contains { $0.kind == .identity })
+        for replica in replicas { await replica.shutdown() }
+    }
+
     /// A node given another member's key pair (an operator's slip, found by an outside tester):
     /// the members accept its connections (the key is trusted) but refuse its record (the key
     /// is trusted as another node's), so it hears them and they never hear it, and its writes
@@ -68,8 +98,9 @@ import Testing
             return try Replica(configuration)
         }
         let (r1, r3) = (replicas[0], replicas[2])
-        #expect(await eventually { await r1.status().problems.contains { $0.kind == .trust && $0.subject == "r3" } },
-                "r1 refuses r3's record: its key is trusted as r1's")
+        #expect(await eventually {
+            await r1.status().problems.contains { $0.kind == .trust && $0.subject.hasPrefix("r3 at ") && $0.message.contains("with r1's key") }
+        }, "r1 refuses r3's record: its key is trusted as r1's")
         #expect(await eventually { await r3.status().peers.contains { $0.id == "r1" && $0.state == .alive } }, "r3 hears r1")
         #expect(await eventually(timeout: .seconds(15)) {
             await r3.status().problems.contains { $0.kind == .isolated && $0.message.contains("none has reported hearing this node") }

@@ -199,6 +199,10 @@ import Testing
         defer { try? FileManager.default.removeItem(at: root) }
         let keys = root.appendingPathComponent("keys")
         #expect(try replicaNode(["keygen", "--id", "n1", "--out", keys.path]).status == 0)
+        // keygen's own failures too (it printed Foundation's whole NSError: helper-62).
+        let nowhere = try replicaNode(["keygen", "--id", "n1", "--out", "/proc/nope"])
+        #expect(nowhere.status == 1)
+        #expect(nowhere.stderr == "replica-node: cannot create directory /proc/nope: no such file or directory\n", "\(nowhere.stderr)")
         let data = root.appendingPathComponent("new/node1")
         let listen = "127.0.0.1:\(TestPorts.pair())"
         let missingKey = keys.appendingPathComponent("missing.key").path

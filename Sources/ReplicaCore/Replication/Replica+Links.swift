@@ -231,6 +231,8 @@ extension Replica {
                 : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
             message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
                 + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
+                + (curve == nil ? "" : "; with CURVE, also that each --peer ID@HOST:PORT names the node that listens there (a seed "
+                    + "dialled with another node's key drops the handshake without a word)")
         } else if let unheard = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberAlive && anyMemberHearsUs(), now: now) {
             message = "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
                 + "here reach no one. Usually its key is not trusted by them (a key that is not its own, or a new key not yet "

@@ -7,7 +7,8 @@ extension Replica {
     func mergeMembers(_ records: [MemberRecord], from source: NodeID) {
         let now = ContinuousClock.now
         let ours = membership.local
-        let result = membership.merge(records, wallMillis: configuration.wallClock())
+        let result = membership.merge(records, wallMillis: configuration.wallClock(), keyOwners: keyOwners)
+        for impersonation in result.impersonations { noteImpersonation(impersonation, from: source, now: now) }
         if let rival = result.reassertedAgainst {
             logger.warning("\(source) holds a record of this node that would replace ours (a forget, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
             if identityClash.overridden(by: rival, ours: ours, now: now) { raiseIdentityClash(rival) }
@@ -25,11 +26,31 @@ extension Replica {
         logger.error("\(message)")
     }
 
-    /// The clash is over once no member has held a rival's record for the window.
+    /// The clash is over once no member has held a rival's record for the window. So is an
+    /// impersonation no member has passed on for as long.
     func judgeIdentityClash(now: ContinuousClock.Instant) {
         if identityClash.tick(now: now), problems.clear(.identity, identity.node.rawValue) != nil {
             logger.info("no other process has claimed id \(identity.node) for \(identityClash.window): writes are accepted again")
         }
+        for (subject, last) in impersonations where now - last >= identityClash.window {
+            impersonations[subject] = nil
+            if problems.clear(.trust, subject) != nil { logger.info("no member has passed on the record of \(subject) for \(identityClash.window)") }
+        }
+    }
+
+    /// A record refused by `Membership.merge` (its key is trusted here as another node's): a
+    /// `trust` problem, for as long as members pass it on. Writes are not refused: the process
+    /// cannot hold this data directory's counter slots without its key, and no member that
+    /// knows the key admits it.
+    private func noteImpersonation(_ impersonation: Membership.Impersonation, from source: NodeID, now: ContinuousClock.Instant) {
+        let record = impersonation.record
+        let owner = impersonation.keyOwner
+        let subject = "\(record.node) at \(record.address)"
+        impersonations[subject] = now
+        let message = "a member record (passed on by \(source)) announces \(record.node) at \(record.address) with \(owner)'s key: "
+            + "a process holding \(owner)'s secret key claims to be \(record.node). The record is refused. Stop that process; "
+            + "if \(owner)'s key is not in safe hands, remove \(owner).pub from every member's trust directory"
+        if problems.raise(.trust, subject, message) { logger.error("\(message)") }
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
@@ -253,7 +274,8 @@ extension Replica {
         } catch .unknown {
             throw ForgetError(description: "no member \(node) is known here")
         } catch .stillAlive {
-            throw ForgetError(description: "\(node) is alive; stop it (or run leave on it) before forgetting it")
+            throw ForgetError(description: "\(node) is alive (heard within the down time, \(timing.downAfter)); stop it (or run "
+                + "leave on it) before forgetting it. If it was just stopped, wait until `peers` shows it down")
         }
     }
 
@@ -308,22 +330,28 @@ extension Replica {
         guard curve != nil else { return }
         let refused = membership.active.filter { !isAdmitted($0) }
         let subjects = Set(refused.map(\.node.rawValue))
-        for problem in problems.of(.trust) where !subjects.contains(problem.subject) && !troubledTrustSources.contains(problem.subject) {
+        for problem in problems.of(.trust)
+        where !subjects.contains(problem.subject) && !troubledTrustSources.contains(problem.subject) && impersonations[problem.subject] == nil {
             problems.clear(.trust, problem.subject)
         }
         // A listed member's message follows its reason and address (it moved, or came back with
         // another key), without counting it again.
         for record in refused {
             let reason: String
+            let remedy: String
             if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
                 reason = "its key is trusted as \(owner)'s, not \(record.node)'s"
+                remedy = "Stop the process that runs as \(record.node) with \(owner)'s key"
             } else if record.publicKey == nil {
                 reason = "it has no CURVE key (it runs insecure)"
+                remedy = "Restart it with --key and --trust (docs/security.md, \"Moving a cluster to CURVE\"), or forget it once it is down"
             } else {
                 reason = "its key is not trusted here"
+                remedy = "Copy its ID.pub into this node's trust directory (after a key rotation, its new one), or forget it once it is down"
             }
-            let message = "member \(record.node) at \(record.address): \(reason); it is not dialled and "
-                + "cannot connect, so nothing replicates with it. Trust its key (ID.pub in the trust directory) or forget it"
+            // Not "nothing replicates": a member that trusts both passes writes on (a relay).
+            let message = "member \(record.node) at \(record.address): \(reason); this node neither dials it nor lets it connect "
+                + "(members that trust it may still relay writes between them). \(remedy)"
             problems.describe(.trust, record.node.rawValue, message)
         }
     }

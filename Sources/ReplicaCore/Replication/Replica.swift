@@ -101,6 +101,9 @@ public actor Replica: PollLoopOwner {
     var troubledTrustSources: Set<String> = []
     /// Whether another process uses our id (`identity` problem; local writes refused meanwhile).
     var identityClash = IdentityClash(window: .seconds(10))
+    /// Refused member records that announce a node with another node's key, by problem
+    /// subject, and when a member last passed one on (`noteImpersonation`).
+    var impersonations: [String: ContinuousClock.Instant] = [:]
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.

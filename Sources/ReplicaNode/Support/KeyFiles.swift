@@ -12,7 +12,16 @@ enum KeyFiles {
     }
 
     static func write(_ keys: CurveKeyPair, id: String, to directory: URL, force: Bool) throws -> (key: URL, pub: URL) {
-        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        /// Each step's failure in one line naming the path (Foundation's own text was the whole
+        /// NSError: `Error Domain=NSCocoaErrorDomain Code=4 ...`).
+        func step(_ what: String, _ path: String, _ body: () throws -> Void) throws {
+            do {
+                try body()
+            } catch {
+                throw Invalid(message: "cannot \(what) \(path): \(FileSystemReason.of(error))")
+            }
+        }
+        try step("create directory", directory.path) { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
         let keyURL = directory.appendingPathComponent("\(id).key")
         let pubURL = directory.appendingPathComponent("\(id).pub")
         for url in [keyURL, pubURL] where FileManager.default.fileExists(atPath: url.path) && !force {
@@ -21,10 +30,12 @@ enum KeyFiles {
         let stamp = ISO8601DateFormatter().string(from: Date())
         let secret = "# Replica CURVE key pair of \(id), made \(stamp). Keep this file secret.\npublic-key = \(keys.publicKey)\nsecret-key = \(keys.secretKey)\n"
         guard FileManager.default.createFile(atPath: keyURL.path, contents: Data(secret.utf8), attributes: [.posixPermissions: 0o600]) else {
-            throw Invalid(message: "cannot write \(keyURL.path)")
+            // createFile says only that it failed: the directory's own state says why, mostly.
+            let reason = access(directory.path, W_OK) == 0 ? "the file could not be written" : String(cString: strerror(errno))
+            throw Invalid(message: "cannot write \(keyURL.path): \(reason)")
         }
-        try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyURL.path)
-        try Data("# Replica public key of \(id), made \(stamp).\n\(keys.publicKey)\n".utf8).write(to: pubURL)
+        try step("set the mode of", keyURL.path) { try FileManager.default.setAttributes([.posixPermissions: 0o600], ofItemAtPath: keyURL.path) }
+        try step("write", pubURL.path) { try Data("# Replica public key of \(id), made \(stamp).\n\(keys.publicKey)\n".utf8).write(to: pubURL) }
         return (keyURL, pubURL)
     }
 

@@ -56,6 +56,32 @@ import Testing
         #expect(!result.reasserted)
     }
 
+    /// A record whose key is trusted here as another node's is refused, of a member or of this
+    /// node itself (no re-assertion, so no identity clash): only a process holding that other
+    /// node's key can announce it (helper-62: it replaced the real member's record, and made the
+    /// real node refuse its writes). A key trusted for no one, or for the record's own id,
+    /// merges as before (a key being rotated).
+    @Test func aRecordWithAnotherNodesKeyIsRefused() {
+        func keyed(_ node: NodeID, _ key: UInt8, epoch: UInt64 = 1) -> MemberRecord {
+            var record = Self.record(node, epoch: epoch, port: 9000)
+            record.publicKey = [UInt8](repeating: key, count: 32)
+            return record
+        }
+        let owners: [[UInt8]: NodeID] = [[UInt8](repeating: 1, count: 32): "b", [UInt8](repeating: 3, count: 32): "c"]
+        var membership = table()
+        _ = membership.merge([keyed("b", 1)], wallMillis: 0, keyOwners: owners)
+        let impostor = membership.merge([keyed("b", 3, epoch: 2)], wallMillis: 0, keyOwners: owners)
+        #expect(impostor.changes.isEmpty && impostor.announce.isEmpty)
+        #expect(impostor.impersonations == [Membership.Impersonation(record: keyed("b", 3, epoch: 2), keyOwner: "c")])
+        #expect(membership[NodeID("b")] == keyed("b", 1), "the member's own record stays")
+
+        let ofUs = membership.merge([keyed("a", 3, epoch: 5)], wallMillis: 0, keyOwners: owners)
+        #expect(!ofUs.reasserted && ofUs.impersonations.count == 1 && membership.local.epoch == 1)
+
+        let rotated = membership.merge([keyed("b", 7, epoch: 3)], wallMillis: 0, keyOwners: owners)
+        #expect(rotated.impersonations.isEmpty && rotated.changes == [.moved(keyed("b", 7, epoch: 3))], "a key trusted for no one")
+    }
+
     @Test func aLiveNodeReassertsItselfAgainstAForgetOfItself() {
         var membership = table()
         let result = membership.merge([Self.record("a", status: .forgotten)], wallMillis: 99)

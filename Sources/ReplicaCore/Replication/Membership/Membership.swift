@@ -58,6 +58,9 @@ struct Membership: Sendable {
         /// record that would have replaced ours (the last, if several did).
         var reassertedAgainst: MemberRecord?
         var reasserted: Bool { reassertedAgainst != nil }
+        /// Records refused because their key is trusted here as another node's: a process
+        /// holding that node's key announced itself under this id (see `merge`).
+        var impersonations: [Impersonation] = []
     }
 
     /// Members to dial: active, not this node, by id. Kept (by `othersChanged`) rather than
@@ -77,10 +80,28 @@ struct Membership: Sendable {
 
     subscript(node: NodeID) -> MemberRecord? { node == local.node ? local : others[node] }
 
-    mutating func merge(_ records: [MemberRecord], wallMillis: UInt64) -> MergeResult {
+    /// A record refused by `merge`, and the node whose key it carries.
+    struct Impersonation: Equatable, Sendable {
+        var record: MemberRecord
+        var keyOwner: NodeID
+    }
+
+    /// Merges gossip. `keyOwners` is the trust of a CURVE node (key to the id its trust file
+    /// names): a record whose key this node trusts as *another* node's is refused, whoever
+    /// passes it on. Only a process holding that other node's secret key can announce such a
+    /// record; taken in, it replaced the real member's record here (members stopped dialling
+    /// it) and, of this node's own id, it made this node refuse its writes as if its data
+    /// directory ran twice (an outside tester, helper-62). A key trusted for no one, or for
+    /// the record's own id, is no evidence either way (a key being rotated) and merges as
+    /// before.
+    mutating func merge(_ records: [MemberRecord], wallMillis: UInt64, keyOwners: [[UInt8]: NodeID] = [:]) -> MergeResult {
         var result = MergeResult()
         var changed = false
         for record in records {
+            if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
+                result.impersonations.append(Impersonation(record: record, keyOwner: owner))
+                continue
+            }
             if record.node == local.node {
                 // Only this node writes its own record. A record of it that would win (an
                 // operator's forget or a stale leave reaching a live node, or an older copy of
