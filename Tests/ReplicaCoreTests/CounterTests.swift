@@ -4,6 +4,19 @@ import Testing
 @testable import ReplicaCore
 
 @Suite struct CounterTests {
+    /// Two connected replicas r1 and r2, each on SQLite in a temporary directory of its own
+    /// (removed afterwards); `body` may stop, wipe and restart either through the layout.
+    func withTwoDurableReplicas(
+        _ name: String, _ body: (ReplicaLayout, [TemporaryDirectory], Replica, Replica) async throws -> Void
+    ) async throws {
+        let directories = [TemporaryDirectory("\(name)-a"), TemporaryDirectory("\(name)-b")]
+        defer { directories.forEach { $0.remove() } }
+        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
+        let (a, b) = (try layout.start(0), try layout.start(1))
+        #expect(await connected([a, b]))
+        try await body(layout, directories, a, b)
+    }
+
     /// Two names that Swift's `String` calls equal ("caf\u{E9}" and "cafe\u{301}") are two keys
     /// in the store, so two counters: one's cached total must not count for the other, in the
     /// counter cache or in the memory store.
@@ -57,13 +70,8 @@ import Testing
         #expect(try await replicas[0].counter("race").value == expected)
     }
 
-    @Test func incrementsMadeWhileDisconnectedAllCount() async throws {
-        let directories = [TemporaryDirectory("counter-a"), TemporaryDirectory("counter-b")]
-        defer { directories.forEach { $0.remove() } }
-        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
-        let a = try layout.start(0)
-        var b = try layout.start(1)
-        #expect(await connected([a, b]))
+    @Test func incrementsMadeWhileDisconnectedAllCount() async throws { try await withTwoDurableReplicas("counter") { layout, _, a, b in
+        var b = b
         try await a.addToCounter("cups", delta: 1)
         #expect(try await eventually { try await b.counter("cups").value == 1 })
 
@@ -76,15 +84,10 @@ import Testing
             return onA == 13 && onB == 13
         })
         #expect(await eventually { await a.status().digest == b.status().digest })
-    }
+    } }
 
-    @Test func aWipedNodeRejoiningDoesNotReduceTheCounter() async throws {
-        let directories = [TemporaryDirectory("wipe-a"), TemporaryDirectory("wipe-b")]
-        defer { directories.forEach { $0.remove() } }
-        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
-        let a = try layout.start(0)
-        var b = try layout.start(1)
-        #expect(await connected([a, b]))
+    @Test func aWipedNodeRejoiningDoesNotReduceTheCounter() async throws { try await withTwoDurableReplicas("wipe") { layout, directories, a, b in
+        var b = b
         try await a.addToCounter("visits", delta: 4)
         try await b.addToCounter("visits", delta: 6)
         #expect(try await eventually { try await a.counter("visits").value == 10 })
@@ -105,20 +108,15 @@ import Testing
         let slots = try await a.counter("visits").slots
         #expect(slots.count == 3)
         #expect(slots.filter { $0.node == "r2" }.map(\.total).sorted() == [1, 6], "B's old slot is kept")
-    }
+    } }
 
     /// A power loss under `synchronous = NORMAL` loses a node's last commits, which its members
     /// already hold: here, A's disk goes back to its first increment (a copy taken then) after
     /// members saw three. A's next increment must not start from the disk's older total: stamped
     /// later, it replaced the members' slot, and the two increments the disk lost were lost on
     /// every node (the counter showed 2). The run that ended uncleanly gives A a new slot.
-    @Test func incrementsADiskLostAreNotUndoneByTheNextIncrement() async throws {
-        let directories = [TemporaryDirectory("lost-a"), TemporaryDirectory("lost-b")]
-        defer { directories.forEach { $0.remove() } }
-        let layout = ReplicaLayout(count: 2, storage: { .directory(directories[$0].url) })
-        var a = try layout.start(0)
-        let b = try layout.start(1)
-        #expect(await connected([a, b]))
+    @Test func incrementsADiskLostAreNotUndoneByTheNextIncrement() async throws { try await withTwoDurableReplicas("lost") { layout, directories, a, b in
+        var a = a
         try await a.addToCounter("visits", delta: 1)
         #expect(try await eventually { try await b.counter("visits").value == 1 })
         // What a power loss leaves of A's disk: the file as it was after the first increment.
@@ -144,7 +142,7 @@ import Testing
         await a.shutdown()
         let again = try layout.start(0)
         #expect(again.counterSlotOwner == a.counterSlotOwner, "and the same slot after a clean stop")
-    }
+    } }
 
     /// A start that fails once the store is open (its port taken) stops the store cleanly:
     /// nothing was published, and the next start keeps the counter slot.
@@ -189,6 +187,7 @@ import Testing
         #expect(written.committed.count == 1)
         #expect(try await replica.counter("n").value == 5)
         #expect(try await family.write(["slot-a": 2, "slot-b": -2], to: replica).committed.isEmpty, "nothing to add")
+        await #expect(throws: SharingError.counterOverflow(name: "n")) { try await family.write(["slot-a": .max, "slot-b": 1], to: replica) }
         await replica.shutdown()
     }
 

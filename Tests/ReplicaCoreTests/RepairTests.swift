@@ -74,18 +74,12 @@ import Testing
     /// brought by a sync instead.
     @Test func anUnavailableRepairIsCountedAndSyncedInstead() async throws {
         let peer = try FakePeer()
-        let replica = try peer.makeNode()
-        #expect(try await peer.waitUntilHeard(by: replica))
-        #expect(try await peer.waitUntilStartUpSyncsEnd(on: replica))
+        let replica = try await peer.quietNode()
         let syncsBefore = peer.syncRequests
         try peer.publish(peer.updates[0])
         // 2...9 lost, and the fake holds only up to 3.
         try peer.publish(Update(origin: "fake", sequence: 10, entry: RepairTests.entry("key10")))
-        let synced = try await eventually {
-            try peer.keepAlive()
-            return peer.syncRequests > syncsBefore
-        }
-        #expect(synced)
+        #expect(try await peer.syncAsked(after: syncsBefore))
         #expect(peer.repairsAsked.contains(2...9))
         #expect(try await replica.entry(for: "key10") != nil)
         let counters = await replica.counterSnapshot()
@@ -109,20 +103,15 @@ import Testing
     /// sequence numbers cannot show: the node must start a full sync by itself.
     @Test func digestsThatDifferWhileBothAreQuietStartASync() async throws {
         let peer = try FakePeer()
-        let replica = try peer.makeNode()
-        #expect(try await peer.waitUntilHeard(by: replica))
-        // Let the start-up syncs finish, then count only what the digests cause.
-        #expect(try await peer.waitUntilStartUpSyncsEnd(on: replica))
+        // Its start-up syncs over: count only what the digests cause.
+        let replica = try await peer.quietNode()
         let before = peer.syncRequests
         // Unchanged from now on, and unlike the node's. (A root that moves while the node's
         // stays is a member catching up: syncs for it keep their back-off, up to 64 half
         // intervals, 6.4 s here, however often it moves.)
         peer.digestRoot = 42
-        let synced = try await eventually(timeout: .seconds(30)) {
-            try peer.keepAlive()
-            return peer.syncRequests > before
-        }
-        #expect(synced)
+        #expect(try await peer.syncAsked(after: before))
+        await replica.shutdown()
     }
 }
 
@@ -228,6 +217,24 @@ final class FakePeer {
             try keepAlive()
             let status = await replica.status().peers.first
             return (status?.syncsCompleted ?? 0) >= 1 && status?.syncInProgress == false
+        }
+    }
+
+    /// A node that has heard this peer and finished its start-up syncs: what it asks of this
+    /// peer from then on, the test's own step caused.
+    func quietNode() async throws -> Replica {
+        let replica = try makeNode()
+        #expect(try await waitUntilHeard(by: replica))
+        #expect(try await waitUntilStartUpSyncsEnd(on: replica))
+        return replica
+    }
+
+    /// Whether the node asks for a sync beyond the `before` it had asked, this peer heartbeating
+    /// meanwhile.
+    func syncAsked(after before: Int) async throws -> Bool {
+        try await eventually {
+            try keepAlive()
+            return syncRequests > before
         }
     }
 

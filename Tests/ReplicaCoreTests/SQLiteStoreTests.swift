@@ -287,19 +287,32 @@ import Testing
     }
 
     /// A stop that cannot be recorded as clean says why (the replica logs it), and the next start
-    /// takes a new slot.
+    /// takes a new slot. With `synchronous = OFF` none is recorded, by design, and the start
+    /// says that rather than blaming a crash.
     @Test func aStopThatCannotBeRecordedSaysWhy() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
         let owner: UUID
         do {
-            let store = try SQLiteStore(directory: directory.url, node: "n1", synchronous: "OFF")
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
             owner = store.counterSlotOwner
-            #expect(store.closeForWriting()?.contains("synchronous = OFF") == true)
+            // Where the record goes, a directory that is not empty: the rename onto it fails.
+            let blocker = directory.url.appendingPathComponent(CleanStopRecord.fileName)
+            try FileManager.default.createDirectory(at: blocker.appendingPathComponent("in-the-way"), withIntermediateDirectories: true)
+            #expect(store.closeForWriting() != nil)
             #expect(store.closeForWriting() == nil, "closed once")
         }
-        let store = try SQLiteStore(directory: directory.url, node: "n1", synchronous: "OFF")
-        #expect(store.counterSlotOwner != owner && store.uncleanStart == .noRecord)
+        let after = try SQLiteStore(directory: directory.url, node: "n1")
+        #expect(after.counterSlotOwner != owner && after.uncleanStart == .noRecord)
+        after.closeForWriting()
+
+        let off = TemporaryDirectory()
+        defer { off.remove() }
+        do {
+            let store = try SQLiteStore(directory: off.url, node: "n1", synchronous: "OFF")
+            #expect(store.closeForWriting() == nil, "nothing to warn about")
+        }
+        #expect(try SQLiteStore(directory: off.url, node: "n1", synchronous: "OFF").uncleanStart == .synchronousOff)
     }
 
     /// Which check a start failed, so that the log names it.

@@ -119,12 +119,11 @@ import Testing
             stored.withLock { $0 = save.value }
             save.continuation.resume()
         }
-        /// Ends the save in flight with a failure (a full disk): nothing stored.
-        func failSave() {
+        /// Ends the save in flight with a failure (by default a full disk): nothing stored.
+        func failSave(_ error: any Error = ReplicaError.saveFailed(key: "k", reason: "disk is full")) {
             guard let save = pendingSave.withLock({ pending in defer { pending = nil }; return pending }) else { return }
-            save.continuation.resume(throwing: Failure())
+            save.continuation.resume(throwing: error)
         }
-        struct Failure: Error {}
     }
 
     /// A change made while a save was in flight is saved when that save ends, even once every
@@ -173,6 +172,30 @@ import Testing
         #expect(await eventually { $value.saveError == nil })
         key.deliver(11)  // saved: changes from the key are shown again
         #expect(value == 11)
+
+        // A change refused for good (too large) gives way to the key's value: it never saves.
+        $value.withLock { $0 = 12 }
+        #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+        key.failSave(ReplicaError.valueTooLarge(size: 2, limit: 1))
+        #expect(await eventually { $value.saveError != nil })
+        key.deliver(13)
+        #expect(value == 13 && key.pendingSave.withLock { $0 == nil })
+    }
+
+    /// A save that fails after the key replaced its value (a newer value, held for the save's
+    /// end) leaves nothing to save: retried at the next change from the key, it wrote that older
+    /// value back over the newer one (helper-64).
+    @Test func aFailedSaveWhoseValueTheKeyReplacedIsNotRetried() async throws {
+        let key = ManualKey()
+        @Shared(key) var value = 0
+        $value.withLock { $0 = 5 }
+        #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+        key.deliver(7)  // newer, while the save is in flight
+        key.failSave()
+        #expect(await eventually { $value.saveError != nil })
+        key.deliver(9)
+        #expect(value == 9)
+        #expect(key.pendingSave.withLock { $0 == nil }, "7 is not written back over 9")
     }
 
     /// A bad key says why once: "invalid key: it is empty", not "invalid key: invalid key (empty)".

@@ -98,7 +98,12 @@ public struct CounterFamily: EntryFamily {
         // two slots (a save that failed, then the key moved to another replica) written as two
         // additions could commit one and fail the other, and both stayed pending: the first
         // was counted twice at the next save.
-        let amount = edits.values.reduce(0, &+)
+        var amount = 0
+        for edit in edits.values {
+            let (sum, overflow) = amount.addingReportingOverflow(edit)
+            guard !overflow else { throw SharingError.counterOverflow(name: name) }
+            amount = sum
+        }
         guard amount != 0 else { return FamilyWrite(committed: []) }
         // The replica adds to its own slot's running total (increments queued before one commit
         // add up there), and refuses to overwrite a slot of a newer schema.

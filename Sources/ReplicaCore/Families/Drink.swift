@@ -33,6 +33,10 @@ public struct Drink: VersionedValue, Identifiable, Hashable {
         }
     }
 
+    enum CodingKeys: String, CodingKey {
+        case id, name, mg, date
+    }
+
     /// A validated drink; the date is kept to the millisecond (what is stored).
     public init(id: UUID = UUID(), name: String, mg: Double, date: Date = Date()) throws(Invalid) {
         guard mg >= 0, mg.isFinite else { throw .negativeCaffeine(mg) }
@@ -53,15 +57,28 @@ public struct Drink: VersionedValue, Identifiable, Hashable {
         name = try container.decode(String.self, forKey: .name)
         mg = try container.decode(Double.self, forKey: .mg)
         date = try container.decode(Date.self, forKey: .date)
-        // The checks of `init(name:mg:date:)`, so that a drink read (from a member, or migrated
-        // from schema 1) is one this program could have made, and one changed in place to an
-        // invalid value is refused when saved (it would not read back).
         guard mg >= 0, mg.isFinite else {
             throw DecodingError.dataCorruptedError(forKey: .mg, in: container, debugDescription: Invalid.negativeCaffeine(mg).description)
         }
-        guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw DecodingError.dataCorruptedError(forKey: .name, in: container, debugDescription: Invalid.emptyName.description)
+        // A blank name is read (0.25 and older stored one set in place, `name` being a `var`),
+        // but no longer written: see `encode(to:)`.
+    }
+
+    /// The checks of `init(name:mg:date:)`, so that a drink changed in place to an invalid one
+    /// (`mg` negative, a blank name) is refused when saved, by name, rather than stored for
+    /// every member to fail to read.
+    public func encode(to encoder: any Encoder) throws {
+        guard mg >= 0, mg.isFinite else {
+            throw EncodingError.invalidValue(mg, .init(codingPath: [CodingKeys.mg], debugDescription: Invalid.negativeCaffeine(mg).description))
         }
+        guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
+            throw EncodingError.invalidValue(name, .init(codingPath: [CodingKeys.name], debugDescription: Invalid.emptyName.description))
+        }
+        var container = encoder.container(keyedBy: CodingKeys.self)
+        try container.encode(id, forKey: .id)
+        try container.encode(name, forKey: .name)
+        try container.encode(mg, forKey: .mg)
+        try container.encode(date, forKey: .date)
     }
 
     /// The date as stored: whole milliseconds since 1970.

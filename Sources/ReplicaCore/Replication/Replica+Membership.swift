@@ -48,8 +48,9 @@ extension Replica {
         let subject = "\(record.node) at \(record.address)"
         impersonations[subject] = now
         let message = "a member record (passed on by \(source)) announces \(record.node) at \(record.address) with \(owner)'s key: "
-            + "a process holding \(owner)'s secret key claims to be \(record.node). The record is refused. Stop that process; "
-            + "if \(owner)'s key is not in safe hands, remove \(owner).pub from every member's trust directory"
+            + "a process holding \(owner)'s secret key claims to be \(record.node), or this node's trust directory names "
+            + "\(record.node)'s key \(owner).pub by mistake. The record is refused. Stop that process, or name the file "
+            + "\(record.node).pub; if \(owner)'s key is not in safe hands, remove \(owner).pub from every member's trust directory"
         if problems.raise(.trust, subject, message) { logger.error("\(message)") }
     }
 

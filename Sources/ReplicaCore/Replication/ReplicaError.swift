@@ -26,6 +26,17 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// counter slots.
     case identityClash(address: String)
 
+    /// Whether the same write may succeed later unchanged: the disk, the clock or the identity
+    /// clash may clear by themselves. A `Shared` keeps such a change and saves it again
+    /// (`KeyReference.setFromKey`); the others (a bad key, a value too large, a replica shut
+    /// down or leaving) never will.
+    public var isTransient: Bool {
+        switch self {
+        case .saveFailed, .clockSkew, .clockUnchecked, .clockAhead, .identityClash: true
+        case .shutDown, .leaving, .invalidKey, .valueTooLarge: false
+        }
+    }
+
     public var description: String {
         switch self {
         case .shutDown: "the replica has shut down"

@@ -239,15 +239,19 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     // MARK: Changes from the key
 
     /// Sets the value from the key, unless a local change is waiting for a save: one made
-    /// while a save was in flight (saved when it ends), or one whose save failed. That change is
-    /// saved next and, being later, wins; a failed one is retried now (a change from the key
-    /// says the key moves on without it; it had waited for the next local change or `save()`,
-    /// and a remote value replaced it meanwhile, lost with its `saveError` still showing).
+    /// while a save was in flight (saved when it ends), or one whose save failed for a reason
+    /// that may pass (a full disk, the clock, an identity clash: `ReplicaError.isTransient`).
+    /// That change is saved next and, being later, wins; a failed one is retried now (a change
+    /// from the key says the key moves on without it: a remote value replaced it, lost with its
+    /// `saveError` still showing). A change refused for good (too large, a bad key) gives way.
     private func setFromKey(_ value: Value?, clearingLoadError: Bool) {
         defer { if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } } }
         let outcome = locked { () -> KeyValueOutcome in
             guard let value, !saveAgain else { return .refused }
-            guard isSaving || changeCount == savedChangeCount else { return .retrySave }
+            if !isSaving && changeCount != savedChangeCount {
+                if (lastSaveError as? ReplicaError)?.isTransient == true { return .retrySave }
+                savedChangeCount = changeCount  // never to be saved: the stored value stands
+            }
             if isSaving { setByKeyWhileSaving = true }
             current = value
             deliverToObservers()
@@ -405,6 +409,10 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
             })
         }
         let (waiters, next) = locked { () -> ([CheckedContinuation<Void, any Error>], (Value, Int)?) in
+            // A failed save whose value the key replaced meanwhile (a newer value, held for its
+            // end) has nothing left to save: retried, it wrote that older remote value back over
+            // the next one.
+            if case .failure = result, setByKeyWhileSaving, !saveAgain { savedChangeCount = max(savedChangeCount, changes) }
             setByKeyWhileSaving = false  // (the reload above sets it too: the save is still in flight)
             if case .success = result { savedChangeCount = max(savedChangeCount, changes) }
             let waiters = currentWaiters

@@ -150,10 +150,13 @@ public final class SQLiteStore: ReplicaStore {
         self.identity = identity
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
         let lostLog = damagedLogMovedAside != nil
+        let synchronousOff = synchronous.uppercased() == "OFF"
         (counterSlotOwner, uncleanStart) = try Self.beginRun(
             database, identity: identity, created: created, synchronous: synchronous
         ) { storedNonce in
-            UncleanStart.judge(record: cleanStop, recordDescribesFile: cleanStopDescribesFile, storedNonce: storedNonce, lostLog: lostLog)
+            UncleanStart.judge(
+                record: cleanStop, recordDescribesFile: cleanStopDescribesFile, storedNonce: storedNonce, lostLog: lostLog,
+                synchronousOff: synchronousOff)
         }
         CleanStopRecord.remove(in: directory)
         checkpointer = try WALCheckpointer(path: url.path, progress: walProgress, policy: checkpointPolicy)
@@ -245,7 +248,7 @@ public final class SQLiteStore: ReplicaStore {
             // OFF`, which gets no record). No descriptor of our own: closing one would drop
             // every POSIX lock this process holds on the file, SQLite's included.
             try database.writeWithoutTransaction { db in _ = try db.checkpoint(.truncate) }
-            guard syncsCheckpoints else { return "synchronous = OFF keeps no clean-stop record" }
+            guard syncsCheckpoints else { return nil }  // by design: see `UncleanStart.synchronousOff`
             guard let record = CleanStopRecord(nonce: nonce, databaseAt: url.path) else { return "the database file could not be read" }
             try record.write(in: url.deletingLastPathComponent())
             return nil

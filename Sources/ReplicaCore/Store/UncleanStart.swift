@@ -13,6 +13,9 @@ public enum UncleanStart: Equatable, Sendable, CustomStringConvertible {
     case stopCommitMissing
     /// The write-ahead log was damaged and set aside: commits in it are gone.
     case logDamaged
+    /// `synchronous = OFF`: a stop is not synced, so none is recorded, and every start takes
+    /// a new slot (by design: a power loss may lose any commit).
+    case synchronousOff
 
     /// Judges a start of an existing store (a created one has no past run to doubt).
     /// - Parameters:
@@ -20,8 +23,11 @@ public enum UncleanStart: Equatable, Sendable, CustomStringConvertible {
     ///   - recordDescribesFile: whether the file still has the record's change time and size.
     ///   - storedNonce: the store's `stopped_cleanly` value.
     ///   - lostLog: whether a damaged log was set aside at this start.
-    static func judge(record: CleanStopRecord?, recordDescribesFile: Bool, storedNonce: String?, lostLog: Bool) -> UncleanStart? {
+    static func judge(
+        record: CleanStopRecord?, recordDescribesFile: Bool, storedNonce: String?, lostLog: Bool, synchronousOff: Bool = false
+    ) -> UncleanStart? {
         if lostLog { return .logDamaged }
+        if synchronousOff { return .synchronousOff }
         guard let record else { return .noRecord }
         guard recordDescribesFile else { return .fileChanged }
         guard storedNonce == record.nonce else { return .stopCommitMissing }
@@ -42,6 +48,8 @@ public enum UncleanStart: Equatable, Sendable, CustomStringConvertible {
                 + "taken while the node ran"
         case .logDamaged:
             "the write-ahead log was damaged and set aside, with the commits in it"
+        case .synchronousOff:
+            "synchronous = OFF records no clean stop, so every start takes a new slot"
         }
     }
 }

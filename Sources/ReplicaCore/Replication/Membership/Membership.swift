@@ -93,12 +93,13 @@ struct Membership: Sendable {
     /// it) and, of this node's own id, it made this node refuse its writes as if its data
     /// directory ran twice (an outside tester, helper-62). A key trusted for no one, or for
     /// the record's own id, is no evidence either way (a key being rotated) and merges as
-    /// before.
+    /// before; so does a departure or a forget (it only ends a membership, and a forget of a
+    /// renamed node must reach the members that know its key under the new name).
     mutating func merge(_ records: [MemberRecord], wallMillis: UInt64, keyOwners: [[UInt8]: NodeID] = [:]) -> MergeResult {
         var result = MergeResult()
         var changed = false
         for record in records {
-            if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
+            if record.status == .active, let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
                 result.impersonations.append(Impersonation(record: record, keyOwner: owner))
                 continue
             }

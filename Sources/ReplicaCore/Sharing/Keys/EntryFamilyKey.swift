@@ -358,8 +358,9 @@ struct FamilyBooks<Family: EntryFamily> {
             // The key moved to another replica (a new process default) while the save was in
             // flight: what it committed is the old replica's, and recorded here it showed the
             // old replica's slot or elements in the new one's value (and a later save wrote
-            // them there).
-            inflight = nil
+            // them there). Cleared under `tracking`: the live value gives back what the save
+            // added, which the old replica holds, or the next save wrote it to the new one too.
+            tracking(Set(edits.keys)) { $0.inflight = nil }
         case .success(let written):
             let keys = Set(edits.keys).union(written.committed.map(\.key))
             tracking(keys) { books in
