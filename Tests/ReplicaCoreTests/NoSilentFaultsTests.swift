@@ -141,6 +141,30 @@ import Testing
         await replica.shutdown()
     }
 
+    /// A data directory deleted under a running node (helper-57: unnoticed, and everything it
+    /// committed afterwards was gone at the next start) is a `store` problem that fails health;
+    /// the store itself says so for a file put in its place.
+    @Test func aDataDirectoryDeletedUnderTheNodeIsAStoreProblem() async throws {
+        let directory = TemporaryDirectory("deleted-under")
+        defer { directory.remove() }
+        let replica = try ReplicaLayout(count: 1, storage: { _ in .directory(directory.url) }).start(0)
+        try await replica.write("before", payload: Array("1".utf8))
+        #expect(await replica.health().healthy)
+        try FileManager.default.removeItem(at: directory.url)
+        #expect(await eventually { await replica.status().problems.contains { $0.kind == .store && $0.message.contains("was deleted") } })
+        #expect(await !replica.health().healthy)
+        await replica.shutdown()
+
+        let other = TemporaryDirectory("replaced-under")
+        defer { other.remove() }
+        let store = try SQLiteStore(directory: other.url, node: "n1")
+        #expect(store.fileNoLongerInPlace == nil)
+        let file = other.url.appendingPathComponent(SQLiteStore.fileName)
+        try FileManager.default.moveItem(at: file, to: other.url.appendingPathComponent("moved"))
+        try Data("another file".utf8).write(to: file)
+        #expect(store.fileNoLongerInPlace == "was replaced by another file")
+    }
+
     /// A key with U+0000 is refused with a clear error: SQLite would store it whole but read it
     /// back as the shorter key before the NUL, another key's value.
     @Test func aKeyWithANulIsRefused() async throws {

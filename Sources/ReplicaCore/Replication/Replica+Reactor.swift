@@ -136,6 +136,10 @@ extension Replica {
         }
         checkClock(now: now)
         judgeIdentityClash(now: now)
+        if now >= nextStoreFileCheck {
+            nextStoreFileCheck = now + .seconds(2)
+            checkStoreFileInPlace()
+        }
         if !storeReadFailureLogged, let failure = store.readFailure {
             // Listed by `status` from the store itself; said once in the log, when first seen.
             storeReadFailureLogged = true
@@ -204,5 +208,22 @@ extension Replica {
         } catch {
             logger.warning("re-dialling \(node) failed: \(error)")
         }
+    }
+}
+
+extension Replica {
+    /// The data directory deleted (or the database file replaced) under a running node: SQLite
+    /// goes on committing to the file it holds open, which no path leads to any more, and all
+    /// of it is gone when the node stops. A `store` problem (health fails) until a restart;
+    /// checked every 2 s (one `stat`).
+    func checkStoreFileInPlace() {
+        guard let why = store.fileNoLongerInPlace, case .directory(let directory) = configuration.storage else { return }
+        let path = directory.appendingPathComponent(SQLiteStore.fileName).path
+        guard !problems.contains(.store, path) else { return }
+        let message = "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
+            + "leads to, lost when the node stops. Members hold what was replicated. To keep what only this node holds, "
+            + "export it first (`replica-node keys`, `get`), then restart the node: it starts over from its members"
+        problems.raise(.store, path, message)
+        logger.error("\(message)")
     }
 }

@@ -132,6 +132,7 @@ public actor Replica: PollLoopOwner {
     var refusedSaves: [String: Problem] = [:]
     var warnings = WarningLimiter()
     var storeReadFailureLogged = false
+    var nextStoreFileCheck = ContinuousClock.now
     var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]

@@ -58,6 +58,7 @@ public final class MemoryStore: ReplicaStore {
 
     /// Memory is not read from a file: nothing to find damaged.
     public var readFailure: StoreReadFailure? { nil }
+    public var fileNoLongerInPlace: String? { nil }
 
     public func closeForWriting() -> String? { nil }
 

@@ -79,6 +79,9 @@ public protocol ReplicaStore: AnyObject {
     /// Damage that a read (by the store or one of its readers) found since the store was
     /// opened: it stays until the store is opened again. Nil for a store in memory.
     var readFailure: StoreReadFailure? { get }
+    /// Why the store's file is no longer where the data directory says (deleted, or another
+    /// file put in its place) while the store runs: nil while it is, and for a store in memory.
+    var fileNoLongerInPlace: String? { get }
 
     /// Keeps a copy of an entry that could not be decoded, so that a later write over its key
     /// never destroys the only copy. Local to this node, never replicated.

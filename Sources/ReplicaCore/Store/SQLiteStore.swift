@@ -41,6 +41,8 @@ public final class SQLiteStore: ReplicaStore {
     private var index = StoreIndex()
     /// Damage found by reads since the store was opened, on any of its connections.
     private let readFailures: StoreReadFailures
+    /// The database file as opened (see `fileNoLongerInPlace`).
+    private let openedFile: FileIdentity?
     /// Not `synchronous = OFF`: a checkpoint ends with the file synced.
     private let syncsCheckpoints: Bool
 
@@ -144,6 +146,8 @@ public final class SQLiteStore: ReplicaStore {
         }
         let database = opened.database
         self.database = database
+        var info = stat()
+        openedFile = stat(url.path, &info) == 0 ? FileIdentity(info) : nil
         index = opened.index
         recoveredFromCorruption = moved
         let (identity, created) = try database.write { db in try Self.identity(in: db, node: node) }
@@ -331,6 +335,10 @@ public final class SQLiteStore: ReplicaStore {
             try db.execute(sql: "PRAGMA mmap_size = 0")
             // Checkpoints run on their own thread (WALCheckpointer), never inside a commit.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
+            // A burst (an import) grows the log; once a checkpoint has emptied it, SQLite cuts
+            // the file back to 64 MiB rather than keeping the burst's size on disk until the
+            // next clean stop.
+            try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
         }
         do {
             let queue = try DatabaseQueue(path: url.path, configuration: configuration)
@@ -587,6 +595,25 @@ public final class SQLiteStore: ReplicaStore {
 
     public var readFailure: StoreReadFailure? { readFailures.current }
 
+    /// One `stat` of the path. While this store holds the file open, its inode cannot be given
+    /// to another file, so another inode at the path is another file.
+    public var fileNoLongerInPlace: String? {
+        var info = stat()
+        guard stat(url.path, &info) == 0 else { return "was deleted (\(String(cString: strerror(errno))))" }
+        guard let openedFile, openedFile != FileIdentity(info) else { return nil }
+        return "was replaced by another file"
+    }
+
+    /// A file's device and inode.
+    struct FileIdentity: Equatable {
+        var device: UInt64
+        var inode: UInt64
+        init(_ info: stat) {
+            device = UInt64(info.st_dev)
+            inode = UInt64(info.st_ino)
+        }
+    }
+
     public func beginEpoch(atLeast: UInt64) throws -> UInt64 {
         try requireOpenForWriting()
         return try database.write { db in
@@ -757,6 +784,11 @@ public final class SQLiteStore: ReplicaStore {
             try write(winners)
         } catch {
             index.undo(applied)
+            // Damage a commit finds is the store's, as when a read finds it (it was listed as a
+            // failed commit only, which a full disk also is: retried, never checked).
+            if let sqlite = error as? DatabaseError, [ResultCode.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(sqlite.resultCode) {
+                readFailures.record(error)
+            }
             throw error
         }
         return winners
@@ -780,7 +812,7 @@ public final class SQLiteStore: ReplicaStore {
                     var node = entry.version.node.rawValue
                     // A bind that fails (out of memory) leaves its parameter NULL: for the
                     // payload, a tombstone stored where the index records a value. Every result
-                    // is checked; one branch each.
+                    // is checked, with one branch in all.
                     var bound = key.withUTF8 { sqlite3_bind_text(handle, 1, $0.baseAddress, Int32($0.count), sqliteTransient) }
                     bound |= sqlite3_bind_int64(handle, 2, Int64(bitPattern: entry.version.timestamp.rawValue))
                     bound |= node.withUTF8 { sqlite3_bind_text(handle, 3, $0.baseAddress, Int32($0.count), sqliteTransient) }

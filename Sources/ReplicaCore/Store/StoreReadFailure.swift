@@ -18,7 +18,7 @@ public struct StoreReadFailure: Sendable, Equatable, CustomStringConvertible {
     public var count: Int
 
     public var description: String {
-        "reading the store \(path) failed (\(reason)): what it holds cannot be read, served or synced. "
+        "the store \(path) is damaged or its disk fails (\(reason)): what it holds cannot be read, served or synced. "
             + "Restart the node: start-up checks every row, keeps a damaged file aside and fetches the data back "
             + "from members (see docs/operations.md, \"A corrupt database\")"
     }
