@@ -84,6 +84,20 @@ import Testing
         for replica in [a, b] { await replica.shutdown() }
     }
 
+    /// A member that left is listed left since its departure, not since this node's restart
+    /// (helper-58); a record's departure time is its epoch.
+    @Test func aDepartureIsListedSinceItsOwnTime() {
+        let departed = Date(timeIntervalSince1970: 1_795_000_000)
+        let record = MemberRecord(
+            node: "c", epoch: UInt64(departed.timeIntervalSince1970 * 1000), incarnation: UUID(), status: .left,
+            address: Endpoint(host: "127.0.0.1", port: 7000), publicKey: nil)
+        let restart = departed.addingTimeInterval(3_600)
+        #expect(Replica.since(of: record, judged: restart) == departed)
+        var active = record
+        active.status = .active
+        #expect(Replica.since(of: active, judged: restart) == restart, "an active member's state is judged here")
+    }
+
     /// A node that wrote while cut off, then restarted, has published nothing in this run: its
     /// writes are in no stream. It leaves only once a member holds them (equal digests), and
     /// then the member has them when `leave` returns. (It left at once, and they were lost.)

@@ -32,7 +32,7 @@ extension Replica {
                     id: record.node.rawValue,
                     address: record.address.description,
                     state: session.liveness.state,
-                    since: session.liveness.sinceDate,
+                    since: Self.since(of: record, judged: session.liveness.sinceDate),
                     lastSeenSecondsAgo: session.liveness.lastDirect.map { (now - $0) / .seconds(1) },
                     relayedBy: relays[record.node],
                     epoch: session.stream.epoch,
@@ -61,6 +61,14 @@ extension Replica {
             problems: currentProblems,
             loadErrors: problems.of(.load),
             saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
+    }
+
+    /// Since when a member is in its state. A departure carries its time (its epoch, in wall
+    /// milliseconds): a member that left before this node restarted was listed as left since
+    /// the restart, which also kept its metrics series for the retention after each restart.
+    static func since(of record: MemberRecord, judged: Date) -> Date {
+        guard record.status != .active, record.epoch >= 1_000_000_000_000 else { return judged }
+        return min(judged, Date(timeIntervalSince1970: Double(record.epoch) / 1000))
     }
 
     /// The node's health: see `ReplicaHealth`.

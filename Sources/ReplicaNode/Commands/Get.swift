@@ -10,7 +10,9 @@ struct Get: ClientCommand {
             base64:...). With --json, one object: {"key", "value", "encoding", "version", \
             "time", "hlc", "node", "schema"}, where value is the JSON value itself when \
             encoding is "json" and a base64 string when it is "base64", and time is when the \
-            version was written. An unknown key exits with 1; a key no node can hold (empty, over \
+            version was written. hlc is the version's 64-bit clock as an integer, beyond what \
+            readers that parse numbers as doubles (JavaScript, jq) hold exactly: compare \
+            version, a string, there. An unknown key exits with 1; a key no node can hold (empty, over \
             \(ControlEndpoint.replicaLimits.maxKeyBytes) bytes) with 64.
 
             Examples:
