@@ -163,6 +163,9 @@ import Testing
         try FileManager.default.moveItem(at: file, to: other.url.appendingPathComponent("moved"))
         try Data("another file".utf8).write(to: file)
         #expect(store.fileNoLongerInPlace == "was replaced by another file")
+        // Its stop records nothing: the record would describe the other file.
+        #expect(store.closeForWriting() == "the database file was replaced by another file")
+        #expect(!FileManager.default.fileExists(atPath: other.url.appendingPathComponent(CleanStopRecord.fileName).path))
     }
 
     /// A key with U+0000 is refused with a clear error: SQLite would store it whole but read it

@@ -203,6 +203,10 @@ import Testing
         let nowhere = try replicaNode(["keygen", "--id", "n1", "--out", "/proc/nope"])
         #expect(nowhere.status == 1)
         #expect(nowhere.stderr == "replica-node: cannot create directory /proc/nope: no such file or directory\n", "\(nowhere.stderr)")
+        let file = root.appendingPathComponent("a-file")
+        try Data("x".utf8).write(to: file)
+        let onAFile = try replicaNode(["keygen", "--id", "n1", "--out", file.path])
+        #expect(onAFile.stderr == "replica-node: cannot create directory \(file.path): it is a file, not a directory\n", "\(onAFile.stderr)")
         let data = root.appendingPathComponent("new/node1")
         let listen = "127.0.0.1:\(TestPorts.pair())"
         let missingKey = keys.appendingPathComponent("missing.key").path

@@ -11,6 +11,7 @@ struct TextLineTests {
         ("two\nlines", "two\\nlines"),
         ("tab\there\r", "tab\\there\\r"),
         ("bell\u{7}del\u{7F}c1\u{85}", "bell\\u{7}del\\u{7F}c1\\u{85}"),
+        ("line\u{2028}para\u{2029}", "line\\u{2028}para\\u{2029}"),
         ("back\\slash é ☕️", "back\\slash é ☕️"),
     ])
     func controlCharactersAreShownEscaped(text: String, shown: String) {

@@ -275,8 +275,8 @@ extension Replica {
         } catch .unknown {
             throw ForgetError(description: "no member \(node) is known here")
         } catch .stillAlive {
-            throw ForgetError(description: "\(node) is alive (heard within the down time, \(timing.downAfter)); stop it (or run "
-                + "leave on it) before forgetting it. If it was just stopped, wait until `peers` shows it down")
+            throw ForgetError(description: "\(node) is alive; stop it (or run leave on it) before forgetting it. If it was "
+                + "just stopped, wait until `peers` no longer shows it alive (suspect after \(timing.suspectAfter) without a word from it)")
         }
     }
 

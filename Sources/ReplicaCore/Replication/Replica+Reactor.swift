@@ -221,8 +221,10 @@ extension Replica {
         let path = directory.appendingPathComponent(SQLiteStore.fileName).path
         guard !problems.contains(.store, path) else { return }
         let message = "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
-            + "leads to, lost when the node stops. Members hold what was replicated. To keep what only this node holds, "
-            + "export it first (`replica-node keys`, `get`), then restart the node: it starts over from its members"
+            + "leads to, lost when the node stops. Keep it running until every member is up and in sync with it (their "
+            + "`peers` show it alive and in sync: what only it held has reached them), then stop it and start it again: it "
+            + "starts over from its members. (Its control socket may have gone with the directory: then its clients cannot "
+            + "reach it, and the members' `peers`, this log and --metrics are what show it.)"
         problems.raise(.store, path, message)
         logger.error("\(message)")
     }

@@ -7,6 +7,16 @@ import Glibc
 /// Why a file-system call failed, in the system's words (`no such file or directory`), instead
 /// of Foundation's description of the error (`Error Domain=NSCocoaErrorDomain Code=260 ...`).
 public enum FileSystemReason {
+    /// Why a directory could not be made at `path`: "it is a file, not a directory" where
+    /// `mkdir` would only say that something exists there.
+    public static func ofDirectory(_ error: any Error, at path: String) -> String {
+        var isDirectory: ObjCBool = false
+        if FileManager.default.fileExists(atPath: path, isDirectory: &isDirectory), !isDirectory.boolValue {
+            return "it is a file, not a directory"
+        }
+        return of(error)
+    }
+
     /// The reason behind `error`: the errno under it if there is one.
     public static func of(_ error: any Error) -> String {
         if let errno = errnoCode(error) { return systemMessage(errno) }

@@ -119,7 +119,7 @@ public final class SQLiteStore: ReplicaStore {
         do {
             try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         } catch {
-            throw UnusableDataDirectory(path: directory.path, reason: FileSystemReason.of(error))
+            throw UnusableDataDirectory(path: directory.path, reason: FileSystemReason.ofDirectory(error, at: directory.path))
         }
         lock = try DataDirectoryLock(directory: directory)
         url = directory.appendingPathComponent(Self.fileName)
@@ -229,8 +229,11 @@ public final class SQLiteStore: ReplicaStore {
         guard lock != nil else { return nil }
         checkpointer.stop()
         defer { lock = nil }
-        // Not for a file found damaged, which is kept exactly as it is.
+        // Not for a file found damaged, which is kept exactly as it is; nor for one deleted or
+        // replaced meanwhile (the record would describe another file, or land in a directory
+        // another process made since).
         if let damage = readFailures.current { return "the store is damaged: \(damage.reason)" }
+        if let gone = fileNoLongerInPlace { return "the database file \(gone)" }
         return recordCleanStop()
     }
 

@@ -38,7 +38,8 @@ public enum UncleanStart: Equatable, Sendable, CustomStringConvertible {
         switch self {
         case .noRecord:
             "no clean-stop record: the last run did not stop cleanly (a crash, kill -9, a power loss), "
-                + "or could not write the record, or a version before 0.25.0 ran this directory"
+                + "or the files are a copy taken while it ran (an online backup restored), or it could not write the "
+                + "record, or a version before 0.25.0 ran this directory"
         case .fileChanged:
             "the database file's change time or size is not the one its clean stop recorded: it is a copy "
                 + "(a restored backup) or was written over, or its owner or mode changed (chown, chmod, "

@@ -21,7 +21,11 @@ enum KeyFiles {
                 throw Invalid(message: "cannot \(what) \(path): \(FileSystemReason.of(error))")
             }
         }
-        try step("create directory", directory.path) { try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true) }
+        do {
+            try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        } catch {
+            throw Invalid(message: "cannot create directory \(directory.path): \(FileSystemReason.ofDirectory(error, at: directory.path))")
+        }
         let keyURL = directory.appendingPathComponent("\(id).key")
         let pubURL = directory.appendingPathComponent("\(id).pub")
         for url in [keyURL, pubURL] where FileManager.default.fileExists(atPath: url.path) && !force {

@@ -27,7 +27,9 @@ enum TextLine {
         return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\r\n" ? " " : $0 })
     }
 
+    /// C0, DEL and C1 controls, and the line and paragraph separators (U+2028, U+2029), which
+    /// line-splitting readers (Python's `splitlines`, editors) also break at.
     private static func isControl(_ scalar: Unicode.Scalar) -> Bool {
-        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value)
+        scalar.value < 0x20 || (0x7F...0x9F).contains(scalar.value) || scalar.value == 0x2028 || scalar.value == 0x2029
     }
 }
