@@ -276,16 +276,17 @@ import Testing
             Issue.record("a drink with negative caffeine must be refused")
         } catch let error as SharingError {
             guard case .elementNotSaved(log: "drinks", id: drink.id.uuidString.lowercased(), let reason) = error else { throw error }
-            #expect(reason.contains("cannot be encoded") && reason.contains("caffeine must be 0 mg or more"), "\(reason)")
+            #expect(reason.contains("would not read back") && reason.contains("caffeine must be 0 mg or more"), "\(reason)")
         }
         let key = Drink.log().key(forID: drink.id.uuidString.lowercased())
         let stored = try #require(try await replica.entry(for: key))
         #expect(try Drink.log().element(in: stored)?.mg == 75, "the last good version stays stored")
         #expect(await replica.status().saveErrors.count == 1)
-        // A blank name is refused when written, and still read (0.25 stored such names).
+        // A blank name is written and read, as 0.25 stored such names (refused when encoded, it
+        // hung `drinks list`, whose reply encodes every drink: helper-66).
         var blank = drink
         blank.name = " "
-        #expect(throws: EncodingError.self) { try JSONEncoder().encode(blank) }
+        #expect(throws: Never.self) { try JSONEncoder().encode(blank) }
         #expect(try ReplicatedJSON.decoder().decode(Drink.self, from: Data(#"{"id":"\#(UUID())","name":" ","mg":1,"date":"2024-05-01T08:00:00.000Z"}"#.utf8)).name == " ")
         await replica.shutdown()
     }

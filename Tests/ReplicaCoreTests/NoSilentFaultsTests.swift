@@ -151,7 +151,7 @@ import Testing
         try await replica.write("before", payload: Array("1".utf8))
         #expect(await replica.health().healthy)
         try FileManager.default.removeItem(at: directory.url)
-        #expect(await eventually { await replica.status().problems.contains { $0.kind == .store && $0.message.contains("was deleted") } })
+        #expect(await eventually { await replica.status().problems.contains { $0.kind == .store && $0.message.contains("was deleted or moved away") } })
         #expect(await !replica.health().healthy)
         await replica.shutdown()
 

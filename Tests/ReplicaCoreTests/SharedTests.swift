@@ -1,4 +1,5 @@
 import Foundation
+import Observation
 import Synchronization
 import Testing
 @testable import ReplicaCore
@@ -180,6 +181,20 @@ import Testing
         #expect(await eventually { $value.saveError != nil })
         key.deliver(13)
         #expect(value == 13 && key.pendingSave.withLock { $0 == nil })
+    }
+
+    /// A change from the key that arrives after `withLock` changed the value but before its
+    /// save started (observers run in between) does not replace the change: that lost the
+    /// local change, with no error (helper-66).
+    @Test func aRemoteChangeBeforeALocalChangesSaveStartsDoesNotReplaceIt() async throws {
+        let key = ManualKey()
+        @Shared(key) var value = 0
+        withObservationTracking { _ = value } onChange: { key.deliver(99) }
+        $value.withLock { $0 = 5 }
+        #expect(await eventually { key.pendingSave.withLock { $0 != nil } })
+        #expect(key.pendingSave.withLock { $0?.value } == 5)
+        key.finishSave()
+        #expect(value == 5 && key.stored.withLock { $0 } == 5)
     }
 
     /// A save that fails after the key replaced its value (a newer value, held for the save's

@@ -19,8 +19,9 @@ struct TextLineTests {
     }
 
     @Test func aJSONValueIsShownOnOneLine() {
-        #expect(TextLine.oneLine(json: "{\n  \"a\": [1,\r\n\t2]\n}") == "{   \"a\": [1,  2] }")
+        #expect(TextLine.oneLine(json: "{\n  \"a\": [1,\r\n\t2]\n}") == "{   \"a\": [1,   2] }")
         #expect(TextLine.oneLine(json: "\"keeps \\n escaped\"") == "\"keeps \\n escaped\"")
+        #expect(TextLine.oneLine(json: "\"a\u{2028}b\u{2029}\"") == "\"a\\u2028b\\u2029\"", "JSON's own escapes")
     }
 
     @Test func aWatchLineIsOneLine() {

@@ -60,25 +60,8 @@ public struct Drink: VersionedValue, Identifiable, Hashable {
         guard mg >= 0, mg.isFinite else {
             throw DecodingError.dataCorruptedError(forKey: .mg, in: container, debugDescription: Invalid.negativeCaffeine(mg).description)
         }
-        // A blank name is read (0.25 and older stored one set in place, `name` being a `var`),
-        // but no longer written: see `encode(to:)`.
-    }
-
-    /// The checks of `init(name:mg:date:)`, so that a drink changed in place to an invalid one
-    /// (`mg` negative, a blank name) is refused when saved, by name, rather than stored for
-    /// every member to fail to read.
-    public func encode(to encoder: any Encoder) throws {
-        guard mg >= 0, mg.isFinite else {
-            throw EncodingError.invalidValue(mg, .init(codingPath: [CodingKeys.mg], debugDescription: Invalid.negativeCaffeine(mg).description))
-        }
-        guard !name.trimmingCharacters(in: .whitespaces).isEmpty else {
-            throw EncodingError.invalidValue(name, .init(codingPath: [CodingKeys.name], debugDescription: Invalid.emptyName.description))
-        }
-        var container = encoder.container(keyedBy: CodingKeys.self)
-        try container.encode(id, forKey: .id)
-        try container.encode(name, forKey: .name)
-        try container.encode(mg, forKey: .mg)
-        try container.encode(date, forKey: .date)
+        // A blank name is read, as 0.25 and older stored it (`name` is a `var`); refusing it
+        // here, or when a drink is encoded (for a control reply too), hid or hung a whole list.
     }
 
     /// The date as stored: whole milliseconds since 1970.

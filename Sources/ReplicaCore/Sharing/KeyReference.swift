@@ -46,6 +46,9 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     private var savingChangeCount = 0
     /// Local changes made since the save in flight took its value: saved when it finishes.
     private var saveAgain = false
+    /// The local changes the last failed save covered (`setFromKey` lets the key's value replace
+    /// them only if that save refused them for good and nothing changed since).
+    private var refusedChangeCount = -1
     /// The key set the value while a save was in flight. Usually a newer change it held for the
     /// save's end; but a change the key was already delivering when the save began is older than
     /// the save, and replaced its value here for good. So the save's end reads the stored value
@@ -239,17 +242,17 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
     // MARK: Changes from the key
 
     /// Sets the value from the key, unless a local change is waiting for a save: one made
-    /// while a save was in flight (saved when it ends), or one whose save failed for a reason
-    /// that may pass (a full disk, the clock, an identity clash: `ReplicaError.isTransient`).
-    /// That change is saved next and, being later, wins; a failed one is retried now (a change
-    /// from the key says the key moves on without it: a remote value replaced it, lost with its
-    /// `saveError` still showing). A change refused for good (too large, a bad key) gives way.
+    /// while a save was in flight (saved when it ends), one whose save has not started yet
+    /// (`withLock` returns before it does), or one whose save failed. That change is saved now
+    /// and, being later, wins (a remote value replaced it, lost with its `saveError` still
+    /// showing). Only the change a save refused for good (too large, a bad key: `givesWay`)
+    /// gives way to the key's value, since it will never be saved.
     private func setFromKey(_ value: Value?, clearingLoadError: Bool) {
         defer { if clearingLoadError { updateStatus { $0.loadError = nil; $0.isLoading = false } } }
         let outcome = locked { () -> KeyValueOutcome in
             guard let value, !saveAgain else { return .refused }
             if !isSaving && changeCount != savedChangeCount {
-                if (lastSaveError as? ReplicaError)?.isTransient == true { return .retrySave }
+                guard changeCount == refusedChangeCount, let error = lastSaveError, Self.givesWay(error) else { return .retrySave }
                 savedChangeCount = changeCount  // never to be saved: the stored value stands
             }
             if isSaving { setByKeyWhileSaving = true }
@@ -266,6 +269,19 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
         case .retrySave:
             requestSave(context: .didSet, waiter: nil)
         }
+    }
+
+    /// Whether a save's error refuses the value for good: this program's refusals (too large,
+    /// a bad key, newer data), or a replica that shut down or is leaving. A failure that may
+    /// pass (the disk, the clock, an identity clash), and any error of a key of the program's
+    /// own, keeps the change to be saved again.
+    static func givesWay(_ error: any Error) -> Bool {
+        if let error = error as? ReplicaError { return !error.isTransient }
+        if let error = error as? SharingError {
+            if case .noDefaultReplica = error { return false }  // it saves once a default is set
+            return true
+        }
+        return false
     }
 
     private func receive(_ event: SharedSubscriber<Value>.Event) {
@@ -398,10 +414,9 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
             case .failure(let error): status.saveError = error  // the value stays; the next save retries it
             }
         }
-        let reload = locked { () -> Bool in
-            guard case .success = result else { return false }
-            return setByKeyWhileSaving && !saveAgain
-        }
+        // Also after a failure: the value the key delivered meanwhile may be older than what
+        // is stored (one already on its way when the save began).
+        let reload = locked { () -> Bool in setByKeyWhileSaving && !saveAgain }
         if reload {
             // Before the save's callers resume: they see the value stored.
             key.load(context: .userInitiated, continuation: LoadContinuation("reload of \(key.readable) after its save") { [weak self] outcome in
@@ -412,7 +427,10 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
             // A failed save whose value the key replaced meanwhile (a newer value, held for its
             // end) has nothing left to save: retried, it wrote that older remote value back over
             // the next one.
-            if case .failure = result, setByKeyWhileSaving, !saveAgain { savedChangeCount = max(savedChangeCount, changes) }
+            if case .failure = result {
+                refusedChangeCount = changes
+                if setByKeyWhileSaving && !saveAgain { savedChangeCount = max(savedChangeCount, changes) }
+            }
             setByKeyWhileSaving = false  // (the reload above sets it too: the save is still in flight)
             if case .success = result { savedChangeCount = max(savedChangeCount, changes) }
             let waiters = currentWaiters

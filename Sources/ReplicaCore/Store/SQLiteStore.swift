@@ -599,10 +599,15 @@ public final class SQLiteStore: ReplicaStore {
     public var readFailure: StoreReadFailure? { readFailures.current }
 
     /// One `stat` of the path. While this store holds the file open, its inode cannot be given
-    /// to another file, so another inode at the path is another file.
+    /// to another file, so another inode at the path is another file. Only "no such file" (or
+    /// a path component that is no longer a directory) says it is gone: a permission taken
+    /// away or a network mount's hiccup is not, and SQLite's open descriptor still works.
     public var fileNoLongerInPlace: String? {
         var info = stat()
-        guard stat(url.path, &info) == 0 else { return "was deleted (\(String(cString: strerror(errno))))" }
+        guard stat(url.path, &info) == 0 else {
+            let error = errno
+            return error == ENOENT || error == ENOTDIR ? "was deleted or moved away (\(String(cString: strerror(error))))" : nil
+        }
         guard let openedFile, openedFile != FileIdentity(info) else { return nil }
         return "was replaced by another file"
     }

@@ -22,9 +22,19 @@ enum TextLine {
 
     /// A stored JSON value on one line: outside its strings (which cannot hold a raw control
     /// character), a newline, return or tab is only whitespace, so each becomes a space.
+    /// U+2028 and U+2029, which JSON strings may hold raw, become their JSON escapes.
     static func oneLine(json text: String) -> String {
-        guard text.utf8.contains(where: { $0 == 0x0A || $0 == 0x0D || $0 == 0x09 }) else { return text }
-        return String(text.map { $0 == "\n" || $0 == "\r" || $0 == "\t" || $0 == "\r\n" ? " " : $0 })
+        guard text.unicodeScalars.contains(where: { [0x0A, 0x0D, 0x09, 0x2028, 0x2029].contains($0.value) }) else { return text }
+        var shown = ""
+        for scalar in text.unicodeScalars {
+            switch scalar.value {
+            case 0x0A, 0x0D, 0x09: shown += " "
+            case 0x2028: shown += "\\u2028"
+            case 0x2029: shown += "\\u2029"
+            default: shown.unicodeScalars.append(scalar)
+            }
+        }
+        return shown
     }
 
     /// C0, DEL and C1 controls, and the line and paragraph separators (U+2028, U+2029), which
