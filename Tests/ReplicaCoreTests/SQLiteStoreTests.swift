@@ -6,10 +6,17 @@ import Testing
 
 @Suite struct SQLiteStoreTests {
     /// A store of node n1 in `directory` that held `entries` and stopped cleanly.
-    static func storeStopped(in directory: TemporaryDirectory, holding entries: [Entry]) throws {
+    /// Runs a store in `directory` to its stop: it merges `entries`, `beforeStop` acts on it,
+    /// and it is closed for writing. Returns it (closed) and why its stop could not be recorded
+    /// as clean (nil if it was).
+    @discardableResult
+    static func storeStopped(
+        in directory: TemporaryDirectory, holding entries: [Entry] = [], beforeStop: (SQLiteStore) throws -> Void = { _ in }
+    ) throws -> (store: SQLiteStore, unrecorded: String?) {
         let store = try SQLiteStore(directory: directory.url, node: "n1")
         _ = try store.merge(entries)
-        store.closeForWriting()
+        try beforeStop(store)
+        return (store, store.closeForWriting())
     }
 
     static func entry(_ key: String, _ millis: UInt64, _ node: NodeID = "n1", _ value: String? = "1") -> Entry {
@@ -274,12 +281,9 @@ import Testing
     @Test func aStartRefusedForAnotherIdKeepsTheCleanStopForTheRightOne() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let owner: UUID
-        do {
-            let store = try SQLiteStore(directory: directory.url, node: "n1")
-            owner = store.counterSlotOwner
-            #expect(store.closeForWriting() == nil, "a clean stop is recorded")
-        }
+        let (first, unrecorded) = try Self.storeStopped(in: directory)
+        let owner = first.counterSlotOwner
+        #expect(unrecorded == nil, "a clean stop is recorded")
         #expect(throws: SQLiteStore.ForeignDataDirectory.self) { try SQLiteStore(directory: directory.url, node: "n2") }
         let store = try SQLiteStore(directory: directory.url, node: "n1")
         #expect(store.counterSlotOwner == owner && store.uncleanStart == nil)
@@ -292,16 +296,14 @@ import Testing
     @Test func aStopThatCannotBeRecordedSaysWhy() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let owner: UUID
-        do {
-            let store = try SQLiteStore(directory: directory.url, node: "n1")
-            owner = store.counterSlotOwner
+        let (first, unrecorded) = try Self.storeStopped(in: directory) { _ in
             // Where the record goes, a directory that is not empty: the rename onto it fails.
             let blocker = directory.url.appendingPathComponent(CleanStopRecord.fileName)
             try FileManager.default.createDirectory(at: blocker.appendingPathComponent("in-the-way"), withIntermediateDirectories: true)
-            #expect(store.closeForWriting() != nil)
-            #expect(store.closeForWriting() == nil, "closed once")
         }
+        let owner = first.counterSlotOwner
+        #expect(unrecorded != nil)
+        #expect(first.closeForWriting() == nil, "closed once")
         let after = try SQLiteStore(directory: directory.url, node: "n1")
         #expect(after.counterSlotOwner != owner && after.uncleanStart == .noRecord)
         after.closeForWriting()

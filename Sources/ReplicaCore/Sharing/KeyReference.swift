@@ -453,7 +453,7 @@ final class KeyReference<Key: SharedReaderKey>: Reference, Observable, @unchecke
 private enum KeyValueOutcome {
     case set
     case refused
-    /// Refused for a local change whose save failed: that save is retried.
+    /// Refused for a local change whose save failed or has not started yet: it is saved now.
     case retrySave
 }
 
