@@ -168,6 +168,25 @@ import Testing
         #expect(!FileManager.default.fileExists(atPath: other.url.appendingPathComponent(CleanStopRecord.fileName).path))
     }
 
+    /// A data directory moved away and back holds the same file, which got every commit
+    /// meanwhile: the `store` problem clears (helper-66: it stayed until a restart).
+    @Test func aDataDirectoryMovedBackClearsItsStoreProblem() async throws {
+        let directory = TemporaryDirectory("moved-back")
+        defer { directory.remove() }
+        let aside = directory.url.deletingLastPathComponent().appendingPathComponent(directory.url.lastPathComponent + "-aside")
+        defer { try? FileManager.default.removeItem(at: aside) }
+        let replica = try ReplicaLayout(count: 1, storage: { _ in .directory(directory.url) }).start(0)
+        try FileManager.default.moveItem(at: directory.url, to: aside)
+        #expect(await eventually { await !replica.health().healthy })
+        try await replica.write("meanwhile", payload: Array("1".utf8))
+        try FileManager.default.moveItem(at: aside, to: directory.url)
+        #expect(await eventually { await replica.health().healthy })
+        #expect(await !replica.status().problems.contains { $0.kind == .store })
+        await replica.shutdown()
+        let reopened = try SQLiteStore(directory: directory.url, node: "r1")
+        #expect(try reopened.entry(for: "meanwhile")?.payload == Array("1".utf8))
+    }
+
     /// A key with U+0000 is refused with a clear error: SQLite would store it whole but read it
     /// back as the shorter key before the NUL, another key's value.
     @Test func aKeyWithANulIsRefused() async throws {

@@ -35,7 +35,9 @@ import Testing
         (PeerState.alive, "n3", true, false, true, "n2", "relay n3", "yes"),
         (PeerState.suspect, nil, false, true, true, "n2", "direct", "syncing"),
         (PeerState.down, nil, false, false, true, "n2", "direct", "no"),
-        (PeerState.alive, nil, true, false, false, "n2 (untrusted)", "direct", "yes"),
+        // An untrusted member is not dialled: heard through a relay, or not at all.
+        (PeerState.alive, nil, true, false, false, "n2 (untrusted)", "- (not dialled)", "yes"),
+        (PeerState.alive, "n3", true, false, false, "n2 (untrusted)", "relay n3", "yes"),
         // A member that left is reached by no route and is not "in sync": it is gone.
         (PeerState.left, nil, false, false, true, "n2", "-", "no"),
         (PeerState.left, "n3", false, false, true, "n2", "-", "no"),

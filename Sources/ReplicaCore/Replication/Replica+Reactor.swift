@@ -214,11 +214,18 @@ extension Replica {
 extension Replica {
     /// The data directory deleted (or the database file replaced) under a running node: SQLite
     /// goes on committing to the file it holds open, which no path leads to any more, and all
-    /// of it is gone when the node stops. A `store` problem (health fails) until a restart;
-    /// checked every 2 s (one `stat`).
+    /// of it is gone when the node stops. A `store` problem (health fails) until a restart, or
+    /// until the file is moved back (the same file, so nothing was lost); checked every 2 s (one
+    /// `stat`).
     func checkStoreFileInPlace() {
-        guard let why = store.fileNoLongerInPlace, case .directory(let directory) = configuration.storage else { return }
+        guard case .directory(let directory) = configuration.storage else { return }
         let path = directory.appendingPathComponent(SQLiteStore.fileName).path
+        guard let why = store.fileNoLongerInPlace else {
+            if problems.clear(.store, path) != nil {
+                logger.notice("the database file \(path) is back in place: what the node committed meanwhile is in it")
+            }
+            return
+        }
         guard !problems.contains(.store, path) else { return }
         let message = "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
             + "leads to, lost when the node stops. Keep it running until every member is up and in sync with it (their "

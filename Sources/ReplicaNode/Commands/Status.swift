@@ -80,6 +80,14 @@ struct Status: ClientCommand {
         return out
     }
 
+    /// How a member is heard: an untrusted one is not dialled, so with no relay it is not
+    /// heard at all (its record came from another member), not `direct`.
+    static func via(_ peer: ReplicaStatus.Peer) -> String {
+        if peer.state == .left { return "-" }
+        if let relay = peer.relayedBy { return "relay \(relay)" }
+        return peer.trusted ? "direct" : "- (not dialled)"
+    }
+
     static func renderPeers(_ peers: [ReplicaStatus.Peer], now: Date = Date()) -> String {
         guard !peers.isEmpty else { return "  (none)\n" }
         let header = ["ID", "ADDRESS", "STATE", "SINCE", "LAST SEEN", "VIA", "IN SYNC", "RTT", "OFFSET", "MISSING", "GAPS", "SYNCS"]
@@ -91,7 +99,7 @@ struct Status: ClientCommand {
             rows.append([
                 peer.id + (peer.trusted ? "" : " (untrusted)"), peer.address, peer.state.rawValue, TimeText.iso8601(peer.since),
                 lastSeen ?? "never",
-                peer.state == .left ? "-" : peer.relayedBy.map { "relay \($0)" } ?? "direct",
+                via(peer),
                 peer.inSync ? "yes" : (peer.syncInProgress ? "syncing" : "no"),
                 peer.roundTripMillis.map { "\(Int($0.rounded())) ms" } ?? "-",
                 peer.clockOffsetMillis.map { TimeText.offset(seconds: Double($0) / 1000) } ?? "-",
