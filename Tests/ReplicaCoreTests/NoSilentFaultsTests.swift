@@ -370,6 +370,24 @@ import Testing
         return (a, try Replica(b), c)
     }
 
+    /// Node b's clock runs 8 days ahead (its tombstones' retention is 7): a delete made on a
+    /// reaches b and is kept, and b's sweep collects nothing, while its clock is skewed.
+    /// (helper-69: b dropped the tombstone as expired and kept the deleted value, which came
+    /// back on every member once they had collected theirs.) Nor do its departures expire.
+    @Test func aClockFarAheadExpiresNoTombstone() async throws {
+        let (a, b, c) = try threeNodes(offsetOfB: { 8 * 24 * 3600 * 1000 })
+        #expect(await connected([a, b, c]))
+        #expect(await eventually { await b.status().clock.verdict == "skewed" })
+        try await a.write("deleted", payload: Array("1".utf8))
+        #expect(await eventually { (try? await b.entry(for: "deleted"))?.isTombstone == false })
+        try await a.write("deleted", payload: nil)
+        #expect(await eventually { (try? await b.entry(for: "deleted"))?.isTombstone == true })
+        #expect(await b.collectTombstones() == 0)
+        #expect(await b.status().counters.expiredTombstonesDropped == 0)
+        #expect(await b.expiryWallMillis(received: false) == nil)
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+
     /// Node b's clock runs 120 s ahead of a's and c's. It must not acknowledge a write (not even
     /// one made before it first compared clocks), it says why, a shows b's clock as a problem;
     /// once b's clock is fixed, its writes flow again within seconds, without a restart.

@@ -23,6 +23,19 @@ import Testing
         Entry(key: key, version: Version(timestamp: HybridTimestamp(wallMillis: millis, logical: 0), node: node), payload: value.map { Array($0.utf8) })
     }
 
+    /// Which failed commits say the store is damaged: SQLite finding the file damaged does, on
+    /// any commit (the member table, an epoch, a quarantine, a tombstone sweep: not only a
+    /// merge); an I/O error or a full disk does not (a quota reached passes when space is freed).
+    @Test(arguments: [
+        (ResultCode.SQLITE_CORRUPT, true), (.SQLITE_NOTADB, true), (.SQLITE_IOERR, false), (.SQLITE_FULL, false), (.SQLITE_BUSY, false),
+    ])
+    func aCommitFindingDamageRecordsIt(_ row: (ResultCode, Bool)) throws {
+        let failures = StoreReadFailures(path: "/data/replica.sqlite")
+        #expect(throws: DatabaseError.self) { try failures.watchCommit { throw DatabaseError(resultCode: row.0) } }
+        #expect((failures.current != nil) == row.1)
+        #expect(try failures.watchCommit { 7 } == 7)
+    }
+
     @Test func keepsDataIdentityAndDigestAcrossReopen() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }

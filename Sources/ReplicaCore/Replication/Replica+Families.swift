@@ -52,9 +52,27 @@ extension Replica {
     /// log by all of it. 10,000 take a few tens of milliseconds.
     static let tombstonesPerSweep = 10_000
 
-    /// Tombstones stamped before this are expired: collected here, ignored when received.
-    var tombstoneCutoff: HybridTimestamp {
-        let now = configuration.wallClock()
+    /// The wall time (ms) by which the retention expires tombstones and departures; nil while
+    /// this node's clock cannot say. A clock days ahead took tombstones still live everywhere
+    /// for expired, dropped them as they arrived and kept the values they deleted, which came
+    /// back on every member once the members had collected theirs (helper-69). So only while
+    /// the clock agrees with the members', by the earlier of its time and theirs. Alone, a
+    /// sweep goes by its own clock (nothing arrives to drop, and a lone node's tombstones would
+    /// otherwise pile up), but what arrives (`received`) is kept. While unchecked or skewed,
+    /// nothing expires: what is received is kept and collected later, which is harmless.
+    func expiryWallMillis(received: Bool) -> UInt64? {
+        let own = configuration.wallClock()
+        switch clockCheck.verdict {
+        case .agrees(let median): return median < 0 ? own - min(own, UInt64(-median)) : own
+        case .alone where !received: return own
+        case .alone, .unverified, .skewed: return nil
+        }
+    }
+
+    /// Tombstones stamped before this are expired: collected by the sweep, and (`received`)
+    /// ignored when they arrive; nil: none is (see `expiryWallMillis`).
+    func tombstoneCutoff(received: Bool) -> HybridTimestamp? {
+        guard let now = expiryWallMillis(received: received) else { return nil }
         let retention = configuration.tombstoneRetentionMillis
         guard now > retention else { return .zero }
         return HybridTimestamp(wallMillis: min(now - retention, HybridTimestamp.maxWallMillis), logical: 0)
@@ -65,9 +83,9 @@ extension Replica {
     /// how many were deleted.
     @discardableResult
     public func collectTombstones() -> Int {
-        guard !isShutDown else { return 0 }
+        guard !isShutDown, let cutoff = tombstoneCutoff(received: false) else { return 0 }
         do {
-            let keys = try store.removeTombstones(before: tombstoneCutoff, limit: Self.tombstonesPerSweep)
+            let keys = try store.removeTombstones(before: cutoff, limit: Self.tombstonesPerSweep)
             if !keys.isEmpty {
                 counters.tombstonesCollected += keys.count
                 logger.info("collected \(keys.count) expired tombstone(s)")

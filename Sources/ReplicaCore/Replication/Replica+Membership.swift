@@ -73,7 +73,11 @@ extension Replica {
             logger.info("member \(record.node) moved to \(record.address)")
             // Its old connections close: a sync running over them will not be answered.
             _ = planner.connectionLost(to: record.node)
-            sessions[record.node] = PeerSession(record: record, now: now)
+            if sessions[record.node] == nil {
+                sessions[record.node] = PeerSession(record: record, now: now)
+            } else {
+                sessions[record.node]?.moved(to: record, now: now)
+            }
             openLink(to: record, now: now)
         case .left(let record):
             logger.info("member \(record.node) left the cluster")

@@ -104,9 +104,8 @@ extension Replica {
             restoreMemberTable()
             contactSeeds()
         }
-        if let expiry = membership.nextExpiry {
-            let wall = configuration.wallClock()
-            if wall >= expiry { expireDepartures(wallMillis: wall) }
+        if let expiry = membership.nextExpiry, let wall = expiryWallMillis(received: false), wall >= expiry {
+            expireDepartures(wallMillis: wall)
         }
         saveMemberTable(now: now)
         if now >= nextHeartbeat {

@@ -178,7 +178,7 @@ extension Replica {
     /// Queues one entry; false if it was refused or dropped (not an expired tombstone, which is
     /// collected everywhere and never to be fetched again).
     private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: ContinuousClock.Instant) -> Bool {
-        if entry.isTombstone && entry.version.timestamp < tombstoneCutoff {
+        if entry.isTombstone, let cutoff = tombstoneCutoff(received: true), entry.version.timestamp < cutoff {
             // Already collected here (or about to be): taking it back would undo the collection.
             counters.expiredTombstonesDropped += 1
             return true

@@ -624,12 +624,12 @@ public final class SQLiteStore: ReplicaStore {
 
     public func beginEpoch(atLeast: UInt64) throws -> UInt64 {
         try requireOpenForWriting()
-        return try database.write { db in
+        return try readFailures.watchCommit { try database.write { db in
             let stored = try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'last_epoch'").flatMap { UInt64($0) } ?? 0
             let epoch = max(atLeast, stored + 1)
             try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('last_epoch', ?)", arguments: [String(epoch)])
             return epoch
-        }
+        } }
     }
 
     /// In `meta` as `member_table`: one message per line, in base64 (a few hundred bytes per
@@ -651,9 +651,9 @@ public final class SQLiteStore: ReplicaStore {
     public func saveMemberTable(_ messages: [[UInt8]]) throws {
         try requireOpenForWriting()
         let text = messages.map { Data($0).base64EncodedString() }.joined(separator: "\n")
-        try database.write { db in
+        try readFailures.watchCommit { try database.write { db in
             try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('member_table', ?)", arguments: [text])
-        }
+        } }
     }
 
     public func entries(forKeys keys: [String]) throws -> [Entry] {
@@ -724,10 +724,10 @@ public final class SQLiteStore: ReplicaStore {
         try requireOpenForWriting()
         let keys = Array(index.tombstones(before: cutoff).prefix(limit))
         guard !keys.isEmpty else { return [] }
-        try database.write { db in
+        try readFailures.watchCommit { try database.write { db in
             let statement = try db.cachedStatement(sql: "DELETE FROM entries WHERE key = ? AND payload IS NULL")
             for key in keys { try statement.execute(arguments: [key]) }
-        }
+        } }
         for key in keys { index.remove(key) }
         return keys
     }
@@ -758,7 +758,7 @@ public final class SQLiteStore: ReplicaStore {
 
     public func quarantine(_ entry: Entry, reason: String) throws {
         try requireOpenForWriting()
-        try database.write { db in
+        try readFailures.watchCommit { try database.write { db in
             let existing = try Int.fetchOne(
                 db, sql: "SELECT count(*) FROM quarantine WHERE key = ? AND hlc = ? AND node = ?",
                 arguments: [entry.key, Int64(bitPattern: entry.version.timestamp.rawValue), entry.version.node.rawValue]) ?? 0
@@ -767,7 +767,7 @@ public final class SQLiteStore: ReplicaStore {
                 sql: "INSERT INTO quarantine(key, hlc, node, schema, payload, reason, at) VALUES (?, ?, ?, ?, ?, ?, ?)",
                 arguments: [entry.key, Int64(bitPattern: entry.version.timestamp.rawValue), entry.version.node.rawValue,
                             Int64(entry.schema), entry.payload.map { Data($0) }, reason, ISO8601DateFormatter().string(from: Date())])
-        }
+        } }
     }
 
     public func quarantined(key: String) throws -> [QuarantinedEntry] {
@@ -789,14 +789,9 @@ public final class SQLiteStore: ReplicaStore {
         let winners = applied.entries
         guard !winners.isEmpty else { return [] }
         do {
-            try write(winners)
+            try readFailures.watchCommit { try write(winners) }
         } catch {
             index.undo(applied)
-            // Damage a commit finds is the store's, as when a read finds it (it was listed as a
-            // failed commit only, which a full disk also is: retried, never checked).
-            if let sqlite = error as? DatabaseError, [ResultCode.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(sqlite.resultCode) {
-                readFailures.record(error)
-            }
             throw error
         }
         return winners

@@ -51,6 +51,21 @@ final class StoreReadFailures: Sendable {
         }
     }
 
+    /// Runs a commit, recording the failure if SQLite found the file damaged (it was listed as
+    /// a failed commit only, which a full disk also is: retried, never checked). An I/O error
+    /// on a commit is not recorded: a quota reached says that too, and passes when space is
+    /// freed, which a restart would not help.
+    func watchCommit<Result>(_ commit: () throws -> Result) throws -> Result {
+        do {
+            return try commit()
+        } catch {
+            if let sqlite = error as? DatabaseError, [ResultCode.SQLITE_CORRUPT, .SQLITE_NOTADB].contains(sqlite.resultCode) {
+                record(error)
+            }
+            throw error
+        }
+    }
+
     func record(_ error: any Error, at date: Date = Date()) {
         state.withLock { failure in
             if failure == nil {

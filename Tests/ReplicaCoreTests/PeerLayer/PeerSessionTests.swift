@@ -23,6 +23,8 @@ import Testing
         case tick(at: Int, holdRepairs: Bool = false)
         case repairStarted(UInt64, ClosedRange<UInt64>, at: Int)
         case repairAnswer(UInt64, unavailable: Bool, at: Int)
+        /// Its record names another address.
+        case moved(at: Int)
 
         var description: String { "\(self)" }
     }
@@ -51,6 +53,10 @@ import Testing
             events: up + [.update(1, at: 10), .update(5, at: 20), .heartbeat(epoch: 9, incarnation: 3, at: 1000), .tick(at: 1030)],
             last: []),
         Row(name: "a new epoch (restart) wants a sync", events: up + [.heartbeat(epoch: 8, at: 1000)], last: [.wantSync(.peerRestarted)]),
+        // helper-69: a fresh session took the first heartbeat at the new address for a first sight.
+        Row(name: "a restart at another address wants a sync",
+            events: up + [.heartbeat(sequence: 4, at: 500), .moved(at: 900), .heartbeat(epoch: 8, sequence: 2, at: 1000)],
+            last: [.stateChanged(.init(from: .suspect, to: .alive)), .wantSync(.peerRestarted)]),
         Row(name: "digests that differ while both are quiet want a sync", ourRoot: 5,
             events: up + [.heartbeat(root: 9, at: 1000), .heartbeat(root: 9, at: 2000)], last: [.wantSync(.digestsDiffer)]),
         Row(name: "a difference the last sync did not settle waits twice as long for the next", ourRoot: 5,
@@ -152,6 +158,11 @@ import Testing
             case .repairAnswer(let id, let unavailable, let t):
                 let verdict = session.repairChunk(requestID: id, entries: 0, isLast: true, isUnavailable: unavailable, now: Self.at(t))
                 #expect(verdict == (unavailable ? .unavailable : .completed))
+                last = []
+            case .moved(let t):
+                var record = Self.record
+                record.address = Endpoint(host: "127.0.0.2", port: 7000)
+                session.moved(to: record, now: Self.at(t))
                 last = []
             }
         }

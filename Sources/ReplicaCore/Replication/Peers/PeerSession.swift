@@ -499,6 +499,21 @@ struct PeerSession: Sendable {
         return []
     }
 
+    /// The member's record names another address (or key): it restarted elsewhere, so its old
+    /// connections, round trip, repair and sync mark go, but its stream stays. Its first
+    /// heartbeat there then shows the new epoch as a restart (a sync, as for a restart in
+    /// place); a fresh session took it for the first sight of the member, wanted no sync, and
+    /// what the member published late in its last life or early in this one, before we
+    /// subscribed, waited for the next digest sync.
+    mutating func moved(to new: MemberRecord, now: ContinuousClock.Instant) {
+        var moved = PeerSession(record: new, now: now)
+        moved.stream = stream
+        moved.incarnation = incarnation
+        moved.lost = lost
+        moved.stats = stats
+        self = moved
+    }
+
     /// This node was stalled for `gap` (stopped, starved): nothing heard meanwhile is not the
     /// member's fault.
     mutating func stalled(for gap: Duration, now: ContinuousClock.Instant) { liveness.stalled(for: gap, now: now) }
