@@ -77,4 +77,32 @@ import Testing
         })
         for replica in replicas { await replica.shutdown() }
     }
+
+    /// A client making up a key per attempt is listed once per key, but only the most recent
+    /// rows are kept (helper-69: a row per attempt, for as long as the node ran).
+    @Test func refusedConnectionsListOnlyTheMostRecentKeys() async throws {
+        let layout = ReplicaLayout(count: 1)
+        var configuration = layout.configurations[0]
+        let serverKeys = try CurveKeyPair.generate()
+        configuration.security = .curve(CurveSecurity(keys: serverKeys, trusted: [], peerKeys: [:]))
+        let node = try Replica(configuration)
+        let context = try ZMQContext()
+        var sockets: [ZMQSocket] = []
+        var last = ""
+        for _ in 0..<(Replica.refusedHandshakeRows + 6) {
+            let socket = try context.socket(.dealer)
+            let keys = try CurveKeyPair.generate()
+            try socket.setCurveClient(keys, serverKey: serverKeys.publicKey)
+            try socket.connect(configuration.listen.syncAddress)
+            sockets.append(socket)
+            last = keys.publicKey
+        }
+        #expect(await eventually {
+            let refused = await node.status().refusedHandshakes
+            return refused.count == Replica.refusedHandshakeRows && refused.contains { $0.publicKey == last }
+        })
+        #expect(await node.status().counters.untrustedHandshakesRefused >= Replica.refusedHandshakeRows + 1)
+        for socket in sockets { socket.close() }
+        await node.shutdown()
+    }
 }

@@ -211,6 +211,32 @@ import Testing
         await replicas[1].shutdown()
     }
 
+    /// A write the clock check holds (clocks not compared yet) when `leave` begins is refused
+    /// as leaving. (helper-69: the departure went out at once, with nothing published to hand
+    /// over, and the write, committed when the check passed, was acknowledged on a node that
+    /// had left: no member ever got it.) a heartbeats every 4 s, so b hears it at once but
+    /// measures its clock only at its next heartbeat.
+    @Test func aWriteHeldForTheClockCheckIsRefusedByLeave() async throws {
+        let replicas = try makeReplicas(2, configure: { index, configuration in
+            if index == 0 { configuration.heartbeatInterval = .seconds(4) }
+            configuration.clockCheckGrace = .seconds(30)
+            configuration.suspectAfter = .seconds(10)
+            configuration.downAfter = .seconds(20)
+        })
+        let (a, b) = (replicas[0], replicas[1])
+        #expect(await eventually { await b.status().clock.verdict == "unverified" })
+        let held = Task { try await b.write("held", payload: [0x31]) }
+        #expect(await eventually {
+            let queued = await b.commits.writes.count
+            return await b.status().clock.verdict == "unverified" && queued == 1
+        })
+        _ = await b.leave()
+        await #expect(throws: ReplicaError.leaving) { try await held.value }
+        #expect(try await a.entry(for: "held") == nil)
+        await a.shutdown()
+        await b.shutdown()
+    }
+
     /// A node whose writes no member has when the hand-off time is up does not leave: the
     /// only copy of its writes would be its data directory. It says so, stays a member and
     /// accepts writes again; `force` leaves anyway. (It left, and reported success.)

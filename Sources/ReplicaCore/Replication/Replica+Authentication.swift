@@ -78,6 +78,9 @@ extension Replica {
         for record in membership.listed { problems.clear(.handshake, record.node.rawValue) }
     }
 
+    /// The refused connections `status` lists, by address and key: the most recent ones.
+    static let refusedHandshakeRows = 64
+
     private func isTrusted(z85 key: String) -> Bool {
         CurveKeyPair.rawBytes(ofZ85: key).map { trustedKeys.contains($0) } ?? false
     }
@@ -104,13 +107,20 @@ extension Replica {
         }
         // By address and key: two nodes on one host (or one node that changed its key) are two rows.
         let row = address + " " + (keyText ?? "-")
+        if refusedHandshakes[row] == nil, refusedHandshakes.count >= Self.refusedHandshakeRows,
+           let oldest = refusedHandshakes.min(by: { $0.value.last < $1.value.last })?.key {
+            // A client making up a key per attempt added a row each time, for as long as the
+            // node ran (helper-69); the count since start stays in `untrustedHandshakesRefused`.
+            refusedHandshakes[oldest] = nil
+        }
         var refusal = refusedHandshakes[row] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())
         refusal.count += 1
         refusal.last = Date()
         refusedHandshakes[row] = refusal
         counters.untrustedHandshakesRefused += 1
         if refusal.count == 1 || refusal.count % 100 == 0 {
-            logger.warning("refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
+            // Once per 10 s at most, as other refused input: each made-up key was a line.
+            warn("untrusted key", "refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
         }
         // The one member at that host is named: a key rotated on it, its new .pub not here yet,
         // showed only as that member going down. (Only the host is known: another process on

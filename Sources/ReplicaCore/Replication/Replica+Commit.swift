@@ -123,6 +123,10 @@ extension Replica {
     /// when it was found) or the clock refuses it (each clock refusal counts in the `clock`
     /// problem).
     func localWriteRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
+        // Writes still queued once the node leaves (held for the first clock comparison when
+        // `leave` began): committed after the departure, they were acknowledged and reached no
+        // member (helper-69).
+        if leaving != nil || membership.local.status != .active { return .leaving }
         if let rival = identityClash.rival { return .identityClash(address: rival.address.description) }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {

@@ -187,6 +187,9 @@ extension Replica {
         }
         if let action = progress.start(now: now) { actions.append(action) }
         leaving = progress
+        // Writes the clock check still holds (it has not compared clocks yet) are refused now:
+        // committed after the departure, they reached no member.
+        if !commits.writes.isEmpty { flush() }
         logger.info("leaving the cluster: handing \(sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
         return await withCheckedContinuation { continuation in
             leaveWaiters.append(continuation)
