@@ -80,16 +80,18 @@ extension Replica {
         }
     }
 
-    func openSeed(_ address: Endpoint, serverKey: [UInt8]?) {
+    /// `discovered`: named by a discovery beacon (bounded in number and life, `SeedRetirement`).
+    func openSeed(_ address: Endpoint, serverKey: [UInt8]?, discovered: Bool = false) {
         guard !isShutDown, !seeds.contains(where: { $0.address == address }) else { return }
         guard let security = linkSecurity(serverKey: serverKey) else {
             logger.warning("seed \(address) has no trusted public key; not contacted")
             return
         }
+        if discovered { closeDiscoveredSeeds(making: 1, now: .now) }
         do {
             let seed = try SeedContact(
                 id: nextSeedID, address: address, from: configuration.listen, context: context,
-                limits: configuration.limits, security: security, now: .now)
+                limits: configuration.limits, security: security, discovered: discovered, now: .now)
             nextSeedID += 1
             seeds.append(seed)
             pollItemsCache = nil
@@ -104,6 +106,14 @@ extension Replica {
             _ = try? seed.dealer.send([codec.encode(.members(message))])
         }
         seed.lastJoinSent = now
+    }
+
+    /// Closes the discovered seeds past their life, and the oldest beyond the limit.
+    func closeDiscoveredSeeds(making: Int = 0, now: ContinuousClock.Instant) {
+        for id in SeedRetirement.discoveredToClose(seeds: seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
+            logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") found by beacon made this node no member in time: no longer asked")
+            closeSeed(id)
+        }
     }
 
     func closeSeed(_ id: Int) {
@@ -190,6 +200,7 @@ extension Replica {
                 logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") is a member heard here: no longer asked to join")
                 closeSeed(id)
             }
+            closeDiscoveredSeeds(now: now)
         }
         for seed in seeds {
             if seed.dialer.shouldRedial(now: now, peerSilent: false, timing: dialTiming) {

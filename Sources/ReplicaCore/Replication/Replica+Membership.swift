@@ -391,8 +391,10 @@ extension Replica {
                 guard let key = message.publicKey, trustedKeys.contains(key) else { continue }
             }
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
+            guard !seeds.contains(where: { $0.address == address }),
+                  SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: .now) else { continue }
             logger.info("discovered \(message.node) at \(address) by beacon")
-            openSeed(address, serverKey: message.publicKey)
+            openSeed(address, serverKey: message.publicKey, discovered: true)
         }
     }
 }

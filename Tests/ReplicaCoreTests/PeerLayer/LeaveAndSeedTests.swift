@@ -53,6 +53,24 @@ import Testing
         #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: [member, other]) == [1, 2])
     }
 
+    /// `SeedRetirement` of seeds found by beacons (helper-69: forged beacons opened sockets
+    /// without limit): configured seeds are kept; discovered ones go after their life, the
+    /// oldest first beyond the limit, and one opens a second at most.
+    @Test func discoveredSeedsAreBoundedInNumberAndLife() {
+        let start = ContinuousClock.now
+        func at(_ seconds: Int) -> ContinuousClock.Instant { start + .seconds(seconds) }
+        let life = Int(SeedRetirement.discoveredLife / .seconds(1))
+        // Seed 0 configured; 1...16 discovered at seconds 1...16.
+        let seeds = [(id: 0, discoveredAt: nil as ContinuousClock.Instant?)] + (1...SeedRetirement.maxDiscovered).map { (id: $0, discoveredAt: at($0)) }
+        #expect(SeedRetirement.discoveredToClose(seeds: seeds, now: at(16)).isEmpty, "at the limit, none past its life")
+        #expect(SeedRetirement.discoveredToClose(seeds: seeds, making: 1, now: at(16)) == [1], "another makes room: the oldest goes")
+        #expect(SeedRetirement.discoveredToClose(seeds: seeds, now: at(life + 2)) == [1, 2], "past their life")
+        #expect(SeedRetirement.discoveredToClose(seeds: [(id: 0, discoveredAt: nil)], now: at(10_000)).isEmpty, "a configured seed stays")
+        #expect(SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: at(16)) == false)
+        #expect(SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: at(17)))
+        #expect(SeedRetirement.mayDiscover(seeds: [nil], now: at(0)))
+    }
+
     /// `Isolation`: listed once no member has been heard for the limit, with seeds or members
     /// to hear; cleared the moment one is heard; never for a node with nobody to hear.
     @Test func aNodeThatHearsNoMemberIsListedAfterTheLimit() {

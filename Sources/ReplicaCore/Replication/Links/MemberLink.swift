@@ -57,10 +57,14 @@ final class SeedContact: @unchecked Sendable {
     let events: ZMQSocket
     var dialer: LinkDialer
     var lastJoinSent: ContinuousClock.Instant?
+    /// When a discovery beacon named it (nil: a configured seed); see `SeedRetirement`.
+    let discoveredAt: ContinuousClock.Instant?
 
-    init(id: Int, address: Endpoint, from listen: Endpoint, context: ZMQContext, limits: WireLimits, security: LinkSecurity, now: ContinuousClock.Instant) throws {
+    init(id: Int, address: Endpoint, from listen: Endpoint, context: ZMQContext, limits: WireLimits, security: LinkSecurity,
+         discovered: Bool, now: ContinuousClock.Instant) throws {
         self.id = id
         self.address = address
+        discoveredAt = discovered ? now : nil
         dealer = try context.socket(.dealer)
         try dealer.setMaxMessageSize(limits.maxFrameBytes)
         try dealer.setHighWaterMarks(send: 4, receive: 100)
