@@ -113,6 +113,32 @@ import Testing
         #expect(try await peer.syncAsked(after: before))
         await replica.shutdown()
     }
+
+    /// A sync request whose mark is from the responder's current epoch but past its serial (no
+    /// mark it gave: a requester's bug) is answered in full (helper-67: with nothing, so such a
+    /// requester's syncs completed without ever converging).
+    @Test func aSyncMarkBeyondTheRespondersSerialIsAnsweredInFull() async throws {
+        let layout = ReplicaLayout(count: 1)
+        let replica = try layout.start(0)
+        try await replica.write("k", payload: [0x31])
+        let epoch = await replica.status().epoch
+        let context = try ZMQContext()
+        let dealer = try context.socket(.dealer)
+        defer { dealer.close() }
+        try dealer.connect(layout.configurations[0].listen.syncAddress)
+        let codec = WireCodec()
+        let request = SyncRequest(origin: "probe", requestID: 1, buckets: Array(repeating: 0, count: StoreDigest.bucketCount),
+                                  since: StoreMark(epoch: epoch, serial: 1_000_000))
+        try dealer.send([codec.encode(.syncRequest(request))])
+        var entries: [Entry] = []
+        while try dealer.waitUntilReadable(timeout: .seconds(10)), let message = try dealer.receive() {
+            guard case .syncChunk(let chunk) = try codec.decode(message.frames[0]) else { continue }
+            entries += chunk.entries
+            if chunk.isLast { break }
+        }
+        #expect(entries.map(\.key) == ["k"])
+        await replica.shutdown()
+    }
 }
 
 /// A peer played by the test over real sockets: a PUB it publishes on, and a ROUTER that

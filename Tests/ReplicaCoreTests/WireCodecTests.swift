@@ -46,6 +46,18 @@ import Testing
         #expect(try codec.decode(codec.encode(message)) == message)
     }
 
+    /// The origin a header names, for the log line of a message whose body is malformed;
+    /// nothing for a malformed header.
+    @Test(arguments: samples) func theClaimedOriginIsTheHeaders(_ message: WireMessage) {
+        var bytes = codec.encode(message)
+        #expect(codec.claimedOrigin(of: bytes) == message.origin)
+        bytes.removeLast(bytes.count - 5)  // the header cut inside the origin
+        #expect(codec.claimedOrigin(of: bytes) == nil)
+        #expect(codec.claimedOrigin(of: [0x52, 0x01, 0x01, 0x01, 0x61]) == nil, "another protocol version")
+        #expect(codec.claimedOrigin(of: [0x52, 0x02, 0x09, 0x01, 0x61]) == nil, "an unknown kind")
+        #expect(codec.claimedOrigin(of: [0x52, 0x02, 0x05, 0x01, 0x20]) == nil, "an invalid id")
+    }
+
     @Test func publishedFramesRoundTripAndCheckTheTopic() throws {
         let frame = codec.publishFrame(Self.samples[0])
         #expect(frame.first == 0x75 && Array(frame.dropFirst()) == codec.encode(Self.samples[0]), "the topic, then the body")

@@ -12,10 +12,15 @@ extension Replica {
         // Members whose entries were refused lately as stamped too far ahead. Not while this
         // node's own clock is refused: behind, it refuses everyone's, and the fault is its own.
         var refusing: [NodeID: Int64] = [:]
+        var newRefusals: [NodeID: Int] = [:]
         if clockCheck.refusal == nil {
             let window = max(Self.refusedEntriesWindow, configuration.periodicSyncInterval * 2)
+            let acceptedThrough = configuration.wallClock() &+ clock.maxDriftMillis &+ clock.extraDriftMillis
             for session in activeSessions where session.liveness.state != .down {
-                if let ahead = session.refusedEntriesAhead(now: now, window: window) { refusing[session.node] = ahead }
+                if let ahead = session.refusedEntriesAhead(now: now, window: window, acceptedThroughWallMillis: acceptedThrough) {
+                    refusing[session.node] = ahead
+                    newRefusals[session.node] = sessions[session.node]?.takeNewFutureRejections()
+                }
             }
         }
         // Listed for that and no longer refusing: cleared (the judgement below lists it again if
@@ -53,7 +58,7 @@ extension Replica {
             }
         }
         noteClockLead(lead)
-        judgeMemberClocks(measured, median: ClockCheck.median(offsets), refusing: refusing)
+        judgeMemberClocks(measured, median: ClockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals)
         // A member that is down has no clock to judge: what was said of it is stale (it stayed
         // listed, its last time after the member's last heartbeat).
         for session in activeSessions where session.liveness.state == .down {
@@ -121,17 +126,23 @@ extension Replica {
 
     /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
     /// clock has been judged (a member behind ours but with the median is not the wrong one).
-    private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?, refusing: [NodeID: Int64]) {
+    private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?, refusing: [NodeID: Int64],
+                                   newRefusals: [NodeID: Int]) {
         let judgedOff = Set(measured.filter { clockCheck.judge(memberOffset: $0.offset, median: median) != .fine }.map(\.node))
         for (node, ahead) in refusing.sorted(by: { $0.key < $1.key }) where !judgedOff.contains(node) {
             // Its clock may look right now (fixed), but what it writes is still stamped ahead:
-            // said (instead of what was said of its clock) until no entry of it has been refused
-            // for a while.
+            // said (instead of what was said of its clock) until this clock takes them, or none
+            // has been refused for a while. Each check that saw new refusals is one more
+            // occurrence (its count and last time stood still while refusals went on).
             let listed = problems.of(.peerClock).first { $0.subject == node.rawValue }?.message
-            guard listed?.hasPrefix(Self.refusedEntriesPrefix) != true else { continue }
+            if listed?.hasPrefix(Self.refusedEntriesPrefix) == true {
+                if let listed, newRefusals[node] ?? 0 > 0 { problems.raise(.peerClock, node.rawValue, listed) }
+                continue
+            }
             problems.describe(.peerClock, node.rawValue, "\(Self.refusedEntriesPrefix) \(node) are stamped \(ahead / 1000) s ahead of "
                 + "this node's clock, beyond the \(clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its "
-                + "clock was ahead. They are taken once this clock reaches them (and then win over later writes to the same keys)")
+                + "clock was ahead. They are taken once this clock is within \(clockCheck.limitMillis / 1000) s of them, at the next "
+                + "sync (and then win over later writes to the same keys)")
             logger.warning("\(node)'s entries are stamped \(ahead) ms ahead of this node's clock: refused")
         }
         for (node, offset) in measured {

@@ -188,7 +188,7 @@ extension Replica {
         } catch {
             counters.futureTimestampsRejected += 1
             let aheadMillis = Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)
-            sessions[entry.version.node]?.countFutureRejection(aheadMillis: aheadMillis, now: now)
+            sessions[entry.version.node]?.countFutureRejection(aheadMillis: aheadMillis, stampWallMillis: entry.version.timestamp.wallMillis, now: now)
             let ahead = Double(aheadMillis) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
                 + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")

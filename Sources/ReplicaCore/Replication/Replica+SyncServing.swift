@@ -29,7 +29,9 @@ extension Replica {
                 case let other: throw WireError.misplacedKind(other.kind.rawValue, socket: "the sync ROUTER")
                 }
             } catch {
-                dropMalformed(error, from: "sync client")
+                // The requester's name, when its header was readable (the log said "sync client" only).
+                let origin = message.frames.count == 2 ? codec.claimedOrigin(of: message.frames[1]) : nil
+                dropMalformed(error, from: origin.map { "sync client \($0) (as its header says)" } ?? "sync client")
             }
         }
     }
@@ -54,8 +56,10 @@ extension Replica {
         }
         // A mark from this life of ours: the requester holds what we held then; only what we
         // stored since can be news to it. (Serial 0 of this life is a mark too: what we loaded
-        // at start, and nothing since.)
-        let since = request.since.epoch == epoch ? request.since.serial : nil
+        // at start, and nothing since.) A serial beyond ours is no mark we gave: a requester's
+        // bug, answered in full (it was answered with nothing, and its syncs completed without
+        // ever converging; helper-67).
+        let since = request.since.epoch == epoch && request.since.serial <= store.serial ? request.since.serial : nil
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,

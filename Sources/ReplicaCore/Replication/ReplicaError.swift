@@ -52,8 +52,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "the two stops, since two processes writing as one node overwrite each other's counters. Give each node "
                 + "its own --id and data directory (a copied data directory is the same node)"
         case .clockAhead(let lead, let limit):
-            "\(Self.clockAheadPrefix) \(Self.seconds(lead)) ahead of its members' clocks (its own wall clock until "
-                + "compared), beyond the \(Self.seconds(limit)) they accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
+            "\(Self.clockAheadPrefix) \(Self.seconds(lead)) ahead of its members' clocks (their median, or this "
+                + "node's wall clock while none is measured), beyond the \(Self.seconds(limit)) they accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
                 + "every member. Writes are refused until the wall clock catches up (in \(Self.seconds(lead - limit))), or "
                 + "wipe this node's data directory and let it rejoin (its writes the members refused are then lost)"
         case .clockSkew(let offset, let limit):

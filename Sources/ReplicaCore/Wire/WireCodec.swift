@@ -144,6 +144,15 @@ public struct WireCodec: Sendable {
         try decode(bytes, from: 0)
     }
 
+    /// The origin a message's header names, if the header is well formed (for a log line
+    /// about a message whose body is not; never acted on).
+    public func claimedOrigin(of bytes: [UInt8]) -> NodeID? {
+        var reader = ByteReader(bytes, from: 0)
+        guard (try? reader.readByte()) == Self.magic, (try? reader.readByte()) == Self.protocolVersion,
+              let kind = try? reader.readByte(), WireMessage.Kind(rawValue: kind) != nil else { return nil }
+        return try? readNode(&reader)
+    }
+
     /// Decodes the message that starts at `offset` of `bytes` (after a published frame's topic:
     /// the body is read in place, not copied out).
     func decode(_ bytes: [UInt8], from offset: Int) throws(WireError) -> WireMessage {

@@ -169,6 +169,24 @@ import Testing
         #expect(last == row.last)
     }
 
+    /// Entries it wrote refused as stamped too far ahead keep it listed until our clock takes
+    /// the latest of them, or the window passes without another (helper-68: listed a minute
+    /// after they were taken); each refusal is counted once.
+    @Test func refusedEntriesAreListedUntilOurClockTakesThem() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        session.countFutureRejection(aheadMillis: 90_000, stampWallMillis: 1_090_000, now: Self.at(0))
+        session.countFutureRejection(aheadMillis: 80_000, stampWallMillis: 1_080_000, now: Self.at(100))
+        let window = Duration.seconds(60)
+        #expect(session.refusedEntriesAhead(now: Self.at(1000), window: window, acceptedThroughWallMillis: 1_060_000) == 80_000)
+        #expect(session.refusedEntriesAhead(now: Self.at(1000), window: window, acceptedThroughWallMillis: 1_085_000) == 80_000,
+                "the latest stamp (1_090_000) is still refused")
+        #expect(session.refusedEntriesAhead(now: Self.at(1000), window: window, acceptedThroughWallMillis: 1_090_000) == nil, "taken now")
+        #expect(session.refusedEntriesAhead(now: Self.at(60_100), window: window, acceptedThroughWallMillis: 0) == nil, "none for the window")
+        #expect(session.takeNewFutureRejections() == 2)
+        #expect(session.takeNewFutureRejections() == 0)
+        #expect(session.stats.futureTimestampsRejected == 2)
+    }
+
     /// A session whose member's heartbeats announced sequence `first`, then `second` half a
     /// second later, in epoch 7: `first + 1 ... second` is missing. (What came before `first`
     /// was covered by a start-up sync in between.)

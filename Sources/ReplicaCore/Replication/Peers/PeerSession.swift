@@ -51,7 +51,9 @@ struct PeerSession: Sendable {
     private(set) var stats = Stats()
     private var membersMismatches = 0
     /// When an entry it wrote was last refused for a timestamp too far ahead, and by how much.
-    private var lastFutureRejection: (at: ContinuousClock.Instant, aheadMillis: Int64)?
+    private var lastFutureRejection: (at: ContinuousClock.Instant, aheadMillis: Int64, stampWallMillis: UInt64)?
+    /// Refusals counted since `takeNewFutureRejections` last looked.
+    private var futureRejectionsUnreported = 0
     /// Heartbeats in a row with another member table before the next exchange: 2, doubled (up
     /// to `maxExchangeSpacing`) after each exchange that left both tables as they were. Such a
     /// difference is one exchanges cannot settle (a member of an earlier version keeping the
@@ -310,17 +312,28 @@ struct PeerSession: Sendable {
         return actions
     }
 
-    mutating func countFutureRejection(aheadMillis: Int64, now: ContinuousClock.Instant) {
+    /// An entry it wrote, stamped at `stampWallMillis`, was refused as too far ahead.
+    mutating func countFutureRejection(aheadMillis: Int64, stampWallMillis: UInt64, now: ContinuousClock.Instant) {
         stats.futureTimestampsRejected += 1
-        lastFutureRejection = (now, aheadMillis)
+        futureRejectionsUnreported += 1
+        lastFutureRejection = (now, aheadMillis, max(stampWallMillis, lastFutureRejection?.stampWallMillis ?? 0))
     }
 
     /// How far ahead of our clock the entries it wrote were when one was last refused for it,
-    /// if that was within `window`: its clock was fixed, but what it wrote meanwhile (and its
-    /// logical clock) are still ahead, which its clock offset no longer shows.
-    func refusedEntriesAhead(now: ContinuousClock.Instant, window: Duration) -> Int64? {
-        guard let last = lastFutureRejection, now - last.at < window else { return nil }
+    /// if that was within `window` and the latest such stamp is still beyond
+    /// `acceptedThroughWallMillis` (what our clock takes now): its clock was fixed, but what it
+    /// wrote meanwhile (and its logical clock) are still ahead, which its clock offset no longer
+    /// shows. Once our clock takes them, they are taken at the next sync: it was listed for a
+    /// minute more (the window), long after (helper-68).
+    func refusedEntriesAhead(now: ContinuousClock.Instant, window: Duration, acceptedThroughWallMillis: UInt64) -> Int64? {
+        guard let last = lastFutureRejection, now - last.at < window, last.stampWallMillis > acceptedThroughWallMillis else { return nil }
         return last.aheadMillis
+    }
+
+    /// The refusals counted since the last call (the `peerClock` problem's count).
+    mutating func takeNewFutureRejections() -> Int {
+        defer { futureRejectionsUnreported = 0 }
+        return futureRejectionsUnreported
     }
 
     /// Our wall clock was stepped: offsets measured against the old one are void.
