@@ -149,7 +149,16 @@ extension Replica {
     /// our departure: its acknowledgement).
     func receiveMembersReply(_ message: MembersMessage, from node: NodeID) {
         mergeMembers(message.records, from: message.origin)
-        if let action = leaving?.acknowledged(by: node) { perform(action) }
+        if Self.acknowledgesDeparture(message.records, of: identity.node), let action = leaving?.acknowledged(by: node) { perform(action) }
+    }
+
+    /// Whether a members reply shows our departure merged: it lists our record as departed. A
+    /// reply to an exchange asked before the departure (ahead of it on the DEALER) counted as
+    /// the acknowledgement, and the node could shut down with the departure still unsent
+    /// (helper-69). (A table in several messages lists departures last: the message that holds
+    /// ours acknowledges.)
+    static func acknowledgesDeparture(_ records: [MemberRecord], of node: NodeID) -> Bool {
+        records.contains { $0.node == node && $0.status != .active }
     }
 
     // MARK: Leave and forget

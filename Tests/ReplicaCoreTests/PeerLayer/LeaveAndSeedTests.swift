@@ -1,3 +1,4 @@
+import Foundation
 import Testing
 @testable import ReplicaCore
 
@@ -51,6 +52,17 @@ import Testing
         #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: [member]) == [1])
         #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: []).isEmpty, "nobody heard: every seed is still a way in")
         #expect(SeedRetirement.redundant(seeds: seeds, aliveMembers: [member, other]) == [1, 2])
+    }
+
+    /// A members reply acknowledges our departure only if it lists our record as departed: an
+    /// exchange's reply that overtook the departure does not (helper-69).
+    @Test func onlyAReplyHoldingOurDepartureAcknowledgesIt() {
+        func record(_ node: NodeID, _ status: MemberRecord.Status) -> MemberRecord {
+            MemberRecord(node: node, epoch: 1, incarnation: UUID(), status: status, address: Endpoint(host: "10.0.0.1", port: 7000), publicKey: nil)
+        }
+        #expect(Replica.acknowledgesDeparture([record("b", .active), record("a", .left)], of: "a"))
+        #expect(!Replica.acknowledgesDeparture([record("b", .active), record("a", .active)], of: "a"), "an exchange's reply")
+        #expect(!Replica.acknowledgesDeparture([record("b", .active), record("c", .left)], of: "a"), "the first part of a long table")
     }
 
     /// `SeedRetirement` of seeds found by beacons (helper-69: forged beacons opened sockets
