@@ -55,6 +55,13 @@ struct MetricsReporterTests {
 
         reporter.update(from: status(published: 12, malformed: 1, peers: []))
         #expect(metrics.recorders(label: ReplicaMetricName.peerState).isEmpty, "a peer that left has no series")
+
+        #expect(metrics.recorders(label: ReplicaMetricName.diskFree).allSatisfy { $0.lastValue == nil }, "no disk: nothing recorded")
+        var onDisk = status(published: 12, malformed: 1, peers: [])
+        onDisk.disk = DiskSpace(freeBytes: 3 << 30, totalBytes: 100 << 30)
+        reporter.update(from: onDisk)
+        #expect(try metrics.expectGauge(ReplicaMetricName.diskFree, [("node", "n1")]).lastValue == Double(3 << 30))
+        #expect(try metrics.expectGauge(ReplicaMetricName.diskTotal, [("node", "n1")]).lastValue == Double(100 << 30))
     }
 
     /// A member seen leaving is reported as `left` for a while, then its series go; one already

@@ -187,6 +187,26 @@ import Testing
         #expect(try reopened.entry(for: "meanwhile")?.payload == Array("1".utf8))
     }
 
+    /// `status` says how much space is left where the data directory is (helper-68: a disk at
+    /// 100% showed nowhere while small writes still fit in the log), flagged low under 5% or
+    /// 256 MiB; a memory store has none.
+    @Test func statusShowsTheDiskSpaceLeft() async throws {
+        let directory = TemporaryDirectory("disk-space")
+        defer { directory.remove() }
+        let replica = try ReplicaLayout(count: 1, storage: { _ in .directory(directory.url) }).start(0)
+        let disk = try #require(await replica.status().disk)
+        #expect(disk.totalBytes > 0 && disk.freeBytes <= disk.totalBytes)
+        await replica.shutdown()
+        let inMemory = try makeReplicas(1)[0]
+        #expect(await inMemory.status().disk == nil)
+        await inMemory.shutdown()
+        let gib: UInt64 = 1 << 30
+        #expect(DiskSpace(freeBytes: 4 * gib, totalBytes: 100 * gib).isLow, "under 5%")
+        #expect(!DiskSpace(freeBytes: 6 * gib, totalBytes: 100 * gib).isLow)
+        #expect(DiskSpace(freeBytes: 200 << 20, totalBytes: 2 * gib).isLow, "under 256 MiB")
+        #expect(!DiskSpace(freeBytes: 2 * gib, totalBytes: 2 * gib).isLow, "an empty file system is not low")
+    }
+
     /// A key with U+0000 is refused with a clear error: SQLite would store it whole but read it
     /// back as the shorter key before the NUL, another key's value.
     @Test func aKeyWithANulIsRefused() async throws {

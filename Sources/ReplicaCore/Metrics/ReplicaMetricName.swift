@@ -32,6 +32,8 @@ public enum ReplicaMetricName {
     public static let info = "replica_info"
     public static let problems = "replica_problems"
     public static let healthy = "replica_healthy"
+    public static let diskFree = "replica_disk_free_bytes"
+    public static let diskTotal = "replica_disk_size_bytes"
 
     public static let peerState = "replica_peer_state"
     public static let peerInSync = "replica_peer_in_sync"

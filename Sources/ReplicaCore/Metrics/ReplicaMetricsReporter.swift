@@ -31,6 +31,8 @@ public struct ReplicaMetricsReporter: Sendable {
     /// on a kind never sees a series appear or vanish.
     private let problems: [(kind: Problem.Kind, gauge: Gauge)]
     private let healthy: Gauge
+    private let diskFree: Gauge
+    private let diskTotal: Gauge
     private var info: Gauge?
 
     /// How long (seconds) a member that left keeps its series, `replica_peer_state{state="left"}`
@@ -82,6 +84,8 @@ public struct ReplicaMetricsReporter: Sendable {
             (kind, Gauge(label: Name.problems, dimensions: [node, ("kind", kind.rawValue)], factory: factory))
         }
         healthy = gauge(Name.healthy)
+        diskFree = gauge(Name.diskFree)
+        diskTotal = gauge(Name.diskTotal)
     }
 
     /// Reports `replica`'s status every `interval` until the task is cancelled.
@@ -106,6 +110,10 @@ public struct ReplicaMetricsReporter: Sendable {
             gauge.record(status.problems.reduce(0) { $0 + ($1.kind == kind ? 1 : 0) })
         }
         if let health { healthy.record(health.healthy ? 1 : 0) }
+        if let disk = status.disk {
+            diskFree.record(Int64(clamping: disk.freeBytes))
+            diskTotal.record(Int64(clamping: disk.totalBytes))
+        }
         if info == nil {
             let labels = [node, ("incarnation", status.incarnation), ("security", status.security)]
             info = Gauge(label: ReplicaMetricName.info, dimensions: labels, factory: factory)

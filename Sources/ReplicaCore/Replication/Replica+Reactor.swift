@@ -217,8 +217,7 @@ extension Replica {
     /// until the file is moved back (the same file, so nothing was lost); checked every 2 s (one
     /// `stat`).
     func checkStoreFileInPlace() {
-        guard case .directory(let directory) = configuration.storage else { return }
-        let path = directory.appendingPathComponent(SQLiteStore.fileName).path
+        guard let path = dataDirectory?.appendingPathComponent(SQLiteStore.fileName).path else { return }
         guard let why = store.fileNoLongerInPlace else {
             if problems.clear(.store, path) != nil {
                 logger.notice("the database file \(path) is back in place: what the node committed meanwhile is in it")

@@ -60,7 +60,14 @@ extension Replica {
             clock: clockStatus,
             problems: currentProblems,
             loadErrors: problems.of(.load),
-            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
+            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since },
+            disk: dataDirectory.flatMap { DiskSpace.of($0.path) })
+    }
+
+    /// The data directory, for a store on disk.
+    var dataDirectory: URL? {
+        guard case .directory(let directory) = configuration.storage else { return nil }
+        return directory
     }
 
     /// Since when a member is in its state. A departure carries its time (its epoch, in wall

@@ -164,6 +164,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
     public var problems: [Problem]
     public var loadErrors: [Problem]
     public var saveErrors: [Problem]
+    /// The space left where the data directory is (absent for a memory store, from nodes before
+    /// 0.27.0, and when it cannot be read).
+    public var disk: DiskSpace? = nil
 
     public struct Clock: Sendable, Codable, Equatable {
         public var verdict: String

@@ -47,6 +47,10 @@ struct Status: ClientCommand {
         line("hlc", status.hlc + (TimeText.iso8601(hybridTimestamp: status.hlc).map { " (\($0))" } ?? ""))
         line("entries", "\(status.liveEntryCount) live, \(status.entryCount - status.liveEntryCount) tombstones")
         line("digest", status.digest)
+        if let disk = status.disk {
+            let low = disk.isLow ? " (LOW: commits fail once the disk is full; free space or move the data directory)" : ""
+            line("disk", "\(ByteCount.text(disk.freeBytes)) free of \(ByteCount.text(disk.totalBytes))\(low)")
+        }
         line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
         let counters = status.counters
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "

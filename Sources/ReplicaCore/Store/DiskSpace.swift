@@ -1,0 +1,31 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// The space left on the file system holding a data directory: what an operator watches to act
+/// before a full disk fails commits. (A full disk shows only once a commit needs a new page:
+/// small writes keep landing in the log's pages already allocated, and `health` stayed green on
+/// a disk at 100%; helper-68.)
+public struct DiskSpace: Sendable, Equatable, Codable {
+    /// Bytes an unprivileged writer can still use (`f_bavail`: root's reserve excluded).
+    public var freeBytes: UInt64
+    public var totalBytes: UInt64
+
+    public init(freeBytes: UInt64, totalBytes: UInt64) {
+        self.freeBytes = freeBytes
+        self.totalBytes = totalBytes
+    }
+
+    /// The space of the file system at `path` (one `statvfs`); nil if it cannot be read.
+    public static func of(_ path: String) -> DiskSpace? {
+        var info = statvfs()
+        guard statvfs(path, &info) == 0 else { return nil }
+        let block = UInt64(info.f_frsize)
+        return DiskSpace(freeBytes: UInt64(info.f_bavail) &* block, totalBytes: UInt64(info.f_blocks) &* block)
+    }
+
+    /// Below this, `status` flags the space as low: under 5% of the file system, or 256 MiB.
+    public var isLow: Bool { freeBytes < max(totalBytes / 20, 256 << 20) && freeBytes < totalBytes }
+}
