@@ -77,7 +77,13 @@ extension Replica {
     private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: ZMQSocket, now: ContinuousClock.Instant) {
         guard request.last - request.first < PeerSession.maxRepair, let keys = retransmit.keys(request.first...request.last) else {
             let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
-            _ = try? socket.send([client, codec.encode(.syncChunk(gone))])
+            let frame = codec.encode(.syncChunk(gone))
+            do {
+                if try socket.send([client, frame]) { return }
+            } catch {
+                return  // its connection is gone: it asks again
+            }
+            _ = admit(.unavailableRepair(client: client, requester: request.origin, requestID: request.requestID, frame: frame, now: now), now: now)
             return
         }
         let reply = SyncResponder.Reply(

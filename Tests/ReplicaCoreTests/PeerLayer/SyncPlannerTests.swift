@@ -362,6 +362,19 @@ import Testing
         #expect(responder.replies.count == 2)
     }
 
+    /// An unavailable-repair answer the requester's queue could not take stands beside the
+    /// sync reply filling that queue, and is done only once its chunk has been taken to send.
+    @Test func anUnavailableAnswerIsHeldUntilSent() {
+        var responder = SyncResponder(maxReplies: 4)
+        #expect(responder.accept(reply(1, keys: ["a", "b"])) == .accepted)
+        let answer = SyncResponder.Reply.unavailableRepair(client: [1], requester: "r1", requestID: 9, frame: [0x52], now: now)
+        #expect(responder.accept(answer) == .accepted, "beside the sync")
+        #expect(responder.replies.count == 2)
+        #expect(!responder.isDone(1))
+        #expect(responder.takeHeld(at: 1).map(\.frame) == [[0x52]])
+        #expect(responder.isDone(1))
+    }
+
     /// A retry (the same id and `since` on the same connection) of a sync reply still in
     /// progress continues it: what it read and holds, and the keys it has yet to list, stay as
     /// they were, and it does not count as progress (a client that asks again but never reads
