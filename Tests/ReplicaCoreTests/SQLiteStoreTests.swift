@@ -574,6 +574,20 @@ import Testing
         #expect(store.readFailure?.count == 2 && store.readFailure?.since == failure.since)
     }
 
+    /// A lock this process holds and lets go of a moment later (a store still closing on
+    /// another thread) is waited for, within the patience.
+    @Test func aLockLetGoOfByThisProcessIsWaitedFor() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let held = Mutex<DataDirectoryLock?>(try DataDirectoryLock(directory: directory.url))
+        let releaser = Thread {
+            usleep(100_000)  // not a synchronisation: the holder lets go while the next one waits
+            held.withLock { $0 = nil }
+        }
+        releaser.start()
+        _ = try DataDirectoryLock(directory: directory.url)
+    }
+
     @Test func aDirectoryOpenTwiceIsRefusedWithTheHoldersPID() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
@@ -654,7 +668,7 @@ import Testing
         }
         prober.start()
         for _ in 0..<20_000 {
-            #expect(throws: DataDirectoryLock.Held.self) { _ = try DataDirectoryLock(directory: directory.url) }
+            #expect(throws: DataDirectoryLock.Held.self) { _ = try DataDirectoryLock(directory: directory.url, patience: .zero) }
         }
         done.withLock { $0 = true }
         proberEnded.wait()
