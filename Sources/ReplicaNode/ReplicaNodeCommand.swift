@@ -42,6 +42,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
     /// inherited a blocked mask (children of Dispatch threads) would be acted on there with
     /// the default action, killing it (status 143) before any of its code ran.
     static func main() {
+        _ = StandardStreams.inputWasClosed  // before any other thread opens a file
         let command: any ParsableCommand
         do {
             command = try parseAsRoot(Serve.expandingDiscoverValue(Array(CommandLine.arguments.dropFirst())))
@@ -65,8 +66,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
             } catch {
                 fail(error)
             }
-            Output.flush()
-            Glibc.exit(0)
+            Glibc.exit(Output.finishedStatus())
         }
         dispatchMain()
     }

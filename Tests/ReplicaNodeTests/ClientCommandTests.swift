@@ -192,6 +192,42 @@ import Testing
         #expect(importMissing.stderr == "replica-node: cannot read /nonexistent.jsonl: no such file or directory\n")
     }
 
+    /// What a client cannot read or write is one line and exit 1 (helper-71): a standard input
+    /// that is a directory or closed (it crashed with exit 132), an output on a full disk (exit
+    /// 0, nothing written), and a control socket of another user (called "stale": an operator
+    /// could delete a live node's socket).
+    @Test func unreadableInputUnwritableOutputAndAnotherUsersSocketAreOneLine() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "client-io")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let data = cluster.nodes[0].data.path
+        func shell(_ command: String) throws -> CommandResult {
+            try runCapturingOutput("/bin/sh", ["-c", "exec \(replicaNodeBinary.path) \(command)"])
+        }
+        for (command, message) in [
+            ("set a --file - --data \(data) < /tmp", "cannot read standard input: is a directory"),
+            ("set a --file - --data \(data) <&-", "cannot read standard input: it is closed"),
+            ("import - --data \(data) <&-", "cannot read standard input: it is closed"),
+            ("status --data \(data) > /dev/full", "cannot write standard output: no space left on device"),
+        ] {
+            let result = try shell(command)
+            #expect(result.status == 1 && result.stderr == "replica-node: \(message)\n", "\(command): \(result)")
+        }
+        #expect(try cluster.client(0, ["get", "a"]).status == 1, "nothing was written")
+        guard getuid() == 0, FileManager.default.isExecutableFile(atPath: "/usr/sbin/runuser") else { return }
+        // A copy another user can run (the build directory may not be theirs to enter).
+        let shared = URL(fileURLWithPath: "/tmp/replica-client-\(UUID().uuidString.prefix(8))")
+        try FileManager.default.createDirectory(at: shared, withIntermediateDirectories: true, attributes: [.posixPermissions: 0o755])
+        defer { try? FileManager.default.removeItem(at: shared) }
+        let binary = shared.appendingPathComponent("replica-node")
+        try FileManager.default.copyItem(at: replicaNodeBinary, to: binary)
+        try FileManager.default.setAttributes([.posixPermissions: 0o755], ofItemAtPath: binary.path)
+        let other = try runCapturingOutput("/usr/sbin/runuser", ["-u", "nobody", "--", binary.path, "status", "--data", data])
+        #expect(other.status == 1)
+        #expect(other.stderr.hasPrefix("replica-node: cannot reach the replica-node serving \(data): permission denied on its control socket"),
+                "\(other)")
+    }
+
     /// Start-up failures are one line naming the path or address and the cause, with exit 1,
     /// and leave no data directory behind that the start made.
     @Test func startFailuresNameThePathAndTheCause() async throws {

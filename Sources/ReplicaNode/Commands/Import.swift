@@ -46,8 +46,21 @@ struct Import: ClientCommand {
         guard (1...100_000).contains(batch) else { throw ValidationError("--batch must be between 1 and 100000.") }
     }
 
+    func run() throws {
+        // The input first, as `set --file` does: a file that cannot be read is reported whether
+        // or not the node runs, and standard input is read before a socket could take its
+        // descriptor (with fd 0 closed, libzmq's was read as the input; helper-71).
+        try reportingErrors {
+            let input = try FileProblem.readInput(file)
+            try perform(input, with: try options.connect())
+        }
+    }
+
     func perform(with client: ControlClient) throws {
-        let input = try FileProblem.readInput(file)
+        try perform(try FileProblem.readInput(file), with: client)
+    }
+
+    func perform(_ input: Data, with client: ControlClient) throws {
         let batches: [Batch]
         do {
             batches = try Self.batches(of: input, keysPerBatch: batch, maxBytes: Self.maxBatchBytes)
@@ -64,14 +77,15 @@ struct Import: ClientCommand {
         do {
             for batch in batches {
                 if inFlight == Self.window {
-                    written += try receiveWritten(client)
                     inFlight -= 1
+                    written += try receiveWritten(client)
                     progress.show(written)
                 }
                 try client.send(batch.typed ? .importTypedLines(batch.lines) : .importLines(batch.lines))
                 inFlight += 1
             }
-            for _ in 0..<inFlight {
+            while inFlight > 0 {
+                inFlight -= 1
                 written += try receiveWritten(client)
                 progress.show(written)
             }
@@ -79,6 +93,7 @@ struct Import: ClientCommand {
             progress.finish(written)
             throw tooOld  // refused whole: nothing was written
         } catch {
+            written += Self.writtenBy(inFlight, of: client)
             progress.finish(written)
             throw Interrupted(written: written, total: total, cause: error)
         }
@@ -103,6 +118,32 @@ struct Import: ClientCommand {
                 + "in flight may have been written too); importing the file again writes every key again (newer writes to those keys since are replaced)"
         }
     }
+
+    /// What the `count` batches still in flight wrote, as their replies say, read for at most
+    /// `drainTime`. A node that stops refuses at once the requests it reads after it began to
+    /// stop, and answers those it read before once they are committed: the first refusal
+    /// overtook earlier batches' successes, and the count told the user to resume from was
+    /// short (helper-71: "49000 of 300000 written", 52,000 there).
+    static func writtenBy(_ count: Int, of client: ControlClient) -> Int {
+        let deadline = ContinuousClock.now + drainTime
+        var written = 0
+        for _ in 0..<count {
+            let left = deadline - .now
+            guard left > .zero else { break }
+            do {
+                guard let reply = try client.receive(timeout: left) else { break }
+                written += reply.written ?? 0
+            } catch is ControlFailure {
+                continue  // that batch was refused: the next may still have been written
+            } catch {
+                break  // gone: nothing more comes
+            }
+        }
+        return written
+    }
+
+    /// How long an interrupted import reads the replies still on their way.
+    static let drainTime: Duration = .seconds(5)
 
     private func receiveWritten(_ client: ControlClient) throws -> Int {
         let reply: ControlReply?

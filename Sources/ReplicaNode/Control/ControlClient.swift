@@ -53,11 +53,18 @@ struct ControlClient {
     init(dataDirectory: URL) throws {
         self.dataDirectory = dataDirectory
         let path = ControlEndpoint.socketPath(in: dataDirectory)
-        guard FileManager.default.fileExists(atPath: path) else {
+        var info = stat()
+        if stat(path, &info) != 0 {
+            let error = errno
+            if error == EACCES { throw Self.denied(dataDirectory, path) }
             throw Unreachable(message: "no replica-node is serving \(dataDirectory.path) (no control socket at \(path))")
         }
-        guard Self.isListening(path) else {
+        switch Self.probe(path) {
+        case .listening: break
+        case .notListening:
             throw Unreachable(message: "no replica-node is serving \(dataDirectory.path) (stale control socket; the node is not running)")
+        case .denied:
+            throw Self.denied(dataDirectory, path)
         }
         context = try ZMQContext()
         socket = try context.socket(.dealer)
@@ -95,15 +102,40 @@ struct ControlClient {
     /// Whether the node still listens on its control socket.
     var nodeIsListening: Bool { Self.isListening(ControlEndpoint.socketPath(in: dataDirectory)) }
 
+    private static func isListening(_ path: String) -> Bool { probe(path) != .notListening }
+
+    /// What a `connect()` to the control socket says.
+    enum Probe: Equatable {
+        case listening
+        /// Refused, or the file is gone: nobody listens.
+        case notListening
+        /// This user may not use the socket (EACCES, EPERM): the node may well be running.
+        case denied
+    }
+
+    /// A client of another user than the node's: told so, not that no node runs. (The socket
+    /// was called stale, and an operator who deleted it cut every client off a healthy node;
+    /// helper-71.)
+    static func denied(_ dataDirectory: URL, _ path: String) -> Unreachable {
+        var info = stat()
+        let owner: String
+        if stat(path, &info) == 0 || stat(dataDirectory.path, &info) == 0, let entry = getpwuid(info.st_uid) {
+            owner = " (it belongs to \(String(cString: entry.pointee.pw_name)): run the command as that user)"
+        } else {
+            owner = ""
+        }
+        return Unreachable(message: "cannot reach the replica-node serving \(dataDirectory.path): permission denied on its control socket \(path)\(owner)")
+    }
+
     /// A plain `connect()` to the Unix socket: refused means nobody is listening.
-    private static func isListening(_ path: String) -> Bool {
+    static func probe(_ path: String) -> Probe {
         let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return true }
+        guard fd >= 0 else { return .listening }
         defer { close(fd) }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return true }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return .listening }
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
             buffer.copyBytes(from: bytes)
             buffer[bytes.count] = 0
@@ -114,7 +146,12 @@ struct ControlClient {
             }
         }
         // EAGAIN: its listen backlog is full, so it is listening (and busy).
-        return result == 0 || errno == EAGAIN
+        if result == 0 { return .listening }
+        switch errno {
+        case EAGAIN: return .listening
+        case EACCES, EPERM: return .denied
+        default: return .notListening
+        }
     }
 
     /// A reply of another kind than the request asks for (a node of another version).

@@ -1,4 +1,5 @@
 import Foundation
+import ReplicaCore
 
 #if canImport(Glibc)
 import Glibc
@@ -151,6 +152,18 @@ enum Output {
 
     /// Pushes what is buffered to its reader (a pipe reader waits for whole lines).
     static func flush() { fflush(nil) }
+
+    /// The exit status of a command that succeeded, once its output is written: 1, with one
+    /// line on stderr, if standard output could not take it (a full disk, a closed pipe). A
+    /// `get ... > /dev/full` exited 0 with nothing written (helper-71), and an export script
+    /// kept an empty file.
+    /// (Every stream is flushed: on a full disk or a closed pipe, the last buffer's write fails
+    /// as the earlier ones did.)
+    static func finishedStatus() -> Int32 {
+        guard fflush(nil) != 0 else { return 0 }
+        error("cannot write standard output: \(FileSystemReason.systemMessage(errno))")
+        return 1
+    }
 
     /// `replica-node: message` on stderr: the one line of a failed command.
     static func error(_ message: String) {

@@ -1,0 +1,24 @@
+import Foundation
+
+#if canImport(Glibc)
+import Glibc
+#endif
+
+/// Standard input, output and error as the process was started with them. A process started
+/// with one of them closed would hand its number to the next file anything opens (Dispatch's
+/// pipes, libzmq's sockets): `set --file -` then read another thread's non-blocking pipe as
+/// its input and waited on it for ever (one start in seven with `<&-`; helper-71), and output
+/// could have gone into a socket. So each closed one is held by `/dev/null` from the start,
+/// and a command that reads standard input says it was closed.
+enum StandardStreams {
+    /// Whether standard input was closed at start (its slot is now `/dev/null`). Read first
+    /// thing in `main`, before any other thread runs.
+    static let inputWasClosed: Bool = {
+        let closed = (0...2).map { fcntl(Int32($0), F_GETFD) == -1 && errno == EBADF }
+        for descriptor in 0...2 where closed[descriptor] {
+            // open() takes the lowest free number: this very slot (the lower ones are open).
+            _ = open("/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY)
+        }
+        return closed[0]
+    }()
+}
