@@ -398,6 +398,10 @@ extension Replica {
             guard message.node != identity.node, membership[message.node]?.status != .active else { continue }
             if curve != nil {
                 guard let key = message.publicKey, trustedKeys.contains(key) else { continue }
+                // A trust directory names each key's node: a beacon naming another node with it
+                // is not that node (helper-70: forged beacons with a member's public key, which
+                // every beacon shows, were taken as seeds).
+                if let owner = keyOwners[key], owner != message.node { continue }
             }
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
             guard !seeds.contains(where: { $0.address == address }),

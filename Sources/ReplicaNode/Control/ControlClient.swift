@@ -68,7 +68,7 @@ struct ControlClient {
         }
         context = try ZMQContext()
         socket = try context.socket(.dealer)
-        try socket.setMaxMessageSize(64 << 20)
+        try socket.setMaxMessageSize(Self.maxReplyBytes)
         monitor = try socket.monitor(Self.events)
         try socket.connect(ControlEndpoint.address(in: dataDirectory))
         try waitUntilConnected(path: path)
@@ -98,6 +98,9 @@ struct ControlClient {
     private var stoppedBeforeConnecting: Unreachable {
         Unreachable(message: "no replica-node is serving \(dataDirectory.path) (the node stopped; nothing was sent)")
     }
+
+    /// The largest reply taken: libzmq closes the connection of a larger one.
+    static let maxReplyBytes = 64 << 20
 
     /// Whether the node still listens on its control socket.
     var nodeIsListening: Bool { Self.isListening(ControlEndpoint.socketPath(in: dataDirectory)) }
@@ -181,7 +184,16 @@ struct ControlClient {
         var dataDirectory: URL
         /// Set when the request was a change (see `description`).
         var unansweredChange = false
+        /// The node still listened once the connection closed: it did not stop; the reply was
+        /// more than this client takes (helper-71: `keys` of a store of 70,000 long keys was
+        /// reported as a node that stopped, while it ran on, healthy).
+        var nodeStillListens = false
         var description: String {
+            if nodeStillListens {
+                return "the connection to the replica-node serving \(dataDirectory.path) closed before its reply arrived, while the "
+                    + "node still runs: most likely the reply was over this client's limit of \(ControlClient.maxReplyBytes >> 20) MiB "
+                    + "(for `keys`, list a part at a time with --prefix)"
+            }
             let stopped = "the replica-node serving \(dataDirectory.path) stopped before answering: the node is shutting down (or was killed)"
             guard unansweredChange else { return stopped }
             // Not "not applied": a second signal, or a drain past its limit, ends a graceful stop
@@ -229,7 +241,9 @@ struct ControlClient {
             if try socket.waitUntilReadable(timeout: endsWhenDisconnected ? slice : timeout) { break }
             if endsWhenDisconnected && disconnected() {
                 // A reply sent before the connection closed was read before the close.
-                guard try socket.waitUntilReadable(timeout: .zero) else { throw NodeStopped(dataDirectory: dataDirectory) }
+                guard try socket.waitUntilReadable(timeout: .zero) else {
+                    throw NodeStopped(dataDirectory: dataDirectory, nodeStillListens: nodeIsListening)
+                }
                 break
             }
             if !endsWhenDisconnected { return nil }
