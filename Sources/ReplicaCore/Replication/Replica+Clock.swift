@@ -122,9 +122,13 @@ extension Replica {
 
     /// Whether this node has anyone to hear (seeds or members): otherwise it is a cluster of one,
     /// whose clock has nothing to be compared with and which is never isolated. Seeds found by
-    /// beacon count (a node that joins by discovery only, whose key no member trusts, was
-    /// never listed isolated; helper-70).
-    var hasMembersOrSeeds: Bool { !configuration.peers.isEmpty || !membership.active.isEmpty || !seeds.isEmpty }
+    /// beacon count, and a beacon heard lately (a node that joins by discovery only, whose key
+    /// no member trusts, was never listed isolated, helper-70; then listed and cleared each
+    /// time its discovered seed expired, helper-72).
+    var hasMembersOrSeeds: Bool {
+        !configuration.peers.isEmpty || !membership.active.isEmpty || !seeds.isEmpty
+            || lastBeaconHeard.map { .now - $0 < SeedRetirement.discoveredLife } ?? false
+    }
 
     /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
     /// clock has been judged (a member behind ours but with the median is not the wrong one).

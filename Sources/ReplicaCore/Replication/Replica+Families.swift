@@ -64,7 +64,9 @@ extension Replica {
         let own = configuration.wallClock()
         switch clockCheck.verdict {
         case .agrees(let median): return median < 0 ? own - min(own, UInt64(-median)) : own
-        case .alone where !received: return own
+        // Alone and with nobody to hear: not a node whose members are merely down (or not
+        // restored yet: the first tick restores the member table, then sweeps; helper-72).
+        case .alone where !received && !hasMembersOrSeeds: return own
         case .alone, .unverified, .skewed: return nil
         }
     }

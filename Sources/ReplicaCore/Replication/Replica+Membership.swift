@@ -7,7 +7,8 @@ extension Replica {
     func mergeMembers(_ records: [MemberRecord], from source: NodeID) {
         let now = ContinuousClock.now
         let ours = membership.local
-        let result = membership.merge(records, wallMillis: configuration.wallClock(), keyOwners: keyOwners)
+        let result = membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
+                                      keyOwners: keyOwners)
         for impersonation in result.impersonations { noteImpersonation(impersonation, from: source, now: now) }
         if let rival = result.reassertedAgainst {
             logger.warning("\(source) holds a record of this node that would replace ours (a forget, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
@@ -197,8 +198,9 @@ extension Replica {
         if let action = progress.start(now: now) { actions.append(action) }
         leaving = progress
         // Writes the clock check still holds (it has not compared clocks yet) are refused now:
-        // committed after the departure, they reached no member.
-        if !commits.writes.isEmpty { flush() }
+        // committed after the departure, they reached no member. (Not when the node stays at
+        // once, no member holding its writes: they wait for the check, as before.)
+        if !commits.writes.isEmpty && !actions.contains(.finish(left: false)) { flush() }
         logger.info("leaving the cluster: handing \(sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
         return await withCheckedContinuation { continuation in
             leaveWaiters.append(continuation)
@@ -403,6 +405,7 @@ extension Replica {
                 // every beacon shows, were taken as seeds).
                 if let owner = keyOwners[key], owner != message.node { continue }
             }
+            lastBeaconHeard = .now
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
             guard !seeds.contains(where: { $0.address == address }),
                   SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: .now) else { continue }

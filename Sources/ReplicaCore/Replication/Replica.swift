@@ -63,6 +63,8 @@ public actor Replica: PollLoopOwner {
 
     // Relays: origins we take through which member, and sources others asked us to pass on.
     var relaysTaken: [NodeID: NodeID] = [:]
+    /// When a discovery beacon of a node we may join was last heard (see `hasMembersOrSeeds`).
+    var lastBeaconHeard: ContinuousClock.Instant?
     var relaysServed: Set<NodeID> = []
 
     // Outgoing state.

@@ -24,6 +24,22 @@ import Testing
         }
     }
 
+    /// A departure past the retention by the wall clock is dropped on arrival, unless the
+    /// node's clock cannot say (`expiryWallMillis` nil: unchecked or skewed; helper-72: a clock
+    /// days ahead dropped every departure it was sent); a re-assertion still takes the wall clock.
+    @Test func departuresExpireOnArrivalOnlyByACheckedClock() {
+        let departure = Self.record("c", epoch: 1_000, status: .left)
+        var byWall = table(retention: 500)
+        #expect(byWall.merge([departure], wallMillis: 10_000).changes.isEmpty)
+        #expect(byWall["c"] == nil, "expired by the wall clock")
+        var unchecked = table(retention: 500)
+        _ = unchecked.merge([departure], wallMillis: 10_000, expiryWallMillis: .some(nil))
+        #expect(unchecked["c"]?.status == .left, "kept while the clock cannot say")
+        var behind = table(retention: 500)
+        _ = behind.merge([departure], wallMillis: 10_000, expiryWallMillis: 1_200)
+        #expect(behind["c"]?.status == .left, "not expired by the members' time")
+    }
+
     struct Row: Sendable, CustomTestStringConvertible {
         var name: String
         var before: [MemberRecord]

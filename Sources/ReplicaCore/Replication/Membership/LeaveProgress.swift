@@ -38,8 +38,9 @@ struct LeaveProgress: Equatable, Sendable {
     }
 
     private(set) var asked: Set<NodeID>
-    /// This process's update stream: its epoch, and the last sequence it published (writes
-    /// held for the first clock check when the leave began may still be published).
+    /// This process's update stream: its epoch, and the last sequence it published (kept up to
+    /// date as members report, although since 0.27.0 writes still held for the first clock
+    /// check when the leave began are refused, not published).
     let epoch: UInt64
     var published: UInt64
     /// The store holds versions this node wrote in an earlier run.

@@ -95,7 +95,12 @@ struct Membership: Sendable {
     /// the record's own id, is no evidence either way (a key being rotated) and merges as
     /// before; so does a departure or a forget (it only ends a membership, and a forget of a
     /// renamed node must reach the members that know its key under the new name).
-    mutating func merge(_ records: [MemberRecord], wallMillis: UInt64, keyOwners: [[UInt8]: NodeID] = [:]) -> MergeResult {
+    /// `expiryWallMillis`: the time by which departures expire here (nil: none does, this
+    /// node's clock cannot say; by default `wallMillis`). `wallMillis` is the wall clock, for
+    /// a re-assertion's epoch.
+    mutating func merge(_ records: [MemberRecord], wallMillis: UInt64, expiryWallMillis: UInt64?? = nil,
+                        keyOwners: [[UInt8]: NodeID] = [:]) -> MergeResult {
+        let expiry = expiryWallMillis ?? wallMillis
         var result = MergeResult()
         var changed = false
         for record in records {
@@ -117,7 +122,7 @@ struct Membership: Sendable {
                 }
                 continue
             }
-            if isExpired(record, wallMillis: wallMillis) {
+            if let expiry, isExpired(record, wallMillis: expiry) {
                 // Not kept, so a member that has not expired it yet cannot hand it back; but it
                 // still ends the older record it replaces (a member that missed the departure).
                 if let existing = others[record.node], record.supersedes(existing) {

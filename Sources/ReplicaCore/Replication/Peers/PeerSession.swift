@@ -524,6 +524,11 @@ struct PeerSession: Sendable {
         moved.incarnation = incarnation
         moved.lost = lost
         moved.stats = stats
+        // What it lost of its old life (missing, or being repaired) cannot be repaired from the
+        // new process (a repair names no epoch: it would answer from its new buffer): lost, for
+        // the restart's sync to bring (helper-72).
+        moved.stream.clearMissing()
+        moved.forgetLosses(restartedThrough: stream.through)
         self = moved
     }
 
