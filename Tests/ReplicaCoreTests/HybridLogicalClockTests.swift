@@ -32,6 +32,16 @@ final class ManualClock: Sendable {
         #expect(next == HybridTimestamp(wallMillis: 5_000, logical: 9))
     }
 
+    /// The bound `receive` applies is the one `acceptsThrough` states (the `peerClock` check
+    /// reads it too): the drift, plus the allowance of a slow clock.
+    @Test func theAcceptanceBoundIsReceives() throws {
+        var clock = HybridLogicalClock(maxDriftMillis: 60_000, physical: ManualClock(1_000).physical)
+        clock.extraDriftMillis = 5_000
+        #expect(clock.acceptsThrough(wallMillis: 1_000) == 66_000)
+        #expect(throws: Never.self) { try clock.receive(HybridTimestamp(wallMillis: 66_000, logical: 0), wallMillis: 1_000) }
+        #expect(throws: HybridLogicalClock.RejectedTimestamp.self) { try clock.receive(HybridTimestamp(wallMillis: 66_001, logical: 0), wallMillis: 1_000) }
+    }
+
     @Test func receiveFollowsEachBranchOfTheRule() throws {
         let wall = ManualClock(2_000)
         var clock = HybridLogicalClock(physical: wall.physical)

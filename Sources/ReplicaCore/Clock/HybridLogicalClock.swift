@@ -63,12 +63,16 @@ public struct HybridLogicalClock: Sendable {
         try receive(remote, wallMillis: physical())
     }
 
+    /// The latest wall time (ms) of a received timestamp this clock takes when its own wall
+    /// clock reads `wallMillis`: the drift allowed, and the allowance a slow clock gets.
+    public func acceptsThrough(wallMillis: UInt64) -> UInt64 { wallMillis &+ maxDriftMillis &+ extraDriftMillis }
+
     /// `receive` against a wall-clock reading the caller took (one reading for a whole batch
     /// of received timestamps: reading the clock per entry would cost more than the merge).
     @discardableResult
     public mutating func receive(_ remote: HybridTimestamp, wallMillis: UInt64) throws(RejectedTimestamp) -> HybridTimestamp {
         let now = min(wallMillis, HybridTimestamp.maxWallMillis)
-        guard remote.wallMillis <= now &+ maxDriftMillis &+ extraDriftMillis else {
+        guard remote.wallMillis <= acceptsThrough(wallMillis: now) else {
             throw .tooFarInFuture(remote: remote, localWallMillis: now)
         }
         let previous = last

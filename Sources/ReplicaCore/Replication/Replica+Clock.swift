@@ -15,7 +15,7 @@ extension Replica {
         var newRefusals: [NodeID: Int] = [:]
         if clockCheck.refusal == nil {
             let window = max(Self.refusedEntriesWindow, configuration.periodicSyncInterval * 2)
-            let acceptedThrough = configuration.wallClock() &+ clock.maxDriftMillis &+ clock.extraDriftMillis
+            let acceptedThrough = clock.acceptsThrough(wallMillis: configuration.wallClock())
             for session in activeSessions where session.liveness.state != .down {
                 if let ahead = session.refusedEntriesAhead(now: now, window: window, acceptedThroughWallMillis: acceptedThrough) {
                     refusing[session.node] = ahead

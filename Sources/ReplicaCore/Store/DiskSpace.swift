@@ -13,11 +13,6 @@ public struct DiskSpace: Sendable, Equatable, Codable {
     public var freeBytes: UInt64
     public var totalBytes: UInt64
 
-    public init(freeBytes: UInt64, totalBytes: UInt64) {
-        self.freeBytes = freeBytes
-        self.totalBytes = totalBytes
-    }
-
     /// The space of the file system at `path` (one `statvfs`); nil if it cannot be read.
     public static func of(_ path: String) -> DiskSpace? {
         var info = statvfs()
