@@ -56,10 +56,11 @@ extension Replica {
     /// this node's clock cannot say. A clock days ahead took tombstones still live everywhere
     /// for expired, dropped them as they arrived and kept the values they deleted, which came
     /// back on every member once the members had collected theirs (helper-69). So only while
-    /// the clock agrees with the members', by the earlier of its time and theirs. Alone, a
-    /// sweep goes by its own clock (nothing arrives to drop, and a lone node's tombstones would
-    /// otherwise pile up), but what arrives (`received`) is kept. While unchecked or skewed,
-    /// nothing expires: what is received is kept and collected later, which is harmless.
+    /// the clock agrees with the members', by the earlier of its time and theirs. A node with
+    /// no members and no seeds at all sweeps by its own clock (nothing arrives to drop, and its
+    /// tombstones would otherwise pile up); what arrives (`received`) is kept. While unchecked
+    /// or skewed, or alone with members that are down, nothing expires: what is received is
+    /// kept and collected later, which is harmless.
     func expiryWallMillis(received: Bool) -> UInt64? {
         let own = configuration.wallClock()
         switch clockCheck.verdict {
