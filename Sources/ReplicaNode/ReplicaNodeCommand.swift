@@ -25,9 +25,9 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
               replica-node get greeting --data cluster-data/node3
               replica-node status --data cluster-data/node3
             """,
-        version: "replica-node 0.27.0",
+        version: "replica-node 0.28.0",
         subcommands: [
-            Serve.self, Get.self, SetCommand.self, Delete.self, Keys.self, Import.self,
+            Serve.self, Get.self, SetCommand.self, Delete.self, Keys.self, Export.self, Import.self,
             Incr.self, CounterCommand.self, Drinks.self,
             Status.self, Peers.self, Health.self, Watch.self, Leave.self, Forget.self, Cluster.self, Keygen.self,
         ])

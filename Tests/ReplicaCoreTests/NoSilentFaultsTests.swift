@@ -205,6 +205,9 @@ import Testing
         #expect(!DiskSpace(freeBytes: 6 * gib, totalBytes: 100 * gib).isLow)
         #expect(DiskSpace(freeBytes: 200 << 20, totalBytes: 2 * gib).isLow, "under 256 MiB")
         #expect(!DiskSpace(freeBytes: 2 * gib, totalBytes: 2 * gib).isLow, "an empty file system is not low")
+        // A small volume: a quarter of it, not 256 MiB (helper-72: always LOW under ~5 GiB).
+        #expect(!DiskSpace(freeBytes: 60 << 20, totalBytes: 100 << 20).isLow, "60% free of a small volume")
+        #expect(DiskSpace(freeBytes: 20 << 20, totalBytes: 100 << 20).isLow, "under a quarter of a small volume")
     }
 
     /// A key with U+0000 is refused with a clear error: SQLite would store it whole but read it

@@ -134,6 +134,50 @@ import Testing
         #expect(try store.keys(prefix: "a") == ["a%2", "a_1", "ab"])
     }
 
+    /// Paged listings (`keys`, `export`) from both stores' readers: every live key once, in
+    /// byte order, whatever the page size; tombstones and the excluded (reserved) prefix are
+    /// skipped; a byte bound ends a page early but never leaves it empty; a full page says where
+    /// the next starts, the last says none.
+    @Test(arguments: [false, true]) func livePagesListEveryLiveKeyOnce(onDisk: Bool) throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let store: any ReplicaStore = onDisk ? try SQLiteStore(directory: directory.url, node: "n1") : MemoryStore(node: "n1")
+        let live = ["a", "a%", "a_1", "ab", "b", "caf\u{E9}", "cafe\u{301}", "z", "\u{1F}counter/x/1", "\u{1F}log/y/2"]
+        _ = try store.merge(live.enumerated().map { Self.entry($1, UInt64($0 + 1)) } + [Self.entry("gone", 20, "n1", nil)])
+        let reader = try store.makeReader()
+        let byBytes = { (keys: [String]) in keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) } }
+
+        func pages(_ first: LivePage) throws -> [[String]] {
+            var page = first
+            var pages: [[String]] = []
+            while true {
+                let listed = try reader.liveKeys(page)
+                pages.append(listed.items)
+                let entries = try reader.liveEntries(page)
+                #expect(entries.items.map(\.key) == listed.items || page.maxBytes != .max, "entries page alike")
+                guard let next = listed.next else { return pages }
+                #expect(next == listed.items.last)
+                page.after = next
+            }
+        }
+        for limit in [1, 2, 3, 100] {
+            let listed = try pages(LivePage(limit: limit))
+            #expect(listed.joined().map { $0 } == byBytes(live), "limit \(limit)")
+            #expect(listed.dropLast().allSatisfy { $0.count == limit })
+            #expect(listed.last?.isEmpty == false, "the last page says it is the last: no empty page after it")
+        }
+        #expect(try pages(LivePage(excludedPrefix: "\u{1F}", limit: 4)).joined().map { $0 } == byBytes(live.filter { !$0.hasPrefix("\u{1F}") }))
+        #expect(try pages(LivePage(prefix: "a", limit: 2)).joined().map { $0 } == ["a", "a%", "a_1", "ab"])
+        #expect(try pages(LivePage(prefix: "a", after: "a%", limit: 10)) == [["a_1", "ab"]])
+        // Keys alone count toward a keys page's bytes: one byte per page is one key per page.
+        #expect(try pages(LivePage(limit: 100, maxBytes: 1)).allSatisfy { $0.count == 1 })
+        // An entries page counts payloads too, and holds at least one entry.
+        #expect(try reader.liveEntries(LivePage(limit: 100, maxBytes: 1)).items.count == 1, "a value over the bound alone")
+        #expect(try reader.liveEntries(LivePage(limit: 100, maxBytes: 4)).items.map(\.key) == ["\u{1F}counter/x/1"], "key and value bytes count")
+        #expect(try reader.liveEntries(LivePage(prefix: "nothing", limit: 5)).items.isEmpty)
+        #expect(try reader.liveEntries(LivePage(prefix: "nothing", limit: 5)).next == nil)
+    }
+
     /// A commit that fails part-way (here a trigger refuses one row, as a full disk would refuse
     /// a page) stores nothing of the batch, and the in-memory index forgets the batch too: the
     /// digest peers compare, the counts and the keys stay as they were, and the same batch
@@ -574,17 +618,34 @@ import Testing
         #expect(store.readFailure?.count == 2 && store.readFailure?.since == failure.since)
     }
 
-    /// A lock this process holds and lets go of a moment later (a store still closing on
-    /// another thread) is waited for, within the patience.
-    @Test func aLockLetGoOfByThisProcessIsWaitedFor() throws {
+    /// A lock let go of is free at once, even while a child process still has the lock file
+    /// open: a child being spawned by another thread shares the parent's open files until it
+    /// runs its program (here a `fork` that waits on a pipe stands in for it). A plain close
+    /// left the `flock` held by the child's copy, and a store reopened at once was refused.
+    @Test func aLockLetGoOfIsFreeWhileAChildStillHasTheFileOpen() throws {
         let directory = TemporaryDirectory()
         defer { directory.remove() }
-        let held = Mutex<DataDirectoryLock?>(try DataDirectoryLock(directory: directory.url))
-        let releaser = Thread {
-            usleep(100_000)  // not a synchronisation: the holder lets go while the next one waits
-            held.withLock { $0 = nil }
+        var lock: DataDirectoryLock? = try DataDirectoryLock(directory: directory.url)
+        var gate: [Int32] = [0, 0]
+        #expect(pipe(&gate) == 0)
+        let child = fork()
+        if child == 0 {
+            // Only async-signal-safe calls in the child of a threaded process. Its copy of the
+            // write end goes first, or its read would never see the end of the pipe.
+            close(gate[1])
+            var byte: UInt8 = 0
+            _ = read(gate[0], &byte, 1)
+            _exit(0)
         }
-        releaser.start()
+        #expect(child > 0)
+        close(gate[0])
+        defer {
+            close(gate[1])
+            var status: Int32 = 0
+            waitpid(child, &status, 0)
+        }
+        withExtendedLifetime(lock) {}
+        lock = nil
         _ = try DataDirectoryLock(directory: directory.url)
     }
 
@@ -668,7 +729,7 @@ import Testing
         }
         prober.start()
         for _ in 0..<20_000 {
-            #expect(throws: DataDirectoryLock.Held.self) { _ = try DataDirectoryLock(directory: directory.url, patience: .zero) }
+            #expect(throws: DataDirectoryLock.Held.self) { _ = try DataDirectoryLock(directory: directory.url) }
         }
         done.withLock { $0 = true }
         proberEnded.wait()

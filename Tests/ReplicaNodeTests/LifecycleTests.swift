@@ -335,17 +335,41 @@ import Testing
         #expect(!watcher.process.isRunning && watcher.process.termination == .exited(1))
     }
 
+    /// `watch` started on node 0 of `cluster`, once it said that it watches.
+    static func watch(_ cluster: ProcessCluster) async throws -> (ChildProcess, LineReader) {
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let process = try ChildProcess(replicaNodeBinary.path, ["watch", "--data", cluster.nodes[0].data.path], output: .pipe, errors: .pipe)
+        let errors = LineReader(process.standardError!)
+        #expect(await errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
+        return (process, errors)
+    }
+
+    /// A node frozen (SIGSTOP) under a watch: the watch says on stderr that the node does not
+    /// answer, goes on watching, and says so again once the node runs (it stayed silent).
+    @Test func aWatchSaysWhenItsNodeStopsAnsweringAndWhenItAnswersAgain() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "watch-frozen")
+        defer { cluster.stop() }
+        let (process, errors) = try await Self.watch(cluster)
+        defer { process.signal(SIGKILL) }
+        let node = try #require(cluster.nodes[0].process)
+        node.signal(SIGSTOP)
+        let frozen = await errors.next(timeout: .seconds(20))
+        node.signal(SIGCONT)
+        #expect(frozen?.hasPrefix("the node has not answered for 5.0 seconds") == true, "\(frozen ?? "nothing said")")
+        #expect(await errors.next(timeout: .seconds(10)) == "the node answers again")
+        #expect(try cluster.client(0, ["set", "after", "1"]).status == 0)
+        let output = LineReader(process.standardOutput!)
+        #expect(await output.next(timeout: .seconds(10))?.contains("after = 1") == true, "still watching")
+    }
+
     /// A watch that stops reading (its output is not read) while thousands of changes arrive:
     /// the node does not drop changes silently, it ends the watch, and the client says that
     /// changes were lost once it reads again.
     @Test func aWatchThatReadsTooSlowlyIsToldThatItLostChanges() async throws {
         let cluster = try ProcessCluster(size: 1, name: "watch-slow")
         defer { cluster.stop() }
-        #expect(try await eventually { try cluster.status(0) != nil })
-        let process = try ChildProcess(replicaNodeBinary.path, ["watch", "--data", cluster.nodes[0].data.path], output: .pipe, errors: .pipe)
-        let errors = LineReader(process.standardError!)
+        let (process, errors) = try await Self.watch(cluster)
         defer { process.signal(SIGKILL) }
-        #expect(await errors.next(timeout: .seconds(10))?.hasPrefix("watching") == true)
         var lines = ""
         for index in 0..<20_000 { lines += "{\"key\":\"k\(index)\",\"value\":\(index)}\n" }
         let file = cluster.root.appendingPathComponent("many.jsonl")

@@ -86,4 +86,24 @@ import Testing
         #expect(result.stderr.contains("nothing was written"), "\(result)")
         #expect(!result.stderr.contains("importing the file again"), "no advice meant for a half-written import: \(result)")
     }
+
+    /// A node before 0.28.0 knows no page of keys: `keys` asks again for the whole list, as
+    /// that node serves it, and prints it; `export` says the node is too old and how else to
+    /// export. Neither prints anything twice nor half.
+    @Test func keysFallsBackToTheWholeListAndExportSaysTheNodeIsTooOld() throws {
+        let node = try StandIn()
+        defer { node.remove() }
+        let malformed = #"{"failure":{"_0":{"code":"invalidRequest","message":"malformed control request"}}}"#
+        let keys = try Self.start(["keys", "--data", node.directory.path])
+        #expect(try node.answer(with: malformed).contains("keysPage"))
+        #expect(try node.answer(with: #"{"keys":{"_0":["a","b","\u001fcounter/x/1"]}}"#).contains("\"keys\""))
+        let listed = Self.finish(keys)
+        #expect(listed.status == 0 && listed.stdout == "a\nb\n", "reserved keys hidden as before: \(listed)")
+
+        let export = try Self.start(["export", "--data", node.directory.path])
+        #expect(try node.answer(with: malformed).contains("exportPage"))
+        let refused = Self.finish(export)
+        #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused)")
+        #expect(refused.stderr.contains("older than 0.28.0, which cannot export"), "\(refused)")
+    }
 }

@@ -7,8 +7,16 @@ extension Replica {
     /// The digest root alone: equal roots mean equal replicated state.
     public func digestRoot() -> UInt64 { store.digest.root }
 
-    /// A snapshot for `replica-node status`.
-    public func status() -> ReplicaStatus {
+    /// A snapshot for `replica-node status`. The disk's space is measured off the replica's
+    /// loop: a `statvfs` of a stalled network mount would hold every commit and message.
+    public nonisolated func status() async -> ReplicaStatus {
+        var status = await statusOnLoop()
+        status.disk = dataDirectory.flatMap { DiskSpace.of($0.path) }
+        return status
+    }
+
+    /// Everything in `status` the replica's state says.
+    func statusOnLoop() -> ReplicaStatus {
         let now = ContinuousClock.now
         let root = store.digest.root
         let relays = Dictionary(relaysTaken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
@@ -60,12 +68,11 @@ extension Replica {
             clock: clockStatus,
             problems: currentProblems,
             loadErrors: problems.of(.load),
-            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since },
-            disk: dataDirectory.flatMap { DiskSpace.of($0.path) })
+            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
     }
 
     /// The data directory, for a store on disk.
-    var dataDirectory: URL? {
+    nonisolated var dataDirectory: URL? {
         guard case .directory(let directory) = configuration.storage else { return nil }
         return directory
     }

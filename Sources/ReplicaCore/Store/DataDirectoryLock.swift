@@ -35,8 +35,7 @@ public final class DataDirectoryLock: @unchecked Sendable {
         }
     }
 
-    /// `patience`: how long a holder in this same process is waited for (see below).
-    public init(directory: URL, patience: Duration = DataDirectoryLock.sameProcessPatience) throws {
+    public init(directory: URL) throws {
         // `self.fd` is set only once the lock is held. A class whose stored properties are all
         // set runs its `deinit` even when `init` then throws: setting `fd` before the refusal
         // below closed the descriptor twice, and the second close hit whatever file another
@@ -47,20 +46,12 @@ public final class DataDirectoryLock: @unchecked Sendable {
         guard descriptor >= 0 else {
             throw Unusable(directory: directory.path, reason: FileSystemReason.systemMessage(errno))
         }
-        // A holder in this process may be a store just released and still closing (in about one
-        // suite run in twenty, a directory reopened at once was refused as held by this very
-        // process): it is given `patience` to let go. Another process's is refused at once.
-        let deadline = ContinuousClock.now + patience
-        while flock(descriptor, LOCK_EX | LOCK_NB) != 0 {
+        guard flock(descriptor, LOCK_EX | LOCK_NB) == 0 else {
             var buffer = [UInt8](repeating: 0, count: 32)
             let count = pread(descriptor, &buffer, buffer.count, 0)
             let text = String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)
-            let holder = Int32(text)
-            guard holder == getpid(), ContinuousClock.now < deadline else {
-                close(descriptor)
-                throw Held(directory: directory.path, pid: holder)
-            }
-            usleep(10_000)
+            close(descriptor)
+            throw Held(directory: directory.path, pid: Int32(text))
         }
         let pid = Array("\(getpid())\n".utf8)
         _ = ftruncate(descriptor, 0)
@@ -68,8 +59,14 @@ public final class DataDirectoryLock: @unchecked Sendable {
         fd = descriptor
     }
 
-    deinit { close(fd) }
-
-    /// How long a lock held by this same process is waited for (see `init`).
-    public static let sameProcessPatience: Duration = .seconds(2)
+    deinit {
+        // Unlocked before the close: a `flock` belongs to the open file, which a child being
+        // spawned at this moment (any thread's `posix_spawn`) shares until it runs its program
+        // and O_CLOEXEC closes its copy. A close alone left the lock held until then, and a
+        // store reopened at once was refused as "this process already has a replica open"
+        // (about one suite run in twenty, with tests spawning processes in parallel; found by
+        // helper-73). An explicit unlock releases it whoever else has the file open.
+        flock(fd, LOCK_UN)
+        close(fd)
+    }
 }

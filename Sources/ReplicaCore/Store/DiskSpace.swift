@@ -21,6 +21,8 @@ public struct DiskSpace: Sendable, Equatable, Codable {
         return DiskSpace(freeBytes: UInt64(info.f_bavail) &* block, totalBytes: UInt64(info.f_blocks) &* block)
     }
 
-    /// Below this, `status` flags the space as low: under 5% of the file system, or 256 MiB.
-    public var isLow: Bool { freeBytes < max(totalBytes / 20, 256 << 20) && freeBytes < totalBytes }
+    /// Below this, `status` flags the space as low: under 5% of the file system, or under
+    /// 256 MiB, but on a file system under 1 GiB only under a quarter of it (a small volume
+    /// for a small store was flagged from the start; helper-72).
+    public var isLow: Bool { freeBytes < max(totalBytes / 20, min(256 << 20, totalBytes / 4)) }
 }

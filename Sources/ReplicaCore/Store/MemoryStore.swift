@@ -19,6 +19,12 @@ public final class MemoryStore: ReplicaStore {
             entries.withLock { $0.values.filter { $0.key.hasKeyPrefix(prefix) } }
                 .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         }
+        func liveKeys(_ page: LivePage) -> ListedPage<String> {
+            page.listed(from: entries.withLock { $0.values }) { ($0.key, $0.key.utf8.count) }
+        }
+        func liveEntries(_ page: LivePage) -> ListedPage<Entry> {
+            page.listed(from: entries.withLock { $0.values }) { ($0, $0.key.utf8.count + ($0.payload?.count ?? 0)) }
+        }
     }
 
     private var entries: [ExactKey: Entry] { table.entries.withLock { $0 } }

@@ -95,6 +95,10 @@ public protocol StoreReader: Sendable {
     func entry(for key: String) throws -> Entry?
     /// Entries (tombstones included) whose key starts with `prefix`, in key order.
     func entries(prefix: String) throws -> [Entry]
+    /// One page of the live keys `page` selects, in byte order (keys count toward its bytes).
+    func liveKeys(_ page: LivePage) throws -> ListedPage<String>
+    /// One page of the live entries `page` selects, in key order.
+    func liveEntries(_ page: LivePage) throws -> ListedPage<Entry>
 }
 
 /// A kept copy of a value that could not be decoded.

@@ -754,6 +754,52 @@ public final class SQLiteStore: ReplicaStore {
         func entries(prefix: String) throws -> [Entry] {
             try failures.watch { try database.read { db in try SQLiteStore.entries(prefix: prefix, in: db) } }
         }
+        func liveKeys(_ page: LivePage) throws -> ListedPage<String> {
+            try failures.watch { try database.read { db in
+                try SQLiteStore.live(page, columns: "key", in: db) { row in
+                    let key: String = row[0]
+                    return (key, key, key.utf8.count)
+                }
+            } }
+        }
+        func liveEntries(_ page: LivePage) throws -> ListedPage<Entry> {
+            try failures.watch { try database.read { db in
+                try SQLiteStore.live(page, columns: "key, hlc, node, schema, payload", in: db) { row in
+                    let entry = try SQLiteStore.entry(from: row)
+                    return (entry, entry.key, entry.key.utf8.count + (entry.payload?.count ?? 0))
+                }
+            } }
+        }
+    }
+
+    /// One page of live rows read with a cursor: SQLite stops at the page's `limit`, and the
+    /// collector at its bytes.
+    static func live<Item: Sendable>(
+        _ page: LivePage, columns: String, in db: Database, item: (Row) throws -> (Item, key: String, size: Int)
+    ) throws -> ListedPage<Item> {
+        var (condition, arguments) = prefixRange(page.prefix)
+        if let after = page.after {
+            condition += " AND key > ?"
+            arguments += [after]
+        }
+        if let excluded = page.excludedPrefix, !excluded.isEmpty {
+            let (range, bounds) = prefixRange(excluded)
+            condition += " AND NOT (\(range))"
+            arguments += bounds
+        }
+        // One row past the limit: whether the page is the last.
+        arguments += [page.limit + 1]
+        let rows = try Row.fetchCursor(
+            db, sql: "SELECT \(columns) FROM entries WHERE \(condition) AND payload IS NOT NULL ORDER BY key LIMIT ?", arguments: arguments)
+        var collector = LivePage.Collector<Item>(page)
+        var lastKey: String?
+        while let row = try rows.next() {
+            let (value, key, size) = try item(row)
+            lastKey = key
+            guard collector.add(value, size: size) else { break }
+        }
+        let more = try lastKey != nil && rows.next() != nil
+        return collector.listed(more: more, lastKey: lastKey)
     }
 
     public func quarantine(_ entry: Entry, reason: String) throws {

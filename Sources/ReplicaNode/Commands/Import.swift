@@ -71,7 +71,7 @@ struct Import: ClientCommand {
         let total = batches.reduce(0) { $0 + $1.keys }
         var client = client
         client.timeout = .seconds(30)
-        var progress = ImportProgress(total: total)
+        var progress = KeyProgress(verb: "imported", total: total)
         var written = 0
         var inFlight = 0
         do {
@@ -280,32 +280,5 @@ struct Import: ClientCommand {
         if item.schema != 0 { bytes += Array(#","schema":\#(item.schema)"#.utf8) }
         bytes.append(UInt8(ascii: "}"))
         return .rewritten(bytes)
-    }
-}
-
-/// `import`'s progress: redrawn in place on a terminal, silent otherwise (scripts read the
-/// final line on stdout).
-struct ImportProgress {
-    let total: Int
-    let started = ContinuousClock.now
-    private let onTerminal = isatty(STDERR_FILENO) == 1
-    private var lastShown = ContinuousClock.now
-
-    init(total: Int) { self.total = total }
-
-    mutating func show(_ written: Int) {
-        guard onTerminal, ContinuousClock.now - lastShown >= .milliseconds(100) else { return }
-        lastShown = .now
-        Output.toStandardError("\rimported \(written)/\(total) keys, \(rate(written)) keys/s ")
-    }
-
-    func finish(_ written: Int) {
-        guard onTerminal else { return }
-        Output.toStandardError("\rimported \(written)/\(total) keys, \(rate(written)) keys/s\n")
-    }
-
-    private func rate(_ written: Int) -> Int {
-        let seconds = (ContinuousClock.now - started) / .seconds(1)
-        return seconds > 0 ? Int(Double(written) / seconds) : 0
     }
 }

@@ -21,9 +21,29 @@ struct Keys: ClientCommand {
     @OptionGroup var options: ClientOptions
 
     func perform(with client: ControlClient) throws {
-        var keys = try client.call(.keys(prefix: prefix), expecting: \.keys)
-        if !all { keys = keys.filter { !FamilyKey.isReserved($0) } }
-        // JSON keeps each key exact (a program may pass it back); text shows U+001F as ␟.
-        if options.json { try Output.json(encoding: keys) } else { keys.map { TextLine.visible(FamilyKey.readable($0)) }.forEach(Output.line) }
+        // Printed a page at a time, as it comes: a store of millions of keys is listed without
+        // either side holding them all.
+        var keys: [String] = []
+        do {
+            try client.forEachPage({ .keysPage(prefix: prefix, after: $0, all: all) }, expecting: \.keysPage) { page in
+                if options.json {
+                    keys += page
+                } else {
+                    page.forEach(printText)
+                    try Output.checkWritten()
+                }
+            }
+        } catch is ControlClient.OlderNode {
+            // A node before 0.28.0: the whole list in one reply, as it was.
+            keys = try client.call(.keys(prefix: prefix), expecting: \.keys)
+            if !all { keys = keys.filter { !FamilyKey.isReserved($0) } }
+            if !options.json { keys.forEach(printText) }
+        }
+        // JSON keeps each key exact (a program may pass it back): one array, so it is built
+        // whole (--prefix lists a part).
+        if options.json { try Output.json(encoding: keys) }
     }
+
+    /// Text shows U+001F as ␟, and control characters escaped.
+    private func printText(_ key: String) { Output.line(TextLine.visible(FamilyKey.readable(key))) }
 }

@@ -17,7 +17,8 @@ struct Watch: ClientCommand {
             "action", "element"}, each with "origin" ("local" or the peer it came from), \
             "version", "time", "hlc" and "node" (the writer). Runs until Ctrl-C; exits with 1, \
             saying why, when the watch ends: the node stops or restarts, or the watch read too \
-            slowly and changes were lost.
+            slowly and changes were lost. A node that does not answer the watch's check \
+            (it is frozen or overloaded) is reported on stderr, and again when it answers.
 
             Examples:
               replica-node watch --data cluster-data/node2
@@ -42,6 +43,11 @@ struct Watch: ClientCommand {
         // question answer it as a malformed request; then only the listening is checked.
         var checkSent = false
         var nodeChecksWatches = true
+        // A check left unanswered: the node is frozen (SIGSTOP, a debugger) or overloaded. Said
+        // once on stderr, and again when it answers: the watch itself goes on, as the node may
+        // come back with the watch in place (helper-71: a stopped node kept a watch silent).
+        var checkSentAt: ContinuousClock.Instant?
+        var saidUnanswered = false
         while true {
             let reply: ControlReply?
             do {
@@ -71,11 +77,20 @@ struct Watch: ClientCommand {
                 if nodeChecksWatches && !checkSent {
                     try client.send(.watchCheck)
                     checkSent = true
+                    checkSentAt = .now
+                } else if let sentAt = checkSentAt, !saidUnanswered, ContinuousClock.now - sentAt >= Self.unansweredLimit {
+                    saidUnanswered = true
+                    Output.note("the node has not answered for \(Self.unansweredLimit) (stopped, or overloaded?); still watching")
                 }
                 continue
             }
+            if saidUnanswered {
+                saidUnanswered = false
+                Output.note("the node answers again")
+            }
             if reply.watching != nil {
                 checkSent = false  // the node still has the watch
+                checkSentAt = nil
                 continue
             }
             guard let change = reply.change else { throw ControlClient.UnexpectedReply(reply: reply) }
@@ -86,6 +101,8 @@ struct Watch: ClientCommand {
 
     /// How long without a message before the watch checks that the node still has it.
     static let quietPeriod: Duration = .seconds(2)
+    /// How long a check may go unanswered before the watch says so.
+    static let unansweredLimit: Duration = .seconds(5)
 
     /// The watch is over: exit 1 with the reason.
     struct WatchEnded: Error, CustomStringConvertible {

@@ -192,7 +192,7 @@ struct ControlClient {
             if nodeStillListens {
                 return "the connection to the replica-node serving \(dataDirectory.path) closed before its reply arrived, while the "
                     + "node still runs: most likely the reply was over this client's limit of \(ControlClient.maxReplyBytes >> 20) MiB "
-                    + "(for `keys`, list a part at a time with --prefix)"
+                    + "(for `keys` of a node before 0.28.0, list a part at a time with --prefix)"
             }
             let stopped = "the replica-node serving \(dataDirectory.path) stopped before answering: the node is shutting down (or was killed)"
             guard unansweredChange else { return stopped }
@@ -293,6 +293,28 @@ struct ControlClient {
         guard let value = reply[keyPath: answer] else { throw UnexpectedReply(reply: reply) }
         return value
     }
+
+    /// Asks for a listing page by page (`request(after)`, after the last key of the page
+    /// before) and hands each page's items to `body` as it comes. A node before 0.28.0 knows no
+    /// page request: `OlderNode` is thrown before anything is handed on.
+    func forEachPage<Item>(
+        _ request: (_ after: String?) -> ControlRequest, expecting answer: KeyPath<ControlReply, ListedPage<Item>?>, _ body: ([Item]) throws -> Void
+    ) throws {
+        var after: String?
+        repeat {
+            let page: ListedPage<Item>
+            do {
+                page = try call(request(after), expecting: answer)
+            } catch let failure as ControlFailure where after == nil && failure.code == .invalidRequest && failure.message == ControlFailure.malformedRequest {
+                throw OlderNode()
+            }
+            try body(page.items)
+            after = page.next
+        } while after != nil
+    }
+
+    /// The node answered a request of this version as malformed: it runs an older one.
+    struct OlderNode: Error {}
 
     var notAnswering: Unreachable {
         Unreachable(message: "the replica-node serving \(dataDirectory.path) did not answer within \(timeout)")

@@ -9,7 +9,16 @@ enum ControlRequest: Codable, Sendable, Equatable {
     /// `json` is the value as JSON text.
     case set(key: String, json: String)
     case delete(key: String)
+    /// Every live key at once: what clients before 0.28.0 send. Answered up to the client's
+    /// reply limit (`ControlClient.maxReplyBytes`), as one reply.
     case keys(prefix: String)
+    /// One page of the live keys, after `after` (nil: the first page); `all` includes the
+    /// reserved keys of counters and logs. Answered with `.keysPage`. A node before 0.28.0
+    /// answers it as malformed, and the client then asks with `keys`.
+    case keysPage(prefix: String, after: String?, all: Bool)
+    /// One page of the live registers (no counter or log keys), entries with their values,
+    /// after `after`: `export`. Answered with `.entriesPage`.
+    case exportPage(prefix: String, after: String?)
     /// JSON Lines, one `{"key": ..., "value": ...}` each, written in one commit. Sent as the
     /// bytes of the file so that neither side builds and re-encodes a value per line.
     case importLines(Data)
@@ -46,7 +55,7 @@ enum ControlRequest: Codable, Sendable, Equatable {
     var isChange: Bool {
         switch self {
         case .set, .delete, .importLines, .importTypedLines, .incr, .addDrink, .removeDrink: true
-        case .get, .keys, .status, .watch, .watchCheck, .counter, .listDrinks, .leave, .forget, .health: false
+        case .get, .keys, .keysPage, .exportPage, .status, .watch, .watchCheck, .counter, .listDrinks, .leave, .forget, .health: false
         }
     }
 }
@@ -55,6 +64,10 @@ enum ControlRequest: Codable, Sendable, Equatable {
 enum ControlReply: Codable, Sendable {
     case entry(StoredEntry)
     case keys([String])
+    /// A page of keys, and the key the next starts after (nil: the last page).
+    case keysPage([String], next: String?)
+    /// A page of entries, and the key the next starts after (nil: the last page).
+    case entriesPage([StoredEntry], next: String?)
     /// How many keys an import wrote.
     case written(Int)
     case status(ReplicaStatus)
@@ -74,6 +87,8 @@ enum ControlReply: Codable, Sendable {
     // One accessor per answer, for `ControlClient.call(_:expecting:)`.
     var entry: StoredEntry? { if case .entry(let value) = self { value } else { nil } }
     var keys: [String]? { if case .keys(let value) = self { value } else { nil } }
+    var keysPage: ListedPage<String>? { if case .keysPage(let keys, let next) = self { ListedPage(items: keys, next: next) } else { nil } }
+    var entriesPage: ListedPage<StoredEntry>? { if case .entriesPage(let entries, let next) = self { ListedPage(items: entries, next: next) } else { nil } }
     var written: Int? { if case .written(let value) = self { value } else { nil } }
     var status: ReplicaStatus? { if case .status(let value) = self { value } else { nil } }
     var watching: Void? { if case .watching = self { () } else { nil } }

@@ -29,7 +29,7 @@ extension ControlServer {
             }
             try await replica.write([drinkLog.removal(ofID: drinkLog.id(of: drink))], refusingNewerSchemaThan: drinkLog.schema)
             return .drink(drink)
-        case .get, .set, .delete, .keys, .importLines, .importTypedLines, .status, .watch, .watchCheck, .leave, .forget, .health:
+        case .get, .set, .delete, .keys, .keysPage, .exportPage, .importLines, .importTypedLines, .status, .watch, .watchCheck, .leave, .forget, .health:
             throw ControlFailure(.invalidRequest, "not a counter or drink request")
         }
     }

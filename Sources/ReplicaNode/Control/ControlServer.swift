@@ -161,7 +161,15 @@ actor ControlServer: PollLoopOwner {
         resumeIdleWaiters()
     }
 
-    var pollItems: [PollItem<ControlSocket>] { socket.map { [PollItem($0, role: .control)] } ?? [] }
+    /// The socket is not read while `maxInFlight` requests are being answered: what clients
+    /// send meanwhile waits in libzmq's queues (and theirs, past its high-water mark), so a
+    /// flood of requests holds at most this many replies in memory at once (helper-71: twenty
+    /// concurrent `keys` of a 70 MB key set took the node to 2.5 GB).
+    var pollItems: [PollItem<ControlSocket>] {
+        guard inFlight < Self.maxInFlight, let socket else { return [] }
+        return [PollItem(socket, role: .control)]
+    }
+    static let maxInFlight = 32
     var pollTimeout: Duration? { pendingEnds.isEmpty ? nil : Self.pendingRetry }
 
     /// The one socket this server waits on.
@@ -176,7 +184,7 @@ actor ControlServer: PollLoopOwner {
     /// Reads every request waiting on `socket` (without blocking) and answers it, or starts
     /// the task that will; once the node is stopping, each is answered that it is.
     private func readRequests(from socket: ZMQSocket) {
-        while let message = try? socket.receive(maxFrames: 2) {
+        while inFlight < Self.maxInFlight || !accepting, let message = try? socket.receive(maxFrames: 2) {
             guard message.frames.count == 2, !message.truncated else { continue }
             let client = message.frames[0]
             guard let request = try? decoder.decode(ControlRequest.self, from: Data(message.frames[1])) else {
@@ -390,7 +398,17 @@ actor ControlServer: PollLoopOwner {
             try await replica.write(batch)
             return .written(batch.count)
         case .keys(let prefix):
-            return .keys(try await replica.keys(prefix: prefix))
+            return .keys(try wholeKeyList(prefix: prefix, replica.reader))
+        case .keysPage(let prefix, let after, let all):
+            let page = LivePage(
+                prefix: prefix, after: after, excludedPrefix: all ? nil : FamilyKey.marker, limit: Self.keysPerPage, maxBytes: Self.pageBytes)
+            let listed = try replica.reader.liveKeys(page)
+            return .keysPage(listed.items, next: listed.next)
+        case .exportPage(let prefix, let after):
+            let page = LivePage(
+                prefix: prefix, after: after, excludedPrefix: FamilyKey.marker, limit: Self.entriesPerPage, maxBytes: Self.pageBytes)
+            let listed = try replica.reader.liveEntries(page)
+            return .entriesPage(listed.items.map(StoredEntry.init), next: listed.next)
         case .status:
             return .status(await replica.status())
         case .watch, .watchCheck:
@@ -405,6 +423,36 @@ actor ControlServer: PollLoopOwner {
             return .health(await replica.health())
         case .incr, .counter, .addDrink, .listDrinks, .removeDrink:
             return try await answerFamily(request, replica: replica)
+        }
+    }
+
+    /// The most keys, entries and bytes (keys and values) in one page of `keys` or `export`:
+    /// the reply stays far below the client's 64 MiB limit (values travel as base64), and each
+    /// page is one short read on the store's reader.
+    static let keysPerPage = 10_000
+    static let entriesPerPage = 1_000
+    static let pageBytes = 4 << 20
+
+    /// Every live key under `prefix`, for a client before 0.28.0 (one reply), read a page at a
+    /// time from the store's reader (not on the replica's loop, whose commits it would stall),
+    /// and refused once over what the client can take, rather than built in full first.
+    private static func wholeKeyList(prefix: String, _ reader: any StoreReader) throws -> [String] {
+        var keys: [String] = []
+        var bytes = 0
+        var page = LivePage(prefix: prefix, limit: keysPerPage, maxBytes: pageBytes)
+        while true {
+            let listed = try reader.liveKeys(page)
+            keys += listed.items
+            // Each key is at least its bytes and two quotes and a comma in the reply.
+            bytes += listed.items.reduce(0) { $0 + $1.utf8.count + 3 }
+            guard bytes <= ControlClient.maxReplyBytes else {
+                throw ControlFailure(
+                    .invalidRequest,
+                    "the key list is over a client's \(ControlClient.maxReplyBytes >> 20) MiB reply limit: use a replica-node client of 0.28.0 "
+                        + "or later (it lists keys a page at a time), or list a part at a time with --prefix")
+            }
+            guard let next = listed.next else { return keys }
+            page.after = next
         }
     }
 

@@ -165,6 +165,21 @@ enum Output {
         return 1
     }
 
+    /// Standard output could not take what was written to it (a full disk, a closed pipe, a
+    /// closed descriptor): a command printing a long listing stops at once, rather than read
+    /// every page of it for nobody.
+    struct OutputFailed: Error, CustomStringConvertible {
+        var reason: String
+        var description: String { "cannot write standard output: \(reason)" }
+    }
+
+    /// Flushes standard output and throws `OutputFailed` if it failed (now or before).
+    static func checkWritten() throws(OutputFailed) {
+        // fflush(nil) reaches stdout without naming the C global (not concurrency-safe in
+        // Swift 6); the commands write no other stream.
+        if fflush(nil) != 0 { throw OutputFailed(reason: FileSystemReason.systemMessage(errno)) }
+    }
+
     /// `replica-node: message` on stderr: the one line of a failed command.
     static func error(_ message: String) {
         toStandardError("replica-node: \(message)\n")

@@ -17,7 +17,11 @@ enum StandardStreams {
         let closed = (0...2).map { fcntl(Int32($0), F_GETFD) == -1 && errno == EBADF }
         for descriptor in 0...2 where closed[descriptor] {
             // open() takes the lowest free number: this very slot (the lower ones are open).
-            _ = open("/dev/null", descriptor == 0 ? O_RDONLY : O_WRONLY)
+            // Standard output is held read-only, so that what a command prints fails to be
+            // written (EBADF) and it exits 1, as into a closed pipe: `get >&-` printed into
+            // /dev/null and exited 0 (helper-72). Standard error stays writable: a message
+            // nobody reads must not turn success into failure.
+            _ = open("/dev/null", descriptor == 2 ? O_WRONLY : O_RDONLY)
         }
         return closed[0]
     }()
