@@ -10,13 +10,15 @@ import Testing
 @Suite(.serialized) struct NoSilentFaultsTests {
     /// A replica on loopback `port` with one seed, and short timings: a member is down after
     /// 0.5 s (so isolated after 1 s), and writes wait at most 0.3 s for a clock comparison.
-    static func seeded(_ id: NodeID, _ port: UInt16, seed: UInt16, requireClockCheck: Bool = false) throws -> Replica {
+    static func seeded(
+        _ id: NodeID, _ port: UInt16, seed: UInt16, requireClockCheck: Bool = false, grace: Duration = .milliseconds(300)
+    ) throws -> Replica {
         var configuration = ReplicaConfiguration(
             node: id, listen: Endpoint(host: "127.0.0.1", port: port), peers: [Endpoint(host: "127.0.0.1", port: seed)], storage: .memory)
         configuration.heartbeatInterval = .milliseconds(100)
         configuration.suspectAfter = .milliseconds(300)
         configuration.downAfter = .milliseconds(500)
-        configuration.clockCheckGrace = .milliseconds(300)
+        configuration.clockCheckGrace = grace
         configuration.requireClockCheck = requireClockCheck
         return try Replica(configuration)
     }
@@ -54,6 +56,21 @@ import Testing
         let b = try Self.seeded("b", bPort, seed: aPort, requireClockCheck: true)
         #expect(await eventually { (try? await a.write("k", payload: Array("2".utf8))) != nil }, "compared with b: writes go ahead")
         #expect(await eventually { (try? await b.entry(for: "k"))?.payload == Array("2".utf8) })
+        await a.shutdown()
+        await b.shutdown()
+    }
+
+    /// `requireClockCheck`, during the grace: writes wait for the first comparison, and health
+    /// says so (it was green for that while; helper-70). Once a member is compared with, the
+    /// problem clears and health is green.
+    @Test func aNodeThatRequiresAClockCheckFailsHealthWhileItsWritesWait() async throws {
+        let (aPort, bPort) = (testPorts.pair(), testPorts.pair())
+        let a = try Self.seeded("a", aPort, seed: bPort, requireClockCheck: true, grace: .seconds(60))
+        let waiting = await eventually { await a.health().problems.contains { $0.kind == .clock && $0.message.contains("writes wait") } }
+        #expect(waiting)
+        #expect(await !a.health().healthy)
+        let b = try Self.seeded("b", bPort, seed: aPort)
+        #expect(await eventually { await a.health().healthy }, "compared with b")
         await a.shutdown()
         await b.shutdown()
     }

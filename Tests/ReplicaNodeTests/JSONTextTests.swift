@@ -89,4 +89,11 @@ struct JSONTextTests {
     @Test func aValueCutShortGetsNoHint() {
         #expect(message("{\"a\": [1,") == "invalid JSON value: {\"a\": [1,")
     }
+
+    /// The legacy `keys` reply's size guard counts each key as `JSONEncoder` writes it.
+    @Test func encodedLengthIsWhatJSONEncoderWrites() throws {
+        for key in ["plain", "\u{1F}counter/visits/1", "a\"b\\c/d\ne\tf\u{01}g", "caf\u{E9} \u{1F600}", ""] {
+            #expect(JSONText.encodedLength(ofString: key) == (try JSONEncoder().encode(key)).count, "\(key.debugDescription)")
+        }
+    }
 }

@@ -64,12 +64,24 @@ extension Replica {
         for session in activeSessions where session.liveness.state == .down {
             problems.clear(.peerClock, session.node.rawValue)
         }
-        // A node that refuses writes for want of a first comparison fails health from then on,
-        // written to or not (cleared once its clock agrees: the verdict changes above).
-        if configuration.requireClockCheck && clockCheck.isUnchecked(now: now),
-           problems.describe(.clock, identity.node.rawValue, ReplicaError.clockUnchecked.description) {
-            logger.error("\(ReplicaError.clockUnchecked.description)")
+        // A node that requires a first comparison fails health until it has one, written to or
+        // not (cleared once its clock agrees: the verdict changes above): from the start, while
+        // its writes wait for it, then while they are refused. (Health was green for the first
+        // second, the grace, while every write waited; helper-70.)
+        if configuration.requireClockCheck && !clockCheck.hasAgreed && clockCheck.verdict == .unverified {
+            let subject = identity.node.rawValue
+            let refusing = clockCheck.isUnchecked(now: now)
+            let wasRefusing = problems.contains(.clock, subject, saying: ReplicaError.clockUnchecked.description)
+            problems.describe(.clock, subject, refusing ? ReplicaError.clockUnchecked.description : clockNotComparedYet)
+            if refusing && !wasRefusing { logger.error("\(ReplicaError.clockUnchecked.description)") }
         }
+    }
+
+    /// The `clock` problem of a node that requires a clock check, before its first comparison
+    /// and while its writes still wait for one.
+    var clockNotComparedYet: String {
+        "this node's clock has not been compared with any member's yet, and it requires that check: writes wait for the first "
+            + "comparison, for at most \(clockCheck.grace), and are refused after that until a member is reached"
     }
 
     /// The refusal of local writes while this node's hybrid clock is further ahead of its

@@ -7,11 +7,12 @@ extension Replica {
     /// The digest root alone: equal roots mean equal replicated state.
     public func digestRoot() -> UInt64 { store.digest.root }
 
-    /// A snapshot for `replica-node status`. The disk's space is measured off the replica's
-    /// loop: a `statvfs` of a stalled network mount would hold every commit and message.
+    /// A snapshot for `replica-node status`. The disk's space is measured on a thread of its
+    /// own (`DiskSpace.measure`), neither on the replica's loop nor on Swift's shared pool: a
+    /// `statvfs` of a stalled network mount would hold every commit, or every task.
     public nonisolated func status() async -> ReplicaStatus {
         var status = await statusOnLoop()
-        status.disk = dataDirectory.flatMap { DiskSpace.of($0.path) }
+        if let directory = dataDirectory { status.disk = await DiskSpace.measure(directory.path) }
         return status
     }
 

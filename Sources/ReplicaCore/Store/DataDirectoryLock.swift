@@ -59,6 +59,13 @@ public final class DataDirectoryLock: @unchecked Sendable {
         fd = descriptor
     }
 
+    /// Before 0.28.0 a holder in this same process was waited for, up to `patience`: a lock
+    /// let go of is now free at once (see `deinit`), so there is nothing to wait for.
+    @available(*, deprecated, message: "a lock let go of is free at once: use init(directory:)")
+    public convenience init(directory: URL, patience: Duration) throws {
+        try self.init(directory: directory)
+    }
+
     deinit {
         // Unlocked before the close: a `flock` belongs to the open file, which a child being
         // spawned at this moment (any thread's `posix_spawn`) shares until it runs its program

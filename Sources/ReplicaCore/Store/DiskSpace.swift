@@ -21,6 +21,17 @@ public struct DiskSpace: Sendable, Equatable, Codable {
         return DiskSpace(freeBytes: UInt64(info.f_bavail) &* block, totalBytes: UInt64(info.f_blocks) &* block)
     }
 
+    /// The space at `path`, measured on one serial queue of its own: a caller that awaits it
+    /// is suspended, not a thread of the shared pool blocked (two stalled `statvfs` calls would
+    /// take both threads of a 2-core machine's pool).
+    public static func measure(_ path: String) async -> DiskSpace? {
+        await withCheckedContinuation { continuation in
+            measuring.async { continuation.resume(returning: of(path)) }
+        }
+    }
+
+    private static let measuring = DispatchQueue(label: "replica.disk-space")
+
     /// Below this, `status` flags the space as low: under 5% of the file system, or under
     /// 256 MiB, but on a file system under 1 GiB only under a quarter of it (a small volume
     /// for a small store was flagged from the start; helper-72).

@@ -14,10 +14,10 @@ public struct LivePage: Sendable, Equatable {
     /// Keys starting with this are skipped (the reserved keys of counters and logs, for a
     /// listing of registers only); nil: none.
     public var excludedPrefix: String?
-    public var limit: Int
+    public private(set) var limit: Int
     /// For entries: the page ends once its keys and payloads reach this (one entry is read
     /// even if it alone is larger).
-    public var maxBytes: Int
+    public private(set) var maxBytes: Int
 
     public init(prefix: String = "", after: String? = nil, excludedPrefix: String? = nil, limit: Int, maxBytes: Int = .max) {
         self.prefix = prefix

@@ -788,7 +788,7 @@ public final class SQLiteStore: ReplicaStore {
             arguments += bounds
         }
         // One row past the limit: whether the page is the last.
-        arguments += [page.limit + 1]
+        arguments += [page.limit == .max ? page.limit : page.limit + 1]
         let rows = try Row.fetchCursor(
             db, sql: "SELECT \(columns) FROM entries WHERE \(condition) AND payload IS NOT NULL ORDER BY key LIMIT ?", arguments: arguments)
         var collector = LivePage.Collector<Item>(page)

@@ -15,8 +15,7 @@ struct Export: ClientCommand {
             time while the node runs: a key that holds a value for the whole export is printed \
             exactly once; one written or removed meanwhile may or may not be. On a terminal, \
             progress is shown on stderr. Exits 1 if the node cannot be read to the end or the \
-            output cannot be written (a full disk, a closed pipe): then the output is not \
-            complete.
+            output cannot be written (a full disk): then the output is not complete.
 
             Examples:
               replica-node export --data cluster-data/node1 > registers.jsonl

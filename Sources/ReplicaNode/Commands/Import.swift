@@ -149,7 +149,7 @@ struct Import: ClientCommand {
         let reply: ControlReply?
         do {
             reply = try client.receive(timeout: client.timeout)
-        } catch let failure as ControlFailure where failure.code == .invalidRequest && failure.message == ControlFailure.malformedRequest {
+        } catch let failure as ControlFailure where failure.isMalformedRequest {
             throw NodeTooOld(dataDirectory: client.dataDirectory)
         }
         guard let reply else { throw client.notAnswering }

@@ -31,8 +31,8 @@ struct Keygen: ParsableCommand {
             if json {
                 try Output.json(encoding: ["id": id, "publicKey": keys.publicKey, "keyFile": files.key.path, "publicKeyFile": files.pub.path])
             } else {
-                print("wrote \(files.key.path) (secret) and \(files.pub.path)")
-                print("public key: \(keys.publicKey)")
+                Output.line("wrote \(files.key.path) (secret) and \(files.pub.path)")
+                Output.line("public key: \(keys.publicKey)")
             }
         }
     }

@@ -17,6 +17,6 @@ struct Peers: ClientCommand {
 
     func perform(with client: ControlClient) throws {
         let status = try client.call(.status, expecting: \.status)
-        if options.json { try Output.json(encoding: status.peers) } else { print(Status.renderPeers(status.peers), terminator: "") }
+        if options.json { try Output.json(encoding: status.peers) } else { Output.text(Status.renderPeers(status.peers)) }
     }
 }

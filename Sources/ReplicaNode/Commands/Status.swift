@@ -23,7 +23,7 @@ struct Status: ClientCommand {
 
     func perform(with client: ControlClient) throws {
         let status = try client.call(.status, expecting: \.status)
-        if options.json { try Output.json(encoding: status) } else { print(Self.render(status), terminator: "") }
+        if options.json { try Output.json(encoding: status) } else { Output.text(Self.render(status)) }
     }
 
     static func render(_ status: ReplicaStatus, now: Date = Date()) -> String {

@@ -53,9 +53,10 @@ struct Watch: ClientCommand {
             do {
                 reply = try client.receive(timeout: Self.quietPeriod)
             } catch let failure as ControlFailure {
-                if checkSent, nodeChecksWatches, failure.code == .invalidRequest, failure.message == ControlFailure.malformedRequest {
+                if checkSent, nodeChecksWatches, failure.isMalformedRequest {
                     nodeChecksWatches = false
                     checkSent = false
+                    checkSentAt = nil
                     continue
                 }
                 // The node ended the watch, saying why (it stops, the watch lost changes, or it

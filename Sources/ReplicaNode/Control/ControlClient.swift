@@ -305,10 +305,15 @@ struct ControlClient {
             let page: ListedPage<Item>
             do {
                 page = try call(request(after), expecting: answer)
-            } catch let failure as ControlFailure where after == nil && failure.code == .invalidRequest && failure.message == ControlFailure.malformedRequest {
+            } catch let failure as ControlFailure where after == nil && failure.isMalformedRequest {
                 throw OlderNode()
             }
             try body(page.items)
+            // Each page starts after the one before: a node that named a key not past it would
+            // have this listing go on for ever.
+            if let next = page.next, let previous = after, !previous.utf8.lexicographicallyPrecedes(next.utf8) {
+                throw UnexpectedReply(reply: .failure(ControlFailure(.internalError, "a listing page did not move past \(previous)")))
+            }
             after = page.next
         } while after != nil
     }

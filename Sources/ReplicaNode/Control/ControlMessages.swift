@@ -121,6 +121,9 @@ struct ControlFailure: Codable, Sendable, Error, CustomStringConvertible {
     /// request of a newer version, such as `watchCheck` sent to an older node).
     static let malformedRequest = "malformed control request"
 
+    /// The answer of a node that cannot decode the request: an older one.
+    var isMalformedRequest: Bool { code == .invalidRequest && message == Self.malformedRequest }
+
     init(_ code: Code, _ message: String) {
         self.code = code
         self.message = message

@@ -398,16 +398,19 @@ actor ControlServer: PollLoopOwner {
             try await replica.write(batch)
             return .written(batch.count)
         case .keys(let prefix):
-            return .keys(try wholeKeyList(prefix: prefix, replica.reader))
+            let reader = replica.reader
+            return .keys(try await listing { try wholeKeyList(prefix: prefix, reader) })
         case .keysPage(let prefix, let after, let all):
             let page = LivePage(
                 prefix: prefix, after: after, excludedPrefix: all ? nil : FamilyKey.marker, limit: Self.keysPerPage, maxBytes: Self.pageBytes)
-            let listed = try replica.reader.liveKeys(page)
+            let reader = replica.reader
+            let listed = try await listing { try reader.liveKeys(page) }
             return .keysPage(listed.items, next: listed.next)
         case .exportPage(let prefix, let after):
             let page = LivePage(
                 prefix: prefix, after: after, excludedPrefix: FamilyKey.marker, limit: Self.entriesPerPage, maxBytes: Self.pageBytes)
-            let listed = try replica.reader.liveEntries(page)
+            let reader = replica.reader
+            let listed = try await listing { try reader.liveEntries(page) }
             return .entriesPage(listed.items.map(StoredEntry.init), next: listed.next)
         case .status:
             return .status(await replica.status())
@@ -433,6 +436,18 @@ actor ControlServer: PollLoopOwner {
     static let entriesPerPage = 1_000
     static let pageBytes = 4 << 20
 
+    /// Runs a listing's read on the queue of listings: one at a time, on a thread of its own.
+    /// SQLite reads block their thread, and the reader is one connection: 32 listings awaiting
+    /// it on Swift's shared pool (2 threads on 2 cores) would hold every other task, control
+    /// answers and the node's shutdown included (helper-74).
+    private static func listing<Listed: Sendable>(_ read: @escaping @Sendable () throws -> Listed) async throws -> Listed {
+        try await withCheckedThrowingContinuation { continuation in
+            listings.async { continuation.resume(with: Result { try read() }) }
+        }
+    }
+
+    private static let listings = DispatchQueue(label: "replica.control.listings")
+
     /// Every live key under `prefix`, for a client before 0.28.0 (one reply), read a page at a
     /// time from the store's reader (not on the replica's loop, whose commits it would stall),
     /// and refused once over what the client can take, rather than built in full first.
@@ -443,8 +458,7 @@ actor ControlServer: PollLoopOwner {
         while true {
             let listed = try reader.liveKeys(page)
             keys += listed.items
-            // Each key is at least its bytes and two quotes and a comma in the reply.
-            bytes += listed.items.reduce(0) { $0 + $1.utf8.count + 3 }
+            bytes += listed.items.reduce(0) { $0 + JSONText.encodedLength(ofString: $1) + 1 }
             guard bytes <= ControlClient.maxReplyBytes else {
                 throw ControlFailure(
                     .invalidRequest,

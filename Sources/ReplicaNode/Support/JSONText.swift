@@ -32,6 +32,20 @@ enum JSONText {
             return (try? scanner.wholeValue()) != nil
         }
     }
+
+    /// The bytes of `string` as Foundation's `JSONEncoder` writes it, quotes included: a
+    /// control character takes 6 (`\u001f`, or 2 for `\n` and the like), `"`, `\\` and `/` 2
+    /// (it escapes the slash), any other byte 1. (A reserved key has one U+001F and two
+    /// slashes: counting bytes alone undercounted it by 7.)
+    static func encodedLength(ofString string: String) -> Int {
+        string.utf8.reduce(2) { length, byte in
+            switch byte {
+            case 0x08, 0x09, 0x0A, 0x0C, 0x0D, UInt8(ascii: "\""), UInt8(ascii: "\\"), UInt8(ascii: "/"): length + 2
+            case ..<0x20: length + 6
+            default: length + 1
+            }
+        }
+    }
 }
 
 /// A cursor over JSON bytes. Every `skip` and `read` checks the grammar of what it passes,

@@ -125,11 +125,14 @@ enum TimeText {
 
 /// Standard output and error, written as the client commands need.
 enum Output {
-    static func line(_ text: String) { print(text) }
+    static func line(_ text: String) { StandardOutput.write(text + "\n") }
+
+    /// Text as it is (it ends its lines itself).
+    static func text(_ text: String) { StandardOutput.write(text) }
 
     /// One JSON value, as bytes, and a newline.
     static func json(_ bytes: [UInt8]) {
-        print(String(decoding: bytes, as: UTF8.self))
+        line(String(decoding: bytes, as: UTF8.self))
     }
 
     /// An `Encodable` as compact JSON with sorted keys and ISO 8601 dates (status, counters,
@@ -151,33 +154,35 @@ enum Output {
     }
 
     /// Pushes what is buffered to its reader (a pipe reader waits for whole lines).
-    static func flush() { fflush(nil) }
+    static func flush() {
+        StandardOutput.flush()
+        fflush(nil)
+    }
 
     /// The exit status of a command that succeeded, once its output is written: 1, with one
-    /// line on stderr, if standard output could not take it (a full disk, a closed pipe). A
-    /// `get ... > /dev/full` exited 0 with nothing written (helper-71), and an export script
-    /// kept an empty file.
-    /// (Every stream is flushed: on a full disk or a closed pipe, the last buffer's write fails
-    /// as the earlier ones did.)
+    /// line on stderr, if standard output could not take all of it (a full disk, a closed
+    /// descriptor). A `get ... > /dev/full` exited 0 with nothing written (helper-71), and an
+    /// export script kept an empty file. (A closed pipe ends the command by SIGPIPE first, as
+    /// for any Unix tool.)
     static func finishedStatus() -> Int32 {
-        guard fflush(nil) != 0 else { return 0 }
-        error("cannot write standard output: \(FileSystemReason.systemMessage(errno))")
+        let failure = StandardOutput.flush()
+        let stdio = fflush(nil) == 0 ? nil : errno
+        guard let error = failure ?? stdio else { return 0 }
+        Output.error(OutputFailed(reason: FileSystemReason.systemMessage(error)).description)
         return 1
     }
 
-    /// Standard output could not take what was written to it (a full disk, a closed pipe, a
-    /// closed descriptor): a command printing a long listing stops at once, rather than read
-    /// every page of it for nobody.
+    /// Standard output could not take what was written to it (a full disk, a closed
+    /// descriptor): a command printing a long listing stops at once, rather than read every
+    /// page of it for nobody.
     struct OutputFailed: Error, CustomStringConvertible {
         var reason: String
         var description: String { "cannot write standard output: \(reason)" }
     }
 
-    /// Flushes standard output and throws `OutputFailed` if it failed (now or before).
+    /// Writes out what is buffered, and throws `OutputFailed` if any write failed so far.
     static func checkWritten() throws(OutputFailed) {
-        // fflush(nil) reaches stdout without naming the C global (not concurrency-safe in
-        // Swift 6); the commands write no other stream.
-        if fflush(nil) != 0 { throw OutputFailed(reason: FileSystemReason.systemMessage(errno)) }
+        if let error = StandardOutput.flush() { throw OutputFailed(reason: FileSystemReason.systemMessage(error)) }
     }
 
     /// `replica-node: message` on stderr: the one line of a failed command.
@@ -196,8 +201,10 @@ enum Output {
         toStandardError(message + "\n")
     }
 
-    /// Writes `text` to stderr at once (stderr is not buffered).
+    /// Writes `text` to stderr at once (stderr is not buffered), after what is buffered for
+    /// stdout, so that both read in order on a terminal.
     static func toStandardError(_ text: String) {
+        StandardOutput.flush()
         var text = text
         text.withUTF8 { bytes in
             var offset = 0

@@ -141,6 +141,11 @@ struct ProblemBoard: Sendable {
     /// Whether that problem is listed now.
     func contains(_ kind: Problem.Kind, _ subject: String) -> Bool { problems[Self.id(kind, subject)] != nil }
 
+    /// Whether that problem is listed now with that message.
+    func contains(_ kind: Problem.Kind, _ subject: String, saying message: String) -> Bool {
+        problems[Self.id(kind, subject)]?.message == message
+    }
+
     func of(_ kind: Problem.Kind) -> [Problem] {
         problems.values.filter { $0.kind == kind }.sorted { $0.since < $1.since }
     }
