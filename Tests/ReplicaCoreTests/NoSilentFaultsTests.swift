@@ -75,6 +75,38 @@ import Testing
         await b.shutdown()
     }
 
+    /// The wiring of the discovery bounds (`SeedRetirement`, whose table LeaveAndSeedTests
+    /// checks): a flood of forged beacons, each naming another address, opens at most one seed a
+    /// second (each seed is a socket pair: helper-70's flood used up libzmq's 1,023 sockets).
+    /// A malformed datagram sent last is counted once the flood before it has been read.
+    @Test func aFloodOfBeaconsOpensAtMostOneSeedASecond() async throws {
+        let (port, discovery) = (testPorts.pair(), testPorts.pair())
+        var configuration = ReplicaConfiguration(node: "a", listen: Endpoint(host: "127.0.0.1", port: port), peers: [], storage: .memory)
+        configuration.discoveryPort = discovery
+        let a = try Replica(configuration)
+        let codec = WireCodec()
+        let sender = socket(AF_INET, Int32(SOCK_DGRAM.rawValue), 0)
+        try #require(sender >= 0)
+        defer { close(sender) }
+        var target = sockaddr_in()
+        target.sin_family = sa_family_t(AF_INET)
+        target.sin_port = discovery.bigEndian
+        target.sin_addr.s_addr = inet_addr("127.0.0.1")
+        func send(_ bytes: [UInt8]) {
+            _ = withUnsafePointer(to: &target) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { sendto(sender, bytes, bytes.count, 0, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+        }
+        for index in 0..<40 {
+            send(codec.encode(Beacon(node: NodeID(rawValue: "forged\(index)")!, host: "127.0.0.1", port: UInt16(40_000 + index), publicKey: nil)))
+        }
+        send([0xFF])
+        #expect(await eventually { await a.status().counters.malformedDropped == 1 }, "the flood was read")
+        let seeds = await a.status().pendingSeeds
+        #expect(!seeds.isEmpty && seeds.count <= 3, "one seed a second, not one a beacon: \(seeds)")
+        await a.shutdown()
+    }
+
     /// Two processes with one id (a copied data directory, or `--id` given twice): each keeps
     /// replacing the other's member record, and together they overwrite their counter slots.
     /// Passed silently before (health green, increments lost). Now at least one of them lists an
@@ -99,6 +131,11 @@ import Testing
         await #expect(throws: ReplicaError.self, "writes are refused while the clash stands") {
             try await listed.write("k", payload: Array("1".utf8))
         }
+        // The hub lists it too (helper-70: it saw only a member that moved back and forth),
+        // without failing its own health.
+        let seen = await eventually(timeout: .seconds(20)) { await hub.status().problems.contains { $0.kind == .memberIdentity && $0.subject == "twin" } }
+        #expect(seen, "listed by another member")
+        #expect(await hub.health().healthy, "the hub's own health stays green")
         await rival.shutdown()
         #expect(await eventually(timeout: .seconds(20)) { await clashing(listed) == nil }, "cleared once the rival is gone")
         #expect(await eventually { (try? await listed.write("k", payload: Array("2".utf8))) != nil }, "and writes flow again")

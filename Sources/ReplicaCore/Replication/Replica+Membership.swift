@@ -33,6 +33,9 @@ extension Replica {
         if identityClash.tick(now: now), problems.clear(.identity, identity.node.rawValue) != nil {
             logger.info("no other process has claimed id \(identity.node) for \(identityClash.window): writes are accepted again")
         }
+        for node in memberClash.tick(now: now) where problems.clear(.memberIdentity, node.rawValue) != nil {
+            logger.info("member \(node) has not moved for \(memberClash.window): no longer listed as used by two processes")
+        }
         for (subject, last) in impersonations where now - last >= identityClash.window {
             impersonations[subject] = nil
             if problems.clear(.trust, subject) != nil { logger.info("no member has passed on the record of \(subject) for \(identityClash.window)") }
@@ -72,6 +75,14 @@ extension Replica {
             _ = sessions[record.node]?.recordChanged(record, now: now)
         case .moved(let record):
             logger.info("member \(record.node) moved to \(record.address)")
+            if let addresses = memberClash.moved(record.node, to: record.address, now: now) {
+                let message = "member \(record.node) keeps moving back and forth between \(addresses.map(\.description).joined(separator: " and ")) "
+                    + "(\(MemberIdentityClash.movesToList) moves within \(memberClash.window)): two processes seem to use the id \(record.node) "
+                    + "(a copied data directory, or --id given twice), and they overwrite each other's counter slots. Stop one; "
+                    + "each node needs its own --id and data directory"
+                problems.raise(.memberIdentity, record.node.rawValue, message)
+                logger.error("\(message)")
+            }
             // Its old connections close: a sync running over them will not be answered.
             _ = planner.connectionLost(to: record.node)
             if sessions[record.node] == nil {
@@ -111,6 +122,8 @@ extension Replica {
         closeLink(to: node)
         planner.remove(node)
         problems.clear(.peerClock, node.rawValue)
+        memberClash.forget(node)
+        problems.clear(.memberIdentity, node.rawValue)
     }
 
     /// Tells every member (on PUB) about records that changed our table.

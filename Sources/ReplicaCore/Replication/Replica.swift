@@ -103,6 +103,8 @@ public actor Replica: PollLoopOwner {
     var troubledTrustSources: Set<String> = []
     /// Whether another process uses our id (`identity` problem; local writes refused meanwhile).
     var identityClash = IdentityClash(window: .seconds(10))
+    /// Members whose id two processes seem to use (`Problem.Kind.memberIdentity`).
+    var memberClash = MemberIdentityClash(window: .seconds(30))
     /// Refused member records that announce a node with another node's key, by problem
     /// subject, and when a member last passed one on (`noteImpersonation`).
     var impersonations: [String: ContinuousClock.Instant] = [:]
@@ -218,6 +220,8 @@ public actor Replica: PollLoopOwner {
         isolation = Isolation(limit: configuration.downAfter * 2)
         // Long enough that the rival's next re-assertion (a round of gossip) falls inside it.
         identityClash = IdentityClash(window: max(configuration.downAfter * 2, .seconds(10)))
+        // Three times the own clash's window: four moves, each one round of re-assertions.
+        memberClash = MemberIdentityClash(window: identityClash.window * 3)
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
         _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: .now)
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)

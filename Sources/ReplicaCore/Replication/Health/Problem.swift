@@ -20,6 +20,11 @@ public struct Problem: Sendable, Equatable, Codable {
         case peerClock
         /// Another process claims this node's id.
         case identity
+        /// Another member's id seems to be used by two processes: its record keeps moving back
+        /// and forth between addresses (`MemberIdentityClash`). Listed by every member; the two
+        /// processes list `identity` themselves. (Since 0.28.0: a client before it cannot read
+        /// a `status` that lists it, and says so.)
+        case memberIdentity
         /// A member was announced whose key is not trusted here: it is not dialled, and its
         /// connections are refused.
         case trust
@@ -63,7 +68,7 @@ public struct Problem: Sendable, Equatable, Codable {
     public var failsHealth: Bool {
         switch kind {
         case .commit, .store, .clock, .identity: true
-        case .load, .save, .peerClock, .trust, .handshake, .isolated, .sync: false
+        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync: false
         }
     }
 
