@@ -163,8 +163,9 @@ actor ControlServer: PollLoopOwner {
 
     /// The socket is not read while `maxInFlight` requests are being answered: what clients
     /// send meanwhile waits in libzmq's queues (and theirs, past its high-water mark), so a
-    /// flood of requests holds at most this many replies in memory at once (helper-71: twenty
-    /// concurrent `keys` of a 70 MB key set took the node to 2.5 GB).
+    /// flood of requests has at most this many answers in the making at once (helper-71: twenty
+    /// concurrent `keys` of a 70 MB key set took the node to 2.5 GB). Replies already queued for
+    /// a client that does not read them are libzmq's, up to its high-water mark per client.
     var pollItems: [PollItem<ControlSocket>] {
         guard inFlight < Self.maxInFlight, let socket else { return [] }
         return [PollItem(socket, role: .control)]
