@@ -407,6 +407,25 @@ import Testing
         #expect(try await replica.entry(for: "notes")?.payload?.count == 512 * 1024 + 2)
     }
 
+    /// A batch refused by a full disk lists 20 of its keys one by one and counts the others in
+    /// one row (an import onto a full disk listed 4,001 problems; helper-75).
+    @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))
+    func aFullDisksRefusalsOfABatchAreListedBoundedly() async throws {
+        let disk = try SmallDisk(size: "2m")
+        defer { disk.remove() }
+        let replica = try makeReplicas(1) { _ in .directory(disk.url.appendingPathComponent("data")) }[0]
+        try await replica.write("before", payload: Array("1".utf8))
+        try disk.fill()
+        let batch = (0..<50).map { Replica.WriteRequest(key: "k\($0)", payload: Array(String(repeating: "x", count: 20 * 1024).utf8)) }
+        await #expect(throws: ReplicaError.self) { try await replica.write(batch) }
+        let refused = await replica.status().saveErrors
+        #expect(refused.count == Replica.listedSaveFailures + 1, "\(refused.map(\.subject))")
+        let more = try #require(refused.first { $0.subject == Replica.moreSaveFailuresSubject })
+        #expect(more.count == 50 - Replica.listedSaveFailures)
+        try disk.unfill()
+        await replica.shutdown()
+    }
+
     /// A node that only receives writes: the refusals of its full disk clear once a received
     /// entry commits (they stayed listed, failing alerts on `saveErrors`, until a local write).
     @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))

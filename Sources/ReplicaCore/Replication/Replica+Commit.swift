@@ -97,7 +97,7 @@ extension Replica {
         // meanwhile, for the clock check, are still to be committed, and their totals stand.)
         for write in local {
             // Listed in the user's terms: one line per counter or log, not one per slot or element key.
-            for request in write.requests { problems.raise(.save, FamilyKey.subject(of: request.key), reason) }
+            for request in write.requests { noteFailedSave(FamilyKey.subject(of: request.key), reason: reason) }
         }
         refuse(local) { ReplicaError.saveFailed(key: $0.requests.first?.key ?? "", reason: reason) }
         problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
@@ -111,6 +111,21 @@ extension Replica {
 
     /// The subject of the problem of failing commits.
     static let commitSubject = "store"
+
+    /// A key whose write a failed commit refused: listed by itself up to `listedSaveFailures`
+    /// keys, the rest counted in one row. (An import onto a full disk listed one row per key:
+    /// 4,001 problems, 5,000 lines of `status`; helper-75.)
+    func noteFailedSave(_ subject: String, reason: String) {
+        if problems.contains(.save, subject) || problems.of(.save).count < Self.listedSaveFailures {
+            problems.raise(.save, subject, reason)
+        } else {
+            problems.raise(.save, Self.moreSaveFailuresSubject, "writes of more keys than the \(Self.listedSaveFailures) listed failed too "
+                + "(the count is of those writes): \(reason)")
+        }
+    }
+
+    static let listedSaveFailures = 20
+    static let moreSaveFailuresSubject = "(more keys)"
 
     /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members',
     /// with `clockUnchecked` while it has never been compared, under `requireClockCheck`, and

@@ -15,7 +15,8 @@ struct Export: ClientCommand {
             time while the node runs: a key that holds a value for the whole export is printed \
             exactly once; one written or removed meanwhile may or may not be. On a terminal, \
             progress is shown on stderr. Exits 1 if the node cannot be read to the end or the \
-            output cannot be written (a full disk): then the output is not complete.
+            output cannot be written (a full disk): then the output is not complete. (The \
+            output is JSON Lines with or without --json.)
 
             Examples:
               replica-node export --data cluster-data/node1 > registers.jsonl
@@ -27,6 +28,10 @@ struct Export: ClientCommand {
     @OptionGroup var options: ClientOptions
 
     func perform(with client: ControlClient) throws {
+        var client = client
+        // Pages are read one at a time for all clients: under many exports at once a page
+        // waits its turn (12 of 50 concurrent exports timed out at 5 s; helper-75).
+        client.timeout = .seconds(30)
         var progress = KeyProgress(verb: "exported")
         var exported = 0
         do {

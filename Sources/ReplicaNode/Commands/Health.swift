@@ -29,7 +29,7 @@ struct Health: ClientCommand {
             Output.line(health.healthy ? "healthy" : "not serving")
         } else {
             for problem in health.problems {
-                Output.line("\(problem.failsHealth ? "" : "warning: ")\(problem.kind.rawValue) \(problem.subject): \(problem.message) "
+                Output.line("\(problem.failsHealth ? "" : "warning: ")\(problem.kind.rawValue) \(TextLine.visible(problem.subject)): \(TextLine.visible(problem.message)) "
                     + "(\(problem.count)x since \(TimeText.iso8601(problem.since)))")
             }
         }

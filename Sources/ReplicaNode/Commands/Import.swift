@@ -154,6 +154,7 @@ struct Import: ClientCommand {
         }
         guard let reply else { throw client.notAnswering }
         guard let written = reply.written else { throw ControlClient.UnexpectedReply(reply: reply) }
+        Output.changeWasApplied()
         return written
     }
 

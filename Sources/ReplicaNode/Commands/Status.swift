@@ -79,7 +79,8 @@ struct Status: ClientCommand {
             let times = problem.count > 1
                 ? "\(problem.count)x, first \(TimeText.iso8601(problem.since)), last \(TimeText.iso8601(problem.last))"
                 : "at \(TimeText.iso8601(problem.since))"
-            out += "  \(problem.kind.rawValue) \(problem.subject): \(problem.message) (\(times))\n"
+            // A key in a subject or message may hold a newline: shown escaped, one line each.
+            out += "  \(problem.kind.rawValue) \(TextLine.visible(problem.subject)): \(TextLine.visible(problem.message)) (\(times))\n"
         }
         return out
     }

@@ -96,7 +96,9 @@ struct Watch: ClientCommand {
             }
             guard let change = reply.change else { throw ControlClient.UnexpectedReply(reply: reply) }
             if options.json { Output.json(ChangeOutput.json(change)) } else { Output.line(ChangeOutput.text(change)) }
-            Output.flush()  // one line per change, even into a pipe
+            // One line per change, even into a pipe; a watch whose output fails ends, saying
+            // so (it went on silently, dropping every change; helper-75).
+            try Output.checkWritten()
         }
     }
 

@@ -80,7 +80,11 @@ struct ControlClient {
         let deadline = ContinuousClock.now + timeout
         while true {
             let left = deadline - .now
-            guard left > .zero, try monitor.waitUntilReadable(timeout: left) else { throw notAnswering }
+            guard left > .zero, try monitor.waitUntilReadable(timeout: left) else {
+                // Connected by the kernel, not by the node (a node frozen by SIGSTOP, or far
+                // too busy): nothing was sent, so nothing can have been applied.
+                throw Unreachable(message: notAnswering.message + " (it did not take the connection; nothing was sent)")
+            }
             guard let event = try monitor.receiveMonitorEvent() else { continue }
             switch event {
             case .handshakeSucceeded:
@@ -277,6 +281,7 @@ struct ControlClient {
         try send(request)
         do {
             guard let reply = try receive(timeout: timeout) else { throw notAnswering }
+            if request.isChange { Output.changeWasApplied() }
             return reply
         } catch var unanswered as Unreachable where request.isChange {
             unanswered.unansweredChange = true

@@ -435,7 +435,7 @@ actor ControlServer: PollLoopOwner {
     /// page is one short read on the store's reader.
     static let keysPerPage = 10_000
     static let entriesPerPage = 1_000
-    static let pageBytes = 4 << 20
+    static let pageBytes = 1 << 20
 
     /// Runs a listing's read on the queue of listings: one at a time, on a thread of its own.
     /// SQLite reads block their thread, and the reader is one connection: 32 listings awaiting

@@ -15,13 +15,19 @@ enum EntryOutput {
 
     /// `"value": <JSON>, "encoding": "json"`, or `"value": "<base64>", "encoding": "base64"`, or
     /// `"removed": true` for a tombstone.
+    ///
+    /// Embedded as JSON only when the bytes are JSON with no whitespace outside strings (what
+    /// `set`, `import` and the library's JSON codec store): other JSON, pretty-printed by a
+    /// program's own codec, travels as base64. Embedded, its newlines split the line (`export`
+    /// wrote lines `import` refused), and `import`, which drops such whitespace, would not store
+    /// the same bytes (helper-75).
     static func addValue(_ payload: Data?, named name: String = "value", to object: inout JSONObjectWriter) {
         guard let payload else {
             object.field("removed", true)
             return
         }
         let bytes = [UInt8](payload)
-        if JSONText.isValid(bytes) {
+        if JSONText.minified(bytes) == bytes {
             object.field(name, json: bytes)
             object.field("encoding", "json")
         } else {

@@ -1,4 +1,5 @@
 import Foundation
+import Synchronization
 import ReplicaCore
 
 #if canImport(Glibc)
@@ -164,13 +165,27 @@ enum Output {
     /// descriptor). A `get ... > /dev/full` exited 0 with nothing written (helper-71), and an
     /// export script kept an empty file. (A closed pipe ends the command by SIGPIPE first, as
     /// for any Unix tool.)
+    ///
+    /// A command whose change the node applied exits 0 even then, with a warning: its output is
+    /// a report, and a script that repeats a failed `incr` would count it twice (helper-75).
     static func finishedStatus() -> Int32 {
         let failure = StandardOutput.flush()
         let stdio = fflush(nil) == 0 ? nil : errno
         guard let error = failure ?? stdio else { return 0 }
-        Output.error(OutputFailed(reason: FileSystemReason.systemMessage(error)).description)
+        let failed = OutputFailed(reason: FileSystemReason.systemMessage(error)).description
+        if appliedChange.withLock({ $0 }) {
+            warning("the change was applied, but its report could not be written: \(failed)")
+            return 0
+        }
+        Output.error(failed)
         return 1
     }
+
+    /// Whether the node answered a change this command asked for (it was applied).
+    private static let appliedChange = Mutex(false)
+
+    /// The node answered a change: see `finishedStatus`.
+    static func changeWasApplied() { appliedChange.withLock { $0 = true } }
 
     /// Standard output could not take what was written to it (a full disk, a closed
     /// descriptor): a command printing a long listing stops at once, rather than read every
