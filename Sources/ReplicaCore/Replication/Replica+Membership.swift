@@ -82,6 +82,10 @@ extension Replica {
                     + "each node needs its own --id and data directory"
                 problems.raise(.memberIdentity, record.node.rawValue, message)
                 logger.error("\(message)")
+            } else if memberClash.listed.contains(record.node),
+                      let listed = problems.of(.memberIdentity).first(where: { $0.subject == record.node.rawValue }) {
+                // Still moving: counted, with its last time, as long as it goes on.
+                problems.raise(.memberIdentity, record.node.rawValue, listed.message)
             }
             // Its old connections close: a sync running over them will not be answered.
             _ = planner.connectionLost(to: record.node)

@@ -185,7 +185,14 @@ enum Output {
     private static let appliedChange = Mutex(false)
 
     /// The node answered a change: see `finishedStatus`.
-    static func changeWasApplied() { appliedChange.withLock { $0 = true } }
+    /// A pipe whose reader has gone then fails the write (EPIPE) instead of killing the process
+    /// by SIGPIPE, so that the warning, and exit 0, still come.
+    static func changeWasApplied() {
+        appliedChange.withLock { applied in
+            if !applied { signal(SIGPIPE, SIG_IGN) }
+            applied = true
+        }
+    }
 
     /// Standard output could not take what was written to it (a full disk, a closed
     /// descriptor): a command printing a long listing stops at once, rather than read every
