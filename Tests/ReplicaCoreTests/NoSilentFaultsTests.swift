@@ -136,6 +136,10 @@ import Testing
         let seen = await eventually(timeout: .seconds(20)) { await hub.status().problems.contains { $0.kind == .memberIdentity && $0.subject == "twin" } }
         #expect(seen, "listed by another member")
         #expect(await hub.health().healthy, "the hub's own health stays green")
+        let counting = await eventually(timeout: .seconds(20)) {
+            await hub.status().problems.contains { $0.kind == .memberIdentity && $0.count > 1 }
+        }
+        #expect(counting, "counted as it goes on moving")
         await rival.shutdown()
         #expect(await eventually(timeout: .seconds(20)) { await clashing(listed) == nil }, "cleared once the rival is gone")
         #expect(await eventually { (try? await listed.write("k", payload: Array("2".utf8))) != nil }, "and writes flow again")

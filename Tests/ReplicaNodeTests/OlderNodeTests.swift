@@ -106,4 +106,18 @@ import Testing
         #expect(refused.status == 1 && refused.stdout.isEmpty, "\(refused)")
         #expect(refused.stderr.contains("older than 0.28.0, which cannot export"), "\(refused)")
     }
+
+    /// A node whose page names, as the next start, a key not past the page before would keep a
+    /// listing going for ever: the client stops, saying so (exit 1), after the pages before it.
+    @Test func aListingThatDoesNotMoveOnIsStopped() throws {
+        let node = try StandIn()
+        defer { node.remove() }
+        let keys = try Self.start(["keys", "--data", node.directory.path])
+        #expect(try node.answer(with: #"{"keysPage":{"_0":["a","b"],"next":"b"}}"#).contains("keysPage"))
+        #expect(try node.answer(with: #"{"keysPage":{"_0":["b"],"next":"b"}}"#).contains(#""after":"b""#))
+        let result = Self.finish(keys)
+        #expect(result.status == 1, "\(result)")
+        #expect(result.stderr.contains("a listing page did not move past b"), "\(result)")
+        #expect(result.stdout == "a\nb\n", "the pages before it are printed, not it: \(result)")
+    }
 }

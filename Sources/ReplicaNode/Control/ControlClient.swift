@@ -313,12 +313,12 @@ struct ControlClient {
             } catch let failure as ControlFailure where after == nil && failure.isMalformedRequest {
                 throw OlderNode()
             }
-            try body(page.items)
             // Each page starts after the one before: a node that named a key not past it would
-            // have this listing go on for ever.
+            // have this listing go on for ever (such a page is not handed on).
             if let next = page.next, let previous = after, !previous.utf8.lexicographicallyPrecedes(next.utf8) {
                 throw UnexpectedReply(reply: .failure(ControlFailure(.internalError, "a listing page did not move past \(previous)")))
             }
+            try body(page.items)
             after = page.next
         } while after != nil
     }
