@@ -25,7 +25,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
               replica-node get greeting --data cluster-data/node3
               replica-node status --data cluster-data/node3
             """,
-        version: "replica-node 0.28.0",
+        version: "replica-node 0.29.0",
         subcommands: [
             Serve.self, Get.self, SetCommand.self, Delete.self, Keys.self, Export.self, Import.self,
             Incr.self, CounterCommand.self, Drinks.self,
@@ -52,6 +52,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
         switch command {
         case is Serve: SignalWaiter.install(SignalWaiter.termination)
         case is Cluster: SignalWaiter.install(Cluster.signals)
+        case is Import: SignalWaiter.install(SignalWaiter.termination)  // stops sending, reports what was written
         default: break
         }
         let parsed = ParsedCommand(command: command)

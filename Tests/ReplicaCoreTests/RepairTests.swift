@@ -178,12 +178,13 @@ final class FakePeer {
     deinit { responder.stop() }
 
     /// A node whose only peer is this fake.
-    func makeNode(leaveTimeout: Duration = .seconds(10)) throws -> Replica {
+    func makeNode(leaveTimeout: Duration = .seconds(10), configure: (inout ReplicaConfiguration) -> Void = { _ in }) throws -> Replica {
         var configuration = ReplicaConfiguration(
             node: "node", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()),
             peers: [Endpoint(host: "127.0.0.1", port: port)], storage: .memory)
         configuration.heartbeatInterval = .milliseconds(200)
         configuration.leaveTimeout = leaveTimeout
+        configure(&configuration)
         return try Replica(configuration)
     }
 
@@ -207,13 +208,13 @@ final class FakePeer {
     }
 
     func heartbeat(sequence: UInt64? = nil, digestRoot: UInt64? = nil, incarnation: UUID = FakePeer.incarnation, epoch: UInt64 = FakePeer.epoch,
-                   aheadMillis: UInt64 = 0) throws {
+                   aheadMillis: UInt64 = 0, reports: [PeerReport] = []) throws {
         let sequence = sequence ?? lastSequence
         let digestRoot = digestRoot ?? self.digestRoot
         let wall = UInt64(Date().timeIntervalSince1970 * 1000) + aheadMillis
         try publisher.send([codec.publishFrame(.heartbeat(Heartbeat(
             origin: "fake", incarnation: incarnation, epoch: epoch, sequence: sequence,
-            timestamp: HybridTimestamp(wallMillis: wall, logical: 0), wallMillis: wall, digestRoot: digestRoot, entryCount: 0)))])
+            timestamp: HybridTimestamp(wallMillis: wall, logical: 0), wallMillis: wall, digestRoot: digestRoot, entryCount: 0, reports: reports)))])
     }
 
     /// Until the node's SUB is connected PUB drops: announce sequence 0 until it is heard.
@@ -248,8 +249,8 @@ final class FakePeer {
 
     /// A node that has heard this peer and finished its start-up syncs: what it asks of this
     /// peer from then on, the test's own step caused.
-    func quietNode() async throws -> Replica {
-        let replica = try makeNode()
+    func quietNode(configure: (inout ReplicaConfiguration) -> Void = { _ in }) async throws -> Replica {
+        let replica = try makeNode(configure: configure)
         #expect(try await waitUntilHeard(by: replica))
         #expect(try await waitUntilStartUpSyncsEnd(on: replica))
         return replica

@@ -228,6 +228,59 @@ import Testing
                 "\(other)")
     }
 
+    /// An input file that is a pipe (a FIFO, `/dev/stdin`, bash's `<(...)`) is read like any
+    /// other: Foundation refused them with a false "permission denied" (helper-75). A directory
+    /// is one line.
+    @Test func inputFilesThatArePipesAreRead() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "client-pipes")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let data = cluster.nodes[0].data.path
+        let fifo = FileManager.default.temporaryDirectory.appendingPathComponent("replica-fifo-\(UUID().uuidString.prefix(8))")
+        #expect(mkfifo(fifo.path, 0o600) == 0)
+        defer { try? FileManager.default.removeItem(at: fifo) }
+        func bash(_ command: String) throws -> CommandResult {
+            try runCapturingOutput("/bin/bash", ["-c", command])
+        }
+        let binary = replicaNodeBinary.path
+        let substituted = try bash(#"exec \#(binary) import <(printf '{"key":"p1","value":1}\n') --data \#(data)"#)
+        #expect(substituted.status == 0, "\(substituted)")
+        let devStdin = try bash(#"printf '"two"' | \#(binary) set p2 --file /dev/stdin --data \#(data)"#)
+        #expect(devStdin.status == 0, "\(devStdin)")
+        let throughFIFO = try bash(#"printf '{"key":"p3","value":3}\n' > \#(fifo.path) & exec \#(binary) import \#(fifo.path) --data \#(data)"#)
+        #expect(throughFIFO.status == 0, "\(throughFIFO)")
+        for (key, value) in [("p1", "1"), ("p2", "\"two\""), ("p3", "3")] {
+            #expect(try cluster.client(0, ["get", key]).stdout == value + "\n", "\(key)")
+        }
+        let directory = try cluster.client(0, ["import", "/tmp"])
+        #expect(directory.status == 1 && directory.stderr == "replica-node: cannot read /tmp: is a directory\n", "\(directory)")
+    }
+
+    /// Ctrl-C during an import stops it sending; the batches in flight are answered, and it
+    /// says how many keys were written, which the node then holds (it exited 130 saying nothing:
+    /// helper-75).
+    @Test func anImportInterruptedSaysHowManyKeysWereWritten() async throws {
+        let cluster = try ProcessCluster(size: 1, name: "client-import-int")
+        defer { cluster.stop() }
+        #expect(try await eventually { try cluster.status(0) != nil })
+        let file = FileManager.default.temporaryDirectory.appendingPathComponent("replica-import-int-\(UUID().uuidString.prefix(8)).jsonl")
+        defer { try? FileManager.default.removeItem(at: file) }
+        let total = 100_000
+        try Data((0..<total).map { #"{"key":"i\#($0)","value":\#($0)}"# + "\n" }.joined().utf8).write(to: file)
+        // Batches of 10: 10,000 round trips, so that the signal comes while it sends.
+        let command = try RunningCommand(["import", file.path, "--batch", "10", "--data", cluster.nodes[0].data.path])
+        #expect(try await eventually(timeout: .seconds(60)) { ((try cluster.status(0)?["entryCount"] as? Int) ?? 0) > 0 })
+        command.process.signal(SIGINT)
+        let message = await command.errors.next(timeout: .seconds(30)) ?? ""
+        #expect(command.process.wait().status == 130)
+        let prefix = "replica-node: interrupted (SIGINT); "
+        #expect(message.hasPrefix(prefix), "\(message)")
+        let written = Int(message.dropFirst(prefix.count).prefix { $0.isNumber }) ?? -1
+        #expect(message.dropFirst(prefix.count).hasPrefix("\(written) of \(total) keys were written"), "\(message)")
+        #expect(written > 0 && written < total, "\(message)")
+        #expect(try cluster.status(0)?["entryCount"] as? Int == written, "the count said is what the node holds")
+    }
+
     /// Start-up failures are one line naming the path or address and the cause, with exit 1,
     /// and leave no data directory behind that the start made.
     @Test func startFailuresNameThePathAndTheCause() async throws {

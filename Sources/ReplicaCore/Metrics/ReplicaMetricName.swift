@@ -20,6 +20,7 @@ public enum ReplicaMetricName {
     public static let repairBytes = "replica_repair_bytes_total"
     public static let syncsServed = "replica_syncs_served_total"
     public static let syncRetriesResumed = "replica_sync_retries_resumed_total"
+    public static let syncEntriesLeftOut = "replica_sync_entries_left_out_total"
     public static let repairsServed = "replica_repairs_served_total"
     public static let repairsUnavailable = "replica_repairs_unavailable_total"
     public static let dropped = "replica_dropped_total"

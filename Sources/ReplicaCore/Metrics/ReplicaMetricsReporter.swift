@@ -59,6 +59,7 @@ public struct ReplicaMetricsReporter: Sendable {
             total(Name.repairBytes) { $0.peers.reduce(0) { $0 + $1.bytesReceived.repair } },
             total(Name.syncsServed) { $0.counters.syncRequestsServed },
             total(Name.syncRetriesResumed) { $0.counters.syncRetriesResumed },
+            total(Name.syncEntriesLeftOut) { $0.counters.syncEntriesLeftOut },
             total(Name.repairsServed) { $0.counters.repairsServed },
             total(Name.tombstonesCollected) { $0.counters.tombstonesCollected },
             // Every way a message or a connection is refused, by cause.

@@ -171,7 +171,14 @@ extension Replica {
     /// Publishes this commit's local winners: in batches of consecutive sequences, each cut at
     /// `maxBatchBytes` (a lone update goes as a single update, which every version reads).
     private func publish(_ entries: [Entry]) {
-        guard let publisher, !entries.isEmpty else { return }
+        guard !entries.isEmpty else { return }
+        // Recorded once the sequences are taken: a sync reply leaves out what members report
+        // holding of our stream (`PublishedStamps`).
+        guard let publisher else {
+            publishedStamps.unpublished(clock: clock.last)
+            return
+        }
+        defer { publishedStamps.published(through: sequence, clock: clock.last) }
         let limits = codec.limits
         var start = entries.startIndex
         while start < entries.endIndex {

@@ -63,13 +63,25 @@ extension Replica {
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
-            pending: [], buckets: differing[...], storedAfter: since, lastProgress: now)
+            pending: [], buckets: differing[...], storedAfter: since,
+            knownHeld: since == nil ? .nothing : heldWrites(of: request.origin), lastProgress: now)
         guard admit(reply, now: now) else { return }
         counters.syncRequestsServed += 1
         if let index = responder.replies.indices.last, responder.isResumed(index) {
             counters.syncRetriesResumed += 1
             logger.info("sync request \(request.requestID) of \(request.origin) asked again: \(responder.replies[index].queuedBefore.count) buckets already sent on its connection go again only with what changed since")
         }
+    }
+
+    /// What the requester of a sync that named one of our marks is known to hold, by what we
+    /// know of it: its own writes of its current life, and ours through what it reports.
+    private func heldWrites(of requester: NodeID) -> HeldWrites {
+        guard let session = sessions[requester] else { return .nothing }
+        return HeldByRequester.writes(
+            requester: requester, requesterEpoch: session.stream.epoch, report: session.heartbeat?.reports[identity.node],
+            responder: identity.node, epoch: epoch, published: publishedStamps,
+            margin: configuration.maxClockDrift * 2,
+            identityInDoubt: !problems.of(.identity).isEmpty || problems.contains(.memberIdentity, requester.rawValue))
     }
 
     /// Resends published updates (the current entries of their keys), or says at once that they
@@ -171,7 +183,9 @@ extension Replica {
     private func readNextChunks(of index: Int) throws -> [SyncResponder.HeldChunk] {
         // A sync lists its buckets' keys as it goes: a slice's worth per turn.
         while responder.replies[index].pending.count < Self.keysPerTurn, let next = responder.nextBucket(of: index) {
-            responder.append(store.keys(inBuckets: [next.bucket], storedAfter: next.storedAfter), from: next.bucket, to: index)
+            let listed = store.keys(inBuckets: [next.bucket], storedAfter: next.storedAfter, leavingOut: responder.replies[index].knownHeld)
+            counters.syncEntriesLeftOut += listed.leftOut
+            responder.append(listed.keys, from: next.bucket, to: index)
         }
         // The store stops at the turn's bytes, row by row: values of a reply may be 100 B or
         // 1 MiB, mixed, and 2,048 of the largest read at once would take 2 GiB.

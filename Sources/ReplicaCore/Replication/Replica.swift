@@ -70,6 +70,8 @@ public actor Replica: PollLoopOwner {
     // Outgoing state.
     var sequence: UInt64 = 0
     var retransmit: RetransmitBuffer
+    /// Our clock after each publication, by sequence: what a member's report of our stream covers.
+    var publishedStamps = PublishedStamps()
     var nextRequestID: UInt64 = 1
 
     // Timers.

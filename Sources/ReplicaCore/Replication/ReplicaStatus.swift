@@ -103,6 +103,9 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// connection (a requester that timed out behind a slow link): their replies left out
         /// what had been sent.
         public var syncRetriesResumed = 0
+        /// Entries our sync replies left out because the requester held them already: its own
+        /// writes, and ours that it reported holding (since 0.29.0).
+        public var syncEntriesLeftOut = 0
         /// Handshakes that failed on our listening sockets: the wrong mechanism, a garbage
         /// greeting, or a key refused (those are also in `untrustedHandshakesRefused`).
         public var handshakesFailed = 0
@@ -211,6 +214,7 @@ extension ReplicaStatus.Counters {
         expiredTombstonesDropped = try count(.expiredTombstonesDropped)
         syncRequestsRefused = try count(.syncRequestsRefused)
         syncRetriesResumed = try count(.syncRetriesResumed)
+        syncEntriesLeftOut = try count(.syncEntriesLeftOut)
         handshakesFailed = try count(.handshakesFailed)
         untrustedHandshakesRefused = try count(.untrustedHandshakesRefused)
         revokedConnectionsEnded = try count(.revokedConnectionsEnded)

@@ -56,6 +56,10 @@ public final class MemoryStore: ReplicaStore {
         index.keys(inBuckets: buckets, storedAfter: serial)
     }
 
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?, leavingOut held: HeldWrites) -> (keys: [String], leftOut: Int) {
+        index.keys(inBuckets: buckets, storedAfter: serial, leavingOut: held)
+    }
+
     public var serial: UInt64 { index.serial }
 
     public func holdsVersions(by node: NodeID, through timestamp: HybridTimestamp) -> Bool {

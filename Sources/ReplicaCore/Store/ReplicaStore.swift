@@ -34,6 +34,9 @@ public protocol ReplicaStore: AnyObject {
     /// stored after `serial` (nil: whenever; entries loaded at start count as stored at 0), in
     /// byte order.
     func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String]
+    /// The same, without the keys whose current version is in `held` (what a sync requester
+    /// holds already), and how many were left out for that.
+    func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?, leavingOut held: HeldWrites) -> (keys: [String], leftOut: Int)
     /// How many batches this process has stored: a position in the store's history that sync
     /// requests can name (see `SyncRequest.since`).
     var serial: UInt64 { get }

@@ -192,15 +192,35 @@ struct StoreIndex {
     /// after serial `since` (nil: whenever; entries loaded at start were stored at 0), in byte
     /// order.
     func keys(inBuckets buckets: [Int], storedAfter since: UInt64? = nil) -> [String] {
+        keys(inBuckets: buckets, storedAfter: since, leavingOut: .nothing).keys
+    }
+
+    /// The keys of `buckets` stored after `since` (all of them if nil), in byte order, without
+    /// those whose current version is in `held`; and how many were left out for that.
+    func keys(inBuckets buckets: [Int], storedAfter since: UInt64?, leavingOut held: HeldWrites) -> (keys: [String], leftOut: Int) {
+        // The writers' numbers, looked up once: a slot names its writer by number.
+        var heldRanges: [UInt32: ClosedRange<HybridTimestamp>] = [:]
+        for (writer, range) in held.ranges {
+            if let number = nodes.existingNumber(for: writer) { heldRanges[number] = range }
+        }
         var keys: [String] = []
+        var leftOut = 0
         for bucket in Set(buckets) where bucketKeys.indices.contains(bucket) {
-            guard let since else {
+            guard since != nil || !heldRanges.isEmpty else {
                 keys += bucketKeys[bucket]
                 continue
             }
-            keys += bucketKeys[bucket].filter { (slots[IndexKey($0)]?.storedSerial ?? 0) > since }
+            for key in bucketKeys[bucket] {
+                guard let slot = slots[IndexKey(key)] else { continue }
+                if let since, slot.storedSerial <= since { continue }
+                if heldRanges[slot.node]?.contains(slot.timestamp) == true {
+                    leftOut += 1
+                    continue
+                }
+                keys.append(key)
+            }
         }
-        return keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }
+        return (keys.sorted { $0.utf8.lexicographicallyPrecedes($1.utf8) }, leftOut)
     }
 
     /// Keys of tombstones stamped before `cutoff`.

@@ -1,6 +1,7 @@
 import ArgumentParser
 import Foundation
 import ReplicaCore
+import Synchronization
 
 #if canImport(Glibc)
 import Glibc
@@ -46,7 +47,20 @@ struct Import: ClientCommand {
         guard (1...100_000).contains(batch) else { throw ValidationError("--batch must be between 1 and 100000.") }
     }
 
+    /// The first termination signal received while batches were being sent.
+    static let stop = ReceivedSignal()
+    /// Whether batches are being sent: before, a signal ends the import at once.
+    static let sending = Atomic<Bool>(false)
+
     func run() throws {
+        // Ctrl-C (or SIGTERM, SIGHUP) once batches are being sent stops sending: the batches in
+        // flight are answered, and the count of keys written is reported (it exited 130 saying
+        // nothing; helper-75). Before, nothing was sent: it exits at once (an input being read
+        // from a terminal, a node being reached). A second signal exits at once too.
+        SignalWaiter.handleTermination { signal in
+            guard Import.sending.load(ordering: .acquiring) else { Glibc.exit(128 + signal) }
+            Import.stop.record(signal)
+        }
         // The input first, as `set --file` does: a file that cannot be read is reported whether
         // or not the node runs, and standard input is read before a socket could take its
         // descriptor (with fd 0 closed, libzmq's was read as the input; helper-71).
@@ -74,8 +88,11 @@ struct Import: ClientCommand {
         var progress = KeyProgress(verb: "imported", total: total)
         var written = 0
         var inFlight = 0
+        let stop = Self.stop
+        Self.sending.store(true, ordering: .releasing)
         do {
             for batch in batches {
+                if let signal = stop.signal { throw StoppedBySignal(signal: signal) }
                 if inFlight == Self.window {
                     inFlight -= 1
                     written += try receiveWritten(client)
@@ -95,7 +112,9 @@ struct Import: ClientCommand {
         } catch {
             written += Self.writtenBy(inFlight, of: client)
             progress.finish(written)
-            throw Interrupted(written: written, total: total, cause: error)
+            guard let stopped = error as? StoppedBySignal else { throw Interrupted(written: written, total: total, cause: error) }
+            Output.error(Interrupted(written: written, total: total, cause: error).description)
+            throw ExitCode(128 + stopped.signal)
         }
         progress.finish(written)
         if options.json {
@@ -105,6 +124,13 @@ struct Import: ClientCommand {
         } else {
             Output.line("OK \(written) \(written == 1 ? "key" : "keys")")
         }
+    }
+
+    /// The user stopped the import (Ctrl-C: `signal` SIGINT); it exits with 128 + `signal`, as
+    /// the shell reports a command a signal ended.
+    struct StoppedBySignal: Error, CustomStringConvertible {
+        var signal: Int32
+        var description: String { "interrupted (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)"))" }
     }
 
     /// An import that stopped part-way (the node stopped, or stopped answering): what was
@@ -153,7 +179,7 @@ struct Import: ClientCommand {
             throw NodeTooOld(dataDirectory: client.dataDirectory)
         }
         guard let reply else { throw client.notAnswering }
-        guard let written = reply.written else { throw ControlClient.UnexpectedReply(reply: reply) }
+        guard let written = reply.written else { throw ControlClient.UnexpectedReply(reply: reply, toChange: true) }
         Output.changeWasApplied()
         return written
     }

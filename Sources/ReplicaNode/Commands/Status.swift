@@ -54,7 +54,8 @@ struct Status: ClientCommand {
         line("security", status.security == "curve" ? "CURVE (encrypted, authenticated)" : "INSECURE (no encryption, no authentication)")
         let counters = status.counters
         line("counters", "published \(counters.updatesPublished), applied \(counters.updatesApplied), "
-            + "relayed \(counters.updatesRelayed), sync entries received \(counters.syncEntriesReceived), syncs served \(counters.syncRequestsServed)")
+            + "relayed \(counters.updatesRelayed), sync entries received \(counters.syncEntriesReceived), syncs served \(counters.syncRequestsServed) "
+            + "(\(counters.syncEntriesLeftOut) entries left out, the requester held them)")
         line("repairs", "\(counters.repairedUpdates) lost updates resent to us, \(counters.repairsUnavailable) no longer held (synced instead), "
             + "\(counters.repairsServed) repairs served")
         line("dropped", "\(counters.malformedDropped) malformed, \(counters.oversizedDropped) oversized, "

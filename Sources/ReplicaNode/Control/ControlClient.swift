@@ -164,7 +164,13 @@ struct ControlClient {
     /// A reply of another kind than the request asks for (a node of another version).
     struct UnexpectedReply: Error, CustomStringConvertible {
         var reply: ControlReply
-        var description: String { "the node sent an unexpected reply: \(reply)" }
+        /// It answered a change, which the node may have applied before it answered so
+        /// (helper-76: the message did not say).
+        var toChange = false
+        var description: String {
+            let message = "the node sent an unexpected reply: \(reply)"
+            return toChange ? message + "; the change may or may not have been applied: \(ControlClient.readBack)" : message
+        }
     }
 
     /// A request larger than the node reads (`ControlEndpoint.maxRequestBytes`): sent, it
@@ -295,7 +301,7 @@ struct ControlClient {
     /// Sends one request and returns the answer it expects (`\.entry`, `\.status`, ...).
     func call<Answer>(_ request: ControlRequest, expecting answer: KeyPath<ControlReply, Answer?>) throws -> Answer {
         let reply = try call(request)
-        guard let value = reply[keyPath: answer] else { throw UnexpectedReply(reply: reply) }
+        guard let value = reply[keyPath: answer] else { throw UnexpectedReply(reply: reply, toChange: request.isChange) }
         return value
     }
 

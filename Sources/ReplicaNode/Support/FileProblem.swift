@@ -25,27 +25,35 @@ struct FileProblem: Error, CustomStringConvertible {
     var description: String { "\(action) \(path): \(reason)" }
 
     /// The bytes of the input file `path` that a command was given, or of standard input for
-    /// `-` (as `set --file` and `import` take them).
+    /// `-` (as `set --file` and `import` take them). Read by `read(2)` to its end, so a FIFO,
+    /// `/dev/stdin` or a shell's `<(...)` work as files do: Foundation's `Data(contentsOf:)`
+    /// refused them with a false "permission denied" (helper-75).
     static func readInput(_ path: String) throws(FileProblem) -> Data {
         guard path != "-" else { return try readStandardInput() }
-        do {
-            return try Data(contentsOf: URL(fileURLWithPath: path))
-        } catch {
-            throw FileProblem(action: "cannot read", path: path, error: error)
+        let descriptor = open(path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else {
+            throw FileProblem(action: "cannot read", path: path, reason: FileSystemReason.systemMessage(errno))
         }
+        defer { close(descriptor) }
+        return try readToEnd(descriptor, naming: path)
     }
 
     /// Standard input to its end, by `read(2)`: Foundation's `readDataToEndOfFile` crashed the
     /// process (exit 132) on a directory, a closed descriptor or a non-blocking one (helper-71).
-    /// A non-blocking input is waited for; any other error is one line.
     static func readStandardInput() throws(FileProblem) -> Data {
         guard !StandardStreams.inputWasClosed else {
             throw FileProblem(action: "cannot read", path: "standard input", reason: "it is closed")
         }
+        return try readToEnd(STDIN_FILENO, naming: "standard input")
+    }
+
+    /// Everything `descriptor` holds until its end. A non-blocking one is waited for; any other
+    /// error is one line naming `name`.
+    private static func readToEnd(_ descriptor: Int32, naming name: String) throws(FileProblem) -> Data {
         var data = Data()
         var buffer = [UInt8](repeating: 0, count: 1 << 16)
         while true {
-            let count = read(STDIN_FILENO, &buffer, buffer.count)
+            let count = read(descriptor, &buffer, buffer.count)
             if count > 0 {
                 data.append(contentsOf: buffer[..<count])
                 continue
@@ -55,10 +63,10 @@ struct FileProblem: Error, CustomStringConvertible {
             switch error {
             case EINTR: continue
             case EAGAIN:
-                var ready = pollfd(fd: STDIN_FILENO, events: Int16(POLLIN), revents: 0)
+                var ready = pollfd(fd: descriptor, events: Int16(POLLIN), revents: 0)
                 _ = poll(&ready, 1, -1)
             default:
-                throw FileProblem(action: "cannot read", path: "standard input", reason: FileSystemReason.systemMessage(error))
+                throw FileProblem(action: "cannot read", path: name, reason: FileSystemReason.systemMessage(error))
             }
         }
     }

@@ -50,6 +50,9 @@ struct SyncResponder: Sendable {
         /// stored after.
         var buckets: ArraySlice<Int> = []
         var storedAfter: UInt64?
+        /// Writes the requester is known to hold already: listed keys leave them out
+        /// (`HeldByRequester`).
+        var knownHeld: HeldWrites = .nothing
         /// Per bucket, the serial through which earlier attempts of this request queued its
         /// entries on this connection: only entries stored after it are listed again.
         var queuedBefore: [Int: UInt64] = [:]
