@@ -24,6 +24,7 @@ extension Replica {
     private func raiseIdentityClash(_ rival: MemberRecord) {
         let message = ReplicaError.identityClash(address: rival.address.description).description
         problems.raise(.identity, identity.node.rawValue, message)
+        identitiesDoubted.insert(identity.node)
         logger.error("\(message)")
     }
 
@@ -81,6 +82,7 @@ extension Replica {
                     + "(a copied data directory, or --id given twice), and they overwrite each other's counter slots. Stop one; "
                     + "each node needs its own --id and data directory"
                 problems.raise(.memberIdentity, record.node.rawValue, message)
+                identitiesDoubted.insert(record.node)
                 logger.error("\(message)")
             } else if memberClash.listed.contains(record.node),
                       let listed = problems.of(.memberIdentity).first(where: { $0.subject == record.node.rawValue }) {

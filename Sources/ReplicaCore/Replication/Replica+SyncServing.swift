@@ -81,7 +81,8 @@ extension Replica {
             requester: requester, requesterEpoch: session.stream.epoch, report: session.heartbeat?.reports[identity.node],
             responder: identity.node, epoch: epoch, published: publishedStamps,
             margin: configuration.maxClockDrift * 2,
-            identityInDoubt: !problems.of(.identity).isEmpty || problems.contains(.memberIdentity, requester.rawValue))
+            identityInDoubt: identitiesDoubted.contains(identity.node) || identitiesDoubted.contains(requester)
+                || !problems.of(.identity).isEmpty || problems.contains(.memberIdentity, requester.rawValue))
     }
 
     /// Resends published updates (the current entries of their keys), or says at once that they

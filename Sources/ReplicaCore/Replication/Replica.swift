@@ -139,6 +139,9 @@ public actor Replica: PollLoopOwner {
     var warnings = WarningLimiter()
     var storeReadFailureLogged = false
     var nextStoreFileCheck = ContinuousClock.now
+    /// Members (and we) once listed as used by two processes in this life: a sync reply leaves
+    /// out nothing for them (`HeldByRequester`), even after the clash clears.
+    var identitiesDoubted = Set<NodeID>()
     var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
