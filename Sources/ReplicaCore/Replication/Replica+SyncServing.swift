@@ -81,8 +81,7 @@ extension Replica {
             requester: requester, requesterEpoch: session.stream.epoch, report: session.heartbeat?.reports[identity.node],
             responder: identity.node, epoch: epoch, published: publishedStamps,
             margin: configuration.maxClockDrift * 2,
-            identityInDoubt: identitiesDoubted.contains(identity.node) || identitiesDoubted.contains(requester)
-                || !problems.of(.identity).isEmpty || problems.contains(.memberIdentity, requester.rawValue))
+            identityInDoubt: identitiesDoubted.contains(identity.node) || identitiesDoubted.contains(requester))
     }
 
     /// Resends published updates (the current entries of their keys), or says at once that they

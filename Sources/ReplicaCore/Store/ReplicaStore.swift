@@ -32,10 +32,8 @@ public protocol ReplicaStore: AnyObject {
     func entries(inBuckets buckets: [Int]) throws -> [Entry]
     /// Every key (tombstones included) whose key falls in one of `buckets` and whose entry was
     /// stored after `serial` (nil: whenever; entries loaded at start count as stored at 0), in
-    /// byte order.
-    func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String]
-    /// The same, without the keys whose current version is in `held` (what a sync requester
-    /// holds already), and how many were left out for that.
+    /// byte order, without those whose current version is in `held` (what a sync requester
+    /// holds already); and how many were left out for that.
     func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?, leavingOut held: HeldWrites) -> (keys: [String], leftOut: Int)
     /// How many batches this process has stored: a position in the store's history that sync
     /// requests can name (see `SyncRequest.since`).
@@ -109,4 +107,11 @@ public struct QuarantinedEntry: Sendable, Equatable {
     public var entry: Entry
     public var reason: String
     public var at: Date
+}
+
+extension ReplicaStore {
+    /// Every key of `buckets` stored after `serial` (nil: whenever), none left out.
+    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String] {
+        keys(inBuckets: buckets, storedAfter: serial, leavingOut: .nothing).keys
+    }
 }

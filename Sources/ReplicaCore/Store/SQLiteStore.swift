@@ -586,10 +586,6 @@ public final class SQLiteStore: ReplicaStore {
         try entries(forKeys: index.keys(inBuckets: buckets))
     }
 
-    public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?) -> [String] {
-        index.keys(inBuckets: buckets, storedAfter: serial)
-    }
-
     public func keys(inBuckets buckets: [Int], storedAfter serial: UInt64?, leavingOut held: HeldWrites) -> (keys: [String], leftOut: Int) {
         index.keys(inBuckets: buckets, storedAfter: serial, leavingOut: held)
     }
