@@ -53,7 +53,7 @@ struct Import: ClientCommand {
     static let sending = Atomic<Bool>(false)
 
     func run() throws {
-        // Ctrl-C (or SIGTERM, SIGHUP) once batches are being sent stops sending: the batches in
+        // Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT) once batches are being sent stops sending: the batches in
         // flight are answered, and the count of keys written is reported (it exited 130 saying
         // nothing; helper-75). Before, nothing was sent: it exits at once (an input being read
         // from a terminal, a node being reached). A second signal exits at once too.
@@ -130,7 +130,10 @@ struct Import: ClientCommand {
     /// the shell reports a command a signal ended.
     struct StoppedBySignal: Error, CustomStringConvertible {
         var signal: Int32
-        var description: String { "interrupted (\(signal == SIGINT ? "SIGINT" : signal == SIGTERM ? "SIGTERM" : "signal \(signal)"))" }
+        var description: String {
+            let names = [SIGINT: "SIGINT", SIGTERM: "SIGTERM", SIGHUP: "SIGHUP", SIGQUIT: "SIGQUIT"]
+            return "interrupted (\(names[signal] ?? "signal \(signal)"))"
+        }
     }
 
     /// An import that stopped part-way (the node stopped, or stopped answering): what was
