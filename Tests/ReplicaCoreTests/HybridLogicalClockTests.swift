@@ -22,6 +22,24 @@ final class ManualClock: Sendable {
         #expect(clock.tick() == HybridTimestamp(wallMillis: 1_005, logical: 0))
     }
 
+    /// What a heartbeat carries: no later tick is below it, whatever the wall clock does
+    /// (stepped back, standing, jumping ahead), and reading it does not move the clock.
+    @Test func noLaterTickIsBelowTheLeastNext() throws {
+        let wall = ManualClock(5_000)
+        var clock = HybridLogicalClock(physical: wall.physical)
+        for step in [5_000, 5_000, 4_000, 4_000, 9_000, 1_000, 9_000, 9_001] as [UInt64] {
+            let least = clock.leastNext
+            #expect(clock.leastNext == least, "reading it changes nothing")
+            wall.set(step)
+            let stamp = clock.tick()
+            #expect(stamp >= least, "wall clock at \(step)")
+        }
+        try clock.receive(HybridTimestamp(wallMillis: 9_050, logical: 3))
+        let least = clock.leastNext
+        #expect(least == HybridTimestamp(wallMillis: 9_050, logical: 5))
+        #expect(clock.tick() == least)
+    }
+
     @Test func aNodeWhoseClockIsBehindStampsAboveWhatItHasSeen() throws {
         let wall = ManualClock(1_000)
         var behind = HybridLogicalClock(physical: wall.physical)

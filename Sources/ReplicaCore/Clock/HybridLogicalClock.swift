@@ -89,11 +89,11 @@ public struct HybridLogicalClock: Sendable {
     /// The wall clock now (ms since 1970), as this clock reads it.
     public func wallMillis() -> UInt64 { physical() }
 
-    /// What `tick()` would return's wall part now, without advancing the clock: for messages that
-    /// are not data (heartbeats), so that they never push the clock ahead.
-    public func peek() -> HybridTimestamp {
-        let now = min(physical(), HybridTimestamp.maxWallMillis)
-        return now > last.wallMillis ? HybridTimestamp(wallMillis: now, logical: 0) : last
+    /// The least timestamp the next local event can carry (`last` plus one), without advancing
+    /// the clock: whatever the wall clock does, every later `tick` is at or above it. Heartbeats
+    /// carry it (they are not data, and must never push the clock ahead).
+    public var leastNext: HybridTimestamp {
+        HybridTimestamp(rawValue: last.rawValue == .max ? .max : last.rawValue + 1)
     }
 
     /// Raises the clock to at least `timestamp` (used at start-up with the highest stored version),

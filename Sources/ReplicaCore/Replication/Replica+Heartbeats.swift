@@ -15,9 +15,14 @@ extension Replica {
                 heldMillis: echo.map { UInt32(clamping: Int64(max(0, $0.receivedAt.duration(to: now) / .milliseconds(1)))) } ?? 0,
                 hearsDirectly: session.hearsDirectly(now: now, base: timing)))
         }
+        // The least stamp our next write can carry, not a reading of the wall clock: every write
+        // stamped below it went out by `sequence`, so a member that holds our stream through
+        // `sequence` holds all of them (what a sync reply of a third member leaves out:
+        // `PublishedStamps.heard`). Moving the clock to the wall clock here instead would carry
+        // a wrong wall clock into it without any write.
         let heartbeat = Heartbeat(
             origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: sequence,
-            timestamp: clock.peek(), wallMillis: configuration.wallClock(), digestRoot: store.digest.root,
+            timestamp: clock.leastNext, wallMillis: configuration.wallClock(), digestRoot: store.digest.root,
             entryCount: UInt64(store.count), membersDigest: membership.digest, storeSerial: store.serial,
             reports: reports)
         do {

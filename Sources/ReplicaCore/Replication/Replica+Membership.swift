@@ -19,12 +19,22 @@ extension Replica {
         if !result.changes.isEmpty { refreshTrustProblems() }
     }
 
+    /// Two processes may write as `node` (we, or a member): "its writes" and "its reports" no
+    /// longer mean one thing, so sync replies leave out nothing of it for the rest of this life.
+    /// Replies left out some before the doubt arose, and the marks they completed would keep a
+    /// requester from ever fetching what that wrongly left out: marks given until now are no
+    /// longer honoured (each requester's next sync goes in full).
+    func doubt(_ node: NodeID) {
+        guard identitiesDoubted.insert(node).inserted else { return }
+        serialAtLastDoubt = store.serial
+    }
+
     /// Another process uses our id: listed (health fails) and local writes refused until it stops
     /// (`IdentityClash`).
     private func raiseIdentityClash(_ rival: MemberRecord) {
         let message = ReplicaError.identityClash(address: rival.address.description).description
         problems.raise(.identity, identity.node.rawValue, message)
-        identitiesDoubted.insert(identity.node)
+        doubt(identity.node)
         logger.error("\(message)")
     }
 
@@ -82,7 +92,7 @@ extension Replica {
                     + "(a copied data directory, or --id given twice), and they overwrite each other's counter slots. Stop one; "
                     + "each node needs its own --id and data directory"
                 problems.raise(.memberIdentity, record.node.rawValue, message)
-                identitiesDoubted.insert(record.node)
+                doubt(record.node)
                 logger.error("\(message)")
             } else if memberClash.listed.contains(record.node),
                       let listed = problems.of(.memberIdentity).first(where: { $0.subject == record.node.rawValue }) {

@@ -58,13 +58,16 @@ extension Replica {
         // stored since can be news to it. (Serial 0 of this life is a mark too: what we loaded
         // at start, and nothing since.) A serial beyond ours is no mark we gave: a requester's
         // bug, answered in full (it was answered with nothing, and its syncs completed without
-        // ever converging; helper-67).
-        let since = request.since.epoch == epoch && request.since.serial <= store.serial ? request.since.serial : nil
+        // ever converging; helper-67). A mark given before an identity came into doubt is not
+        // honoured either (`doubt(_:)`).
+        let honoured = request.since.epoch == epoch && request.since.serial <= store.serial
+            && (identitiesDoubted.isEmpty || request.since.serial > serialAtLastDoubt)
+        let since = honoured ? request.since.serial : nil
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
             mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since,
-            knownHeld: since == nil ? .nothing : heldWrites(of: request.origin), lastProgress: now)
+            knownHeld: since == nil ? .nothing : heldWrites(of: request.origin, now: now), lastProgress: now)
         guard admit(reply, now: now) else { return }
         counters.syncRequestsServed += 1
         if let index = responder.replies.indices.last, responder.isResumed(index) {
@@ -74,14 +77,17 @@ extension Replica {
     }
 
     /// What the requester of a sync that named one of our marks is known to hold, by what we
-    /// know of it: its own writes of its current life, and ours through what it reports.
-    private func heldWrites(of requester: NodeID) -> HeldWrites {
-        guard let session = sessions[requester] else { return .nothing }
+    /// know of it: its own writes of its current life, and every other writer's (ours
+    /// included) through what it reports. Only while we hear it directly: its heartbeats then
+    /// tell its current life and reports (one we stopped hearing may have restarted since).
+    private func heldWrites(of requester: NodeID, now: ContinuousClock.Instant) -> HeldWrites {
+        guard let session = sessions[requester], session.hearsDirectly(now: now, base: timing) else { return .nothing }
         return HeldByRequester.writes(
-            requester: requester, requesterEpoch: session.stream.epoch, report: session.heartbeat?.reports[identity.node],
-            responder: identity.node, epoch: epoch, published: publishedStamps,
-            margin: configuration.maxClockDrift * 2,
-            identityInDoubt: identitiesDoubted.contains(identity.node) || identitiesDoubted.contains(requester))
+            requester: requester, requesterEpoch: session.stream.epoch, reports: session.heartbeat?.reports ?? [:], responder: identity.node,
+            publications: { [publishedStamps, sessions, me = identity.node] writer in
+                writer == me ? publishedStamps : sessions[writer]?.publications
+            },
+            margin: configuration.maxClockDrift * 2, doubted: identitiesDoubted)
     }
 
     /// Resends published updates (the current entries of their keys), or says at once that they

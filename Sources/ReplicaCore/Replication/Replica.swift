@@ -71,7 +71,7 @@ public actor Replica: PollLoopOwner {
     var sequence: UInt64 = 0
     var retransmit: RetransmitBuffer
     /// Our clock after each publication, by sequence: what a member's report of our stream covers.
-    var publishedStamps = PublishedStamps()
+    var publishedStamps: PublishedStamps
     var nextRequestID: UInt64 = 1
 
     // Timers.
@@ -140,8 +140,11 @@ public actor Replica: PollLoopOwner {
     var storeReadFailureLogged = false
     var nextStoreFileCheck = ContinuousClock.now
     /// Members (and we) once listed as used by two processes in this life: a sync reply leaves
-    /// out nothing for them (`HeldByRequester`), even after the clash clears.
+    /// out nothing for them (`HeldByRequester`), even after the clash clears (`doubt(_:)`).
     var identitiesDoubted = Set<NodeID>()
+    /// Our store serial when the last identity came into doubt: a mark at or below it may come
+    /// from a reply that left out what a requester lacked, so it is not honoured.
+    var serialAtLastDoubt: UInt64 = 0
     var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
@@ -220,6 +223,7 @@ public actor Replica: PollLoopOwner {
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp, physical: configuration.wallClock)
         epoch = try store.beginEpoch(atLeast: configuration.wallClock())
+        publishedStamps = PublishedStamps(epoch: epoch)
         nextPeriodicSync = .now + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         isolation = Isolation(limit: configuration.downAfter * 2)

@@ -104,7 +104,8 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// what had been sent.
         public var syncRetriesResumed = 0
         /// Entries our sync replies left out because the requester held them already: its own
-        /// writes, and ours that it reported holding (since 0.29.0).
+        /// writes, and ours or a third writer's that it reported holding (since 0.29.0; a third
+        /// writer's since 0.30.0).
         public var syncEntriesLeftOut = 0
         /// Handshakes that failed on our listening sockets: the wrong mechanism, a garbage
         /// greeting, or a key refused (those are also in `untrustedHandshakesRefused`).

@@ -8,7 +8,7 @@ import Testing
 
     /// Publications at sequences 3, 7 and 10, the clock at 100, 200 and 300 after each.
     static let published: PublishedStamps = {
-        var stamps = PublishedStamps()
+        var stamps = PublishedStamps(epoch: 1)
         stamps.published(through: 3, clock: stamp(100))
         stamps.published(through: 7, clock: stamp(200))
         stamps.published(through: 10, clock: stamp(300))
@@ -35,7 +35,7 @@ import Testing
     }
 
     @Test func theOldestRecordsGoPastCapacityAndASequenceOlderThanAllVouchesForNothing() {
-        var stamps = PublishedStamps(capacity: 4)
+        var stamps = PublishedStamps(epoch: 1, capacity: 4)
         for sequence in 1...6 { stamps.published(through: UInt64(sequence * 10), clock: Self.stamp(UInt64(sequence * 100))) }
         #expect(stamps.stamps(through: 10) == nil, "dropped")
         #expect(stamps.stamps(through: 35)?.upperBound == Self.stamp(300))
@@ -52,13 +52,33 @@ import Testing
         PeerReport(node: "us", epoch: epoch, through: through, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)
     }
 
-    static func judge(requesterEpoch: UInt64 = 500_000, report: PeerReport? = nil, published: PublishedStamps? = nil, inDoubt: Bool = false) -> HeldWrites {
-        var stamps = PublishedStamps()
+    /// A member's heartbeats at sequences 20 and 30, its clock at 1,500 and 4,000 ms into its life.
+    static let theirs: PublishedStamps = {
+        var stamps = PublishedStamps(epoch: 700_000, capacity: 8)
+        stamps.heard(through: 20, timestamp: stamp(701_500, 1))
+        stamps.heard(through: 30, timestamp: stamp(704_000, 1))
+        return stamps
+    }()
+
+    static func judge(
+        requesterEpoch: UInt64 = 500_000, report: PeerReport? = nil, others: [PeerReport] = [],
+        published: PublishedStamps? = nil, doubted: Set<NodeID> = []
+    ) -> HeldWrites {
+        var stamps = PublishedStamps(epoch: epoch)
         stamps.published(through: 5, clock: stamp(epoch + 1_000))
         stamps.published(through: 9, clock: stamp(epoch + 5_000))
+        var reports: [NodeID: PeerReport] = [:]
+        for report in others + [report].compactMap({ $0 }) { reports[report.node] = report }
         return HeldByRequester.writes(
-            requester: "them", requesterEpoch: requesterEpoch, report: report, responder: "us", epoch: epoch,
-            published: published ?? stamps, margin: margin, identityInDoubt: inDoubt)
+            requester: "them", requesterEpoch: requesterEpoch, reports: reports, responder: "us",
+            publications: { writer in
+                switch writer {
+                case "us": published ?? stamps
+                case "third": theirs
+                default: nil
+                }
+            },
+            margin: margin, doubted: doubted)
     }
 
     @Test func theRequestersOwnWritesFromMarginPastItsEpochAreHeld() {
@@ -67,7 +87,7 @@ import Testing
         #expect(!held.contains(Version(timestamp: Self.stamp(501_999, 65_535), node: "them")), "may be an earlier life's, lost by a power cut")
         #expect(held.contains(Version(timestamp: Self.stamp(502_000), node: "them")))
         #expect(held.contains(Version(timestamp: Self.stamp(9_000_000), node: "them")))
-        #expect(!held.contains(Version(timestamp: Self.stamp(9_000_000), node: "other")), "a third writer's: not known")
+        #expect(!held.contains(Version(timestamp: Self.stamp(9_000_000), node: "other")), "a third writer's: not reported")
         #expect(Self.judge(requesterEpoch: 0).ranges["them"] == nil, "its life not known yet")
     }
 
@@ -81,8 +101,44 @@ import Testing
         #expect(!held.contains(Version(timestamp: Self.stamp(Self.epoch + 5_000, 1), node: "us")), "published after sequence 9")
     }
 
-    @Test func nothingIsHeldWhileAnIdentityIsInDoubt() {
-        #expect(Self.judge(report: Self.report(through: 9), inDoubt: true).isEmpty)
+    static func report(of writer: NodeID, epoch: UInt64, through: UInt64) -> PeerReport {
+        PeerReport(node: writer, epoch: epoch, through: through, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)
+    }
+
+    @Test func aThirdWritersWritesAreHeldThroughWhatItReportsOfItsStream() {
+        let third: NodeID = "third"
+        #expect(Self.judge(others: [Self.report(of: third, epoch: 700_000, through: 19)]).ranges[third] == nil, "before the first heartbeat heard")
+        #expect(Self.judge(others: [Self.report(of: third, epoch: 700_000, through: 29)]).ranges[third] == nil,
+                "the first heartbeat heard vouches for nothing: writes before it may be unpublished")
+        #expect(Self.judge(others: [Self.report(of: third, epoch: 699_999, through: 30)]).ranges[third] == nil, "a report of another life of it")
+        #expect(Self.judge(others: [Self.report(of: "unheard", epoch: 1, through: 30)]).ranges["unheard"] == nil, "a writer we know nothing of")
+        let held = Self.judge(others: [Self.report(of: third, epoch: 700_000, through: 30)])
+        #expect(held.ranges[third] == Self.stamp(702_000)...Self.stamp(704_000),
+                "from the margin past its epoch (past the first heartbeat's reading) to just below the reading that followed sequence 30")
+        #expect(!held.contains(Version(timestamp: Self.stamp(704_000, 1), node: third)), "its next write may carry the heartbeat's timestamp")
+        #expect(Self.judge(others: [Self.report(of: third, epoch: 700_000, through: 30)], doubted: [third]).ranges[third] == nil, "its identity in doubt")
+        #expect(Self.judge(others: [Self.report(of: "them", epoch: 700_000, through: 30)]).ranges["them"]?.upperBound == HybridTimestamp(rawValue: .max),
+                "the requester's report of itself changes nothing")
+    }
+
+    @Test func aMembersHeartbeatsVouchBelowTheirReadingAndNotBelowTheFirstHeard() {
+        var stamps = PublishedStamps(epoch: 1, capacity: 8)
+        stamps.heard(through: 4, timestamp: Self.stamp(100, 1))
+        #expect(stamps.stamps(through: 4) == nil, "writes before the first heartbeat heard may never have been published")
+        stamps.heard(through: 4, timestamp: Self.stamp(150, 1))
+        #expect(stamps.stamps(through: 4) == nil, "a sequence heard again adds nothing")
+        stamps.heard(through: 9, timestamp: Self.stamp(200, 1))
+        #expect(stamps.stamps(through: 9) == Self.stamp(100, 1)...Self.stamp(200))
+        stamps.heard(through: 12, timestamp: Self.stamp(300))
+        #expect(stamps.stamps(through: 12) == stamps.stamps(through: 9),
+                "a reading with a logical part of 0 (an older node's wall clock) is not recorded: a clock stepped back may stamp below it")
+    }
+
+    @Test func nothingIsHeldWhileTheRequestersOrOurIdentityIsInDoubt() {
+        let reports = [Self.report(of: "third", epoch: 700_000, through: 30)]
+        #expect(Self.judge(report: Self.report(through: 9), others: reports, doubted: ["us"]).isEmpty)
+        #expect(Self.judge(report: Self.report(through: 9), others: reports, doubted: ["them"]).isEmpty)
+        #expect(!Self.judge(report: Self.report(through: 9), others: reports, doubted: ["someone-else"]).isEmpty)
     }
 
     @Test func theIndexListsKeysWithoutHeldWritesAndCountsThem() {

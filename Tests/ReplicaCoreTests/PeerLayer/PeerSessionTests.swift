@@ -216,6 +216,30 @@ import Testing
         #expect(session.heldThrough == 40)
     }
 
+    /// Its heartbeats record its publications (sequence, clock) for the life they announce; a
+    /// new life or incarnation starts the record afresh (`HeldByRequester` reads it).
+    @Test func heartbeatsRecordPublicationsOfTheLifeTheyAnnounce() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        func beat(epoch: UInt64 = 7, incarnation: UInt8 = 2, sequence: UInt64, wall: UInt64, at millis: Int) {
+            let heartbeat = Heartbeat(
+                origin: "b", incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, incarnation)), epoch: epoch,
+                sequence: sequence, timestamp: HybridTimestamp(wallMillis: wall, logical: 1), digestRoot: 1, entryCount: 0)
+            _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(millis), wallMillis: 0)
+        }
+        #expect(session.publications == nil)
+        beat(sequence: 3, wall: 1_000, at: 0)
+        beat(sequence: 8, wall: 2_000, at: 1_000)
+        #expect(session.publications?.epoch == 7)
+        #expect(session.publications?.stamps(through: 8)?.upperBound == HybridTimestamp(wallMillis: 2_000, logical: 0))
+        beat(epoch: 9, sequence: 1, wall: 3_000, at: 2_000)
+        #expect(session.publications?.epoch == 9 && session.publications?.stamps(through: 8) == nil, "a new life: the old records are gone")
+        beat(epoch: 9, sequence: 2, wall: 4_000, at: 3_000)
+        #expect(session.publications?.stamps(through: 2) != nil)
+        beat(epoch: 9, incarnation: 3, sequence: 5, wall: 5_000, at: 4_000)
+        #expect(session.publications?.stamps(through: 5) == nil, "another incarnation: nothing carried over")
+    }
+
     /// The same when the member is first heard through a relay (which names its epoch, so the
     /// first heartbeat does not see the stream as new): what came before the relayed update is
     /// not held until covered. (It was reported held, and a leaving member counted on it.)

@@ -40,6 +40,11 @@ struct PeerSession: Sendable {
     private(set) var clock = ClockEstimate()
     private(set) var incarnation: UUID?
     private(set) var heartbeat: HeardHeartbeat?
+    /// Its publications in its current life, as its heartbeats told them: a sync reply leaves
+    /// out its writes that the requester reports holding (`HeldByRequester`).
+    private(set) var publications: PublishedStamps?
+    /// About a minute of heartbeats at the default interval (16 bytes each).
+    static let publicationRecords = 128
     /// The member's wall clock in its last heartbeat and when that arrived: echoed in ours, so
     /// that it can measure its round trip and clock (kept even from a heartbeat that is
     /// otherwise ignored for a skewed clock: that is how the member learns it is skewed).
@@ -197,6 +202,7 @@ struct PeerSession: Sendable {
             // the sync brings whatever of it reached others.
             stream.beginIncarnation()
             forgetLosses(restartedThrough: 0)
+            publications = nil
             actions.append(.wantSync(.newIncarnation))
         }
         incarnation = message.incarnation
@@ -262,6 +268,10 @@ struct PeerSession: Sendable {
             exchangeSpacing = 2
             lastExchange = nil
         }
+        if publications?.epoch != message.epoch {
+            publications = PublishedStamps(epoch: message.epoch, capacity: Self.publicationRecords)
+        }
+        publications?.heard(through: message.sequence, timestamp: message.timestamp)
         heartbeat = HeardHeartbeat(
             epoch: message.epoch, sequence: message.sequence, wallMillis: message.wallMillis, receivedAt: now,
             digestRoot: message.digestRoot, ourRoot: local.digestRoot, membersDigest: message.membersDigest,

@@ -10,30 +10,38 @@
 ///   at start); writes of an earlier life it may have lost (a power cut: `synchronous =
 ///   NORMAL`), and their stamps may reach past its epoch by as much as a clock may lead, so
 ///   the floor is `margin` past the epoch (twice the drift any member accepts).
-/// - **Our own writes through the sequence it reports holding** of our stream, in this life of
-///   ours (`PublishedStamps` turns the sequence into stamps). Reports count only what is held
-///   (`PeerSession.heldThrough`), and drop to nothing when a received entry is dropped.
+/// - **Every other writer's writes through the sequence it reports holding** of that writer's
+///   stream, in the writer's life we know: ours (`PublishedStamps` records each publication),
+///   or a member's we hear directly (its heartbeats pair a sequence with its clock). A third
+///   writer's are what two members that both received them would otherwise send each other at
+///   every periodic check. Reports count only what is held (`PeerSession.heldThrough`), and
+///   drop to nothing when a received entry is dropped. The same margin applies: a write of the
+///   writer's earlier life may be fetched back after its restart.
 ///
 /// Only for requests that name a mark of ours: such a requester completed a sync with us in its
 /// current life, so what any earlier life of it lacked has been sent to it in full (the first
 /// sync of every life, and every sync after a dropped entry, names no mark). Nothing is left
-/// out while an identity is in doubt: two processes writing as one node make "its own writes"
-/// and "its report of us" mean nothing.
+/// out while our identity or the requester's is in doubt (two processes writing as one node
+/// make "its own writes" and "its reports" mean nothing), nor of a writer whose identity is.
 enum HeldByRequester {
+    /// `reports`: the requester's latest report of each stream, by writer; `publications`:
+    /// what we know of each writer's publications (ours too, under `responder`).
     static func writes(
-        requester: NodeID, requesterEpoch: UInt64, report: PeerReport?,
-        responder: NodeID, epoch: UInt64, published: PublishedStamps,
-        margin: Duration, identityInDoubt: Bool
+        requester: NodeID, requesterEpoch: UInt64, reports: [NodeID: PeerReport], responder: NodeID,
+        publications: (NodeID) -> PublishedStamps?, margin: Duration, doubted: Set<NodeID>
     ) -> HeldWrites {
         var held = HeldWrites.nothing
-        guard !identityInDoubt, requester != responder else { return held }
+        guard requester != responder, !doubted.contains(requester), !doubted.contains(responder) else { return held }
         let marginMillis = UInt64(max(margin, .zero) / .milliseconds(1))
         if let floor = floor(ofLife: requesterEpoch, margin: marginMillis) {
             held.add(requester, floor...HybridTimestamp(rawValue: .max))
         }
-        if let report, report.epoch == epoch, let ourFloor = floor(ofLife: epoch, margin: marginMillis),
-           let stamps = published.stamps(through: report.through), stamps.upperBound >= ourFloor {
-            held.add(responder, max(ourFloor, stamps.lowerBound)...stamps.upperBound)
+        for (writer, report) in reports where writer != requester && !doubted.contains(writer) {
+            guard let published = publications(writer), report.epoch == published.epoch,
+                  let floor = floor(ofLife: published.epoch, margin: marginMillis),
+                  let stamps = published.stamps(through: report.through), stamps.upperBound >= floor
+            else { continue }
+            held.add(writer, max(floor, stamps.lowerBound)...stamps.upperBound)
         }
         return held
     }
