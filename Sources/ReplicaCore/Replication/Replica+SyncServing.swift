@@ -61,7 +61,7 @@ extension Replica {
         // ever converging; helper-67). A mark given before an identity came into doubt is not
         // honoured either (`doubt(_:)`).
         let honoured = request.since.epoch == epoch && request.since.serial <= store.serial
-            && (identitiesDoubted.isEmpty || request.since.serial > serialAtLastDoubt)
+            && serialAtLastDoubt.map { request.since.serial > $0 } ?? true
         let since = honoured ? request.since.serial : nil
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,

@@ -142,9 +142,10 @@ public actor Replica: PollLoopOwner {
     /// Members (and we) once listed as used by two processes in this life: a sync reply leaves
     /// out nothing for them (`HeldByRequester`), even after the clash clears (`doubt(_:)`).
     var identitiesDoubted = Set<NodeID>()
-    /// Our store serial when the last identity came into doubt: a mark at or below it may come
-    /// from a reply that left out what a requester lacked, so it is not honoured.
-    var serialAtLastDoubt: UInt64 = 0
+    /// Our store serial when the last identity came into doubt (nil: none ever was): a mark at
+    /// or below it may come from a reply that left out what a requester lacked, so it is not
+    /// honoured.
+    var serialAtLastDoubt: UInt64?
     var clockCheck: ClockCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
