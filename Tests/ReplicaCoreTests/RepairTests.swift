@@ -114,6 +114,26 @@ import Testing
         await replica.shutdown()
     }
 
+    /// A difference that outlives a sync for it: the next sync names no mark, so the reply
+    /// leaves nothing out. (A reply under a mark leaves out what the mark and the requester's
+    /// reports say it holds; were that wrong, the difference would never be fetched from this
+    /// member.) The fake's replies complete with a mark and bring nothing, as such a reply would.
+    @Test func aDifferenceThatOutlivesASyncIsAskedForWithNoMark() async throws {
+        let peer = try FakePeer()
+        let mark = StoreMark(epoch: FakePeer.epoch, serial: 5)
+        peer.replyMark = mark
+        let replica = try await peer.quietNode()
+        let before = peer.syncRequests
+        peer.digestRoot = 42
+        #expect(try await eventually {
+            try peer.keepAlive()
+            return peer.syncMarksAsked.dropFirst(before).contains(.none)
+        })
+        let asked = peer.syncMarksAsked.dropFirst(before)
+        #expect(asked.first == mark, "the first sync for the difference names the mark the start-up sync completed with")
+        await replica.shutdown()
+    }
+
     /// A sync request whose mark is from the responder's current epoch but past its serial (no
     /// mark it gave: a requester's bug) is answered in full (helper-67: with nothing, so such a
     /// requester's syncs completed without ever converging).
@@ -161,6 +181,13 @@ final class FakePeer {
     var repairsAsked: [ClosedRange<UInt64>] { responder.answered.withLock { $0.repairsAsked } }
     /// Sync requests answered.
     var syncRequests: Int { responder.answered.withLock { $0.syncRequests } }
+    /// The mark each sync request named, in order.
+    var syncMarksAsked: [StoreMark] { responder.answered.withLock { $0.marksAsked } }
+    /// The mark the fake completes its (empty) sync replies with: none unless a test gives one.
+    var replyMark: StoreMark {
+        get { responder.answered.withLock { $0.replyMark } }
+        set { responder.answered.withLock { $0.replyMark = newValue } }
+    }
     /// Join and membership-exchange requests answered.
     var joins: Int { responder.answered.withLock { $0.joins } }
 
@@ -278,6 +305,8 @@ final class FakePeer {
         struct Answered {
             var repairsAsked: [ClosedRange<UInt64>] = []
             var syncRequests = 0
+            var marksAsked: [StoreMark] = []
+            var replyMark = StoreMark.none
             var joins = 0
             var stopping = false
         }
@@ -318,8 +347,12 @@ final class FakePeer {
             while let message = try router.receive(), message.frames.count == 2 {
                 switch try codec.decode(message.frames[1]) {
                 case .syncRequest(let request):
-                    answered.withLock { $0.syncRequests += 1 }
-                    let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, entries: [])
+                    let mark = answered.withLock {
+                        $0.syncRequests += 1
+                        $0.marksAsked.append(request.since)
+                        return $0.replyMark
+                    }
+                    let empty = SyncChunk(origin: "fake", requestID: request.requestID, index: 0, isLast: true, mark: mark, entries: [])
                     try router.send([message.frames[0], codec.encode(.syncChunk(empty))])
                 case .members(let members) where members.wantsReply:
                     answered.withLock { $0.joins += 1 }

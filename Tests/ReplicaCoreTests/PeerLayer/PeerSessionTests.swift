@@ -300,6 +300,31 @@ import Testing
         #expect(session.stats.syncsCompleted == 1)
     }
 
+    /// A difference that outlives a sync for it is asked for in full: a mark (and the reports
+    /// the replies under it trust) that hid something would otherwise keep it hidden for good.
+    /// A member whose root moves is catching up, and keeps the mark.
+    @Test(arguments: [
+        // Heartbeats 1 s apart: the first sync is wanted at the second, the next at the third.
+        (theirRoots: [9, 9], marked: [true, true], name: "one sync for the difference keeps the mark"),
+        (theirRoots: [9, 9, 9], marked: [true, true, false], name: "the next for the same roots drops it"),
+        (theirRoots: [9, 9, 10, 10], marked: [true, true, true, true], name: "their root moved in between: catching up, the mark stays"),
+    ])
+    func aDifferenceThatOutlivesASyncIsAskedForInFull(theirRoots: [UInt64], marked: [Bool], name: String) {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let mark = StoreMark(epoch: 7, serial: 3)
+        session.syncCompleted(mark: mark, sequence: 0)
+        let local = PeerSession.LocalView(node: "a", digestRoot: 5, membersDigest: 0, syncing: false)
+        var wanted = 0
+        for (index, root) in theirRoots.enumerated() {
+            let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 0, timestamp: .zero,
+                                      digestRoot: root, entryCount: 0)
+            wanted += session.heartbeatReceived(heartbeat, local: local, now: Self.at(1000 * (index + 1)), wallMillis: 0)
+                .filter { $0 == .wantSync(.digestsDiffer) }.count
+            #expect((session.syncMark == mark) == marked[index], "\(name): heartbeat \(index + 1)")
+        }
+        #expect(wanted >= 1, "\(name): a sync was wanted")
+    }
+
     /// What our heartbeats say we hold of a member's stream: not a range still being repaired.
     /// (A member that could not hear the origin synced the range from us while we waited for it,
     /// got part, and took the rest as covered.)

@@ -51,7 +51,8 @@ struct PeerSession: Sendable {
     private(set) var echo: (wallMillis: UInt64, receivedAt: ContinuousClock.Instant)?
     private(set) var repair: RepairInFlight?
     /// Where the last completed sync with this member left off: the next one asks only for
-    /// what it stored since.
+    /// what it stored since. Forgotten when a difference outlives a sync for it (see
+    /// `heartbeatReceived`), and when entries received are dropped.
     private(set) var syncMark: StoreMark = .none
     private(set) var stats = Stats()
     private var membersMismatches = 0
@@ -69,7 +70,8 @@ struct PeerSession: Sendable {
     private var lastExchange: (theirs: UInt64, ours: UInt64)?
     static let maxExchangeSpacing = 64
     /// Since when the member's digest root and ours have both stayed as they are.
-    private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant)?
+    /// `synced`: a sync was already wanted for this very pair of roots.
+    private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant, synced: Bool)?
     /// Syncs wanted in a row for the same difference, while our root stayed and the two did not
     /// agree (the last one settled nothing: the member is itself behind and syncing, or its
     /// link is too slow for a reply): each doubles the quiet time the next needs, up to 64 half
@@ -240,12 +242,19 @@ struct PeerSession: Sendable {
         if let quiet = quietSince, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
             let spacing = local.heartbeatInterval / 2 * (1 << min(divergenceSyncs, 6))
             if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= spacing {
+                // The same two roots after a sync for them: that sync settled nothing, so this
+                // one names no mark and its reply leaves nothing out. Replies under a mark leave
+                // out what it and our reports say we hold; a wrong claim (a report past a gap,
+                // by a bug or a race) would otherwise keep what it hid from ever being sent by
+                // this member, a difference for good. (A member whose root moves is catching
+                // up: its pair is new, and the mark stays.)
+                if quiet.synced { syncMark = .none }
                 actions.append(.wantSync(.digestsDiffer))
-                quietSince = (message.digestRoot, local.digestRoot, now)
+                quietSince = (message.digestRoot, local.digestRoot, now, true)
                 divergenceSyncs += 1
             }
         } else {
-            quietSince = (message.digestRoot, local.digestRoot, now)
+            quietSince = (message.digestRoot, local.digestRoot, now, false)
         }
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
