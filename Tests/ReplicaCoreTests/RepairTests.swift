@@ -134,6 +134,32 @@ import Testing
         await replica.shutdown()
     }
 
+    /// Data that differs although syncs complete is listed as `divergence` (a fault: nothing in
+    /// the protocol leaves a difference in place), after longer than a tombstone sweep and twice
+    /// the drift; cleared once the digests agree.
+    @Test func aDifferenceSyncsDoNotSettleIsListed() async throws {
+        let peer = try FakePeer()
+        let replica = try await peer.quietNode {
+            $0.tombstoneSweepInterval = .milliseconds(500)
+            $0.maxClockDrift = .milliseconds(100)
+        }
+        peer.digestRoot = 42
+        func listed() async -> Bool { await replica.status().problems.contains { $0.kind == .divergence && $0.subject == "fake" } }
+        #expect(try await eventually {
+            try peer.keepAlive()
+            return await listed()
+        })
+        let problem = await replica.status().problems.first { $0.kind == .divergence }
+        #expect(problem?.message.contains("syncing does not settle it") == true)
+        #expect(problem?.failsHealth == false)
+        peer.digestRoot = try #require(UInt64(await replica.status().digest, radix: 16))
+        #expect(try await eventually {
+            try peer.keepAlive()
+            return await !listed()
+        })
+        await replica.shutdown()
+    }
+
     /// A sync request whose mark is from the responder's current epoch but past its serial (no
     /// mark it gave: a requester's bug) is answered in full (helper-67: with nothing, so such a
     /// requester's syncs completed without ever converging).

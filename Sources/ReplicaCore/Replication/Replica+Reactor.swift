@@ -160,6 +160,7 @@ extension Replica {
             logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
         listSyncStalls(now: now)
+        listDivergences(now: now)
         startNextSync(now: now)
         maintainSeeds(now: now)
         checkLeaveDeadline(now: now)

@@ -210,6 +210,31 @@ extension Replica {
         syncStallsListed = stalled
     }
 
+    /// Lists, as `divergence` problems, the members whose data and ours differ although syncs
+    /// with them complete: both digest roots stayed as they were through several of them, the
+    /// last ones in full (`PeerSession.unsettledDifference`). Nothing in the protocol leaves
+    /// such a difference in place, so it is a fault to look at, not a state to wait out. It
+    /// must outlast what does explain a quiet difference for a while: a tombstone collected by
+    /// one node's sweep and not yet by the other's, whose clocks may differ by the drift limit.
+    /// Cleared when the roots agree or move.
+    func listDivergences(now: ContinuousClock.Instant) {
+        let after = configuration.tombstoneSweepInterval + configuration.maxClockDrift * 2
+        var listed: Set<NodeID> = []
+        for session in activeSessions where session.hearsDirectly(now: now, base: timing) {
+            guard let age = session.unsettledDifference(now: now, after: after) else { continue }
+            listed.insert(session.node)
+            let message = "this node's data and \(session.node)'s have differed for \(Int(age / .seconds(1))) s, neither changing, "
+                + "through \(PeerSession.unsettlingSyncs) or more completed syncs with it (the later ones asking for the differing "
+                + "buckets in full): syncing does not settle it. If either node lists a peerClock or commit problem, that is why; "
+                + "otherwise compare what the two hold (replica-node export on each) and report it"
+            if problems.describe(.divergence, session.node.rawValue, message) { logger.warning("\(message)") }
+        }
+        for node in divergencesListed.subtracting(listed) where problems.clear(.divergence, node.rawValue) != nil {
+            logger.info("this node's data and \(node)'s no longer differ as they did (they agree, or one of them changed)")
+        }
+        divergencesListed = listed
+    }
+
     /// A sync brought everything `node` held when it took the request: the losses it covers (by
     /// its reports from before the request) are no longer losses. After a catch-up, losses of
     /// members we cannot reach that it did not cover are given up: nobody reachable holds them

@@ -325,6 +325,34 @@ import Testing
         #expect(wanted >= 1, "\(name): a sync was wanted")
     }
 
+    /// A difference that stays through several completed syncs, and for long enough, is one
+    /// syncing does not settle; a root that moves starts the count again.
+    @Test(arguments: [
+        (syncs: 3, lastRoot: 9, age: 3000, unsettled: true, name: "three syncs, the same roots, long enough"),
+        (syncs: 2, lastRoot: 9, age: 3000, unsettled: false, name: "two syncs are not enough"),
+        (syncs: 3, lastRoot: 9, age: 1500, unsettled: false, name: "not for long enough"),
+        (syncs: 3, lastRoot: 10, age: 3000, unsettled: false, name: "their root moved: a new difference"),
+        (syncs: 3, lastRoot: 5, age: 3000, unsettled: false, name: "the roots agree"),
+    ])
+    func aDifferenceSyncsDoNotSettleIsToldAfterAWhile(syncs: Int, lastRoot: UInt64, age: Int, unsettled: Bool, name: String) {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 5, membersDigest: 0, syncing: false)
+        func heartbeat(root: UInt64, at millis: Int) {
+            let message = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 0, timestamp: .zero,
+                                    digestRoot: root, entryCount: 0)
+            _ = session.heartbeatReceived(message, local: local, now: Self.at(millis), wallMillis: 0)
+        }
+        heartbeat(root: 9, at: 1000)
+        for index in 0..<syncs {
+            heartbeat(root: 9, at: 1100 + 100 * index)
+            session.syncCompleted(mark: StoreMark(epoch: 7, serial: 3), sequence: 0)
+        }
+        heartbeat(root: lastRoot, at: 1000 + age)
+        let difference = session.unsettledDifference(now: Self.at(1000 + age), after: .seconds(2))
+        #expect((difference != nil) == unsettled, "\(name)")
+        if unsettled { #expect(difference == .milliseconds(age)) }
+    }
+
     /// What our heartbeats say we hold of a member's stream: not a range still being repaired.
     /// (A member that could not hear the origin synced the range from us while we waited for it,
     /// got part, and took the rest as covered.)

@@ -39,6 +39,11 @@ public struct Problem: Sendable, Equatable, Codable {
         /// a link too slow to carry a chunk in the longest patience, or a member that drops its
         /// requests. What this node misses arrives slowly or not at all.
         case sync
+        /// This node's data and a member's differ, and syncing does not settle it: both digest
+        /// roots stayed as they are through several completed syncs (the last ones in full) for
+        /// longer than a tombstone sweep and the clock drift explain (`PeerSession`). Since
+        /// 0.31.0.
+        case divergence
     }
 
     public var kind: Kind
@@ -68,7 +73,7 @@ public struct Problem: Sendable, Equatable, Codable {
     public var failsHealth: Bool {
         switch kind {
         case .commit, .store, .clock, .identity: true
-        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync: false
+        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync, .divergence: false
         }
     }
 

@@ -69,15 +69,33 @@ struct PeerSession: Sendable {
     /// The two tables' digests (theirs, ours) at the last exchange.
     private var lastExchange: (theirs: UInt64, ours: UInt64)?
     static let maxExchangeSpacing = 64
-    /// Since when the member's digest root and ours have both stayed as they are.
-    /// `synced`: a sync was already wanted for this very pair of roots.
-    private var quietSince: (theirs: UInt64, ours: UInt64, at: ContinuousClock.Instant, synced: Bool)?
+    /// The member's digest root and ours while both stay as they are.
+    private var quiet: QuietRoots?
     /// Syncs wanted in a row for the same difference, while our root stayed and the two did not
     /// agree (the last one settled nothing: the member is itself behind and syncing, or its
     /// link is too slow for a reply): each doubles the quiet time the next needs, up to 64 half
     /// intervals. A node stuck behind a slow link was sent a request (with 8 KiB of bucket
     /// hashes) by each member twice a second, which slowed the very sync it waited for.
     private var divergenceSyncs = 0
+
+    /// The member's digest root and ours, as long as neither moves.
+    struct QuietRoots: Equatable, Sendable {
+        var theirs: UInt64
+        var ours: UInt64
+        /// When this pair was first seen.
+        var since: ContinuousClock.Instant
+        /// Since when the next sync for it waits: the first sight, then each sync wanted for it.
+        var at: ContinuousClock.Instant
+        /// A sync was already wanted for this very pair.
+        var synced = false
+        /// Syncs with the member completed while the pair held.
+        var syncsCompleted = 0
+    }
+
+    /// Syncs with a member that must complete, the roots staying as they were, before a
+    /// difference counts as one syncing does not settle: the first names a mark, the next go
+    /// in full (see `heartbeatReceived`).
+    static let unsettlingSyncs = 3
 
     struct HeardHeartbeat: Equatable, Sendable {
         var epoch: UInt64
@@ -236,10 +254,10 @@ struct PeerSession: Sendable {
         // is not new. (Reset at each of its moves, a member catching up behind a slow link, one
         // value every 15 s, drew 6 syncs per value from every member that held it: 111 requests
         // of 8 KB in a catch-up of 5 minutes, on the link its reply crawled through; 17 since.)
-        if message.digestRoot == local.digestRoot || quietSince.map({ $0.ours != local.digestRoot }) == true {
+        if message.digestRoot == local.digestRoot || quiet.map({ $0.ours != local.digestRoot }) == true {
             divergenceSyncs = 0
         }
-        if let quiet = quietSince, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
+        if var quiet, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
             let spacing = local.heartbeatInterval / 2 * (1 << min(divergenceSyncs, 6))
             if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= spacing {
                 // The same two roots after a sync for them: that sync settled nothing, so this
@@ -250,11 +268,13 @@ struct PeerSession: Sendable {
                 // up: its pair is new, and the mark stays.)
                 if quiet.synced { syncMark = .none }
                 actions.append(.wantSync(.digestsDiffer))
-                quietSince = (message.digestRoot, local.digestRoot, now, true)
+                quiet.at = now
+                quiet.synced = true
+                self.quiet = quiet
                 divergenceSyncs += 1
             }
         } else {
-            quietSince = (message.digestRoot, local.digestRoot, now, false)
+            quiet = QuietRoots(theirs: message.digestRoot, ours: local.digestRoot, since: now, at: now)
         }
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
@@ -488,8 +508,18 @@ struct PeerSession: Sendable {
     /// updates up to `sequence` (of the mark's epoch) among them.
     mutating func syncCompleted(mark: StoreMark, sequence: UInt64) {
         syncMark = mark
+        quiet?.syncsCompleted += 1
         stats.syncsCompleted += 1
         covered(through: sequence, epoch: mark.epoch)
+    }
+
+    /// How long our digest root and the member's have differed, neither moving, through at
+    /// least `unsettlingSyncs` completed syncs with it: a difference syncing does not settle,
+    /// once it has lasted `after` (nil before, or if there is none). A sync that brings or
+    /// takes anything moves a root, and starts the count again.
+    func unsettledDifference(now: ContinuousClock.Instant, after: Duration) -> Duration? {
+        guard let quiet, quiet.theirs != quiet.ours, quiet.syncsCompleted >= Self.unsettlingSyncs, now - quiet.since >= after else { return nil }
+        return now - quiet.since
     }
 
     /// Received entries were dropped (a failed commit): the mark no longer says what we hold.
