@@ -220,13 +220,16 @@ extension Replica {
     func listDivergences(now: ContinuousClock.Instant) {
         let after = configuration.tombstoneSweepInterval + configuration.maxClockDrift * 2
         var listed: Set<NodeID> = []
-        for session in activeSessions where session.hearsDirectly(now: now, base: timing) {
+        // Not for a member that is down (what we last heard of it is stale); a suspect one stays
+        // listed rather than clearing and coming back with every missed heartbeat.
+        for session in activeSessions where session.liveness.state != .down {
             guard let age = session.unsettledDifference(now: now, after: after) else { continue }
             listed.insert(session.node)
             let message = "this node's data and \(session.node)'s have differed for \(Int(age / .seconds(1))) s, neither changing, "
-                + "through \(PeerSession.unsettlingSyncs) or more completed syncs with it (the later ones asking for the differing "
-                + "buckets in full): syncing does not settle it. If either node lists a peerClock or commit problem, that is why; "
-                + "otherwise compare what the two hold (replica-node export on each) and report it"
+                + "through \(PeerSession.syncsBeforeDivergence) or more completed syncs with it, one asking for the differing buckets "
+                + "in full: syncing does not settle it. If either node lists a clock, peerClock, commit, store or sync problem, that "
+                + "is why; if the two run with different tombstone or clock drift settings, make them equal; otherwise compare what "
+                + "the two hold (replica-node export on each) and report it"
             if problems.describe(.divergence, session.node.rawValue, message) { logger.warning("\(message)") }
         }
         for node in divergencesListed.subtracting(listed) where problems.clear(.divergence, node.rawValue) != nil {
@@ -243,7 +246,8 @@ extension Replica {
         let node = sync.peer
         // Entries dropped meanwhile: the sync counts, but no mark or stream is covered by it (the
         // next sync asks for everything in the differing buckets).
-        sessions[node]?.syncCompleted(mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence)
+        sessions[node]?.syncCompleted(
+            mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence, askedInFull: sync.since == .none)
         for origin in sessions.keys where origin != node {
             if !sync.droppedEntries, let report = sync.reports[origin] {
                 sessions[origin]?.covered(through: report.through, epoch: report.epoch)

@@ -9,12 +9,15 @@ import Testing
         /// A batch of updates (kind 8): consecutive sequences in one message.
         case batch(ClosedRange<UInt64>)
         case heartbeat(epoch: UInt64, sequence: UInt64)
+        /// The origin's own connection was lost or re-dialled (its verdict counts as in order).
+        case connectionLost
 
         var description: String {
             switch self {
             case .update(let s, let e): "update \(s)" + (e.map { " of epoch \($0)" } ?? "")
             case .batch(let r): "batch \(r)"
             case .heartbeat(let e, let s): "heartbeat \(e)/\(s)"
+            case .connectionLost: "connection lost"
             }
         }
     }
@@ -67,6 +70,23 @@ import Testing
             verdicts: [.inOrder, .inOrder], missing: [], through: 6),
         Row(name: "a batch before the first heartbeat sets the baseline", arrivals: [.batch(20...29), .heartbeat(epoch: 7, sequence: 29)],
             verdicts: [.inOrder, .inOrder], missing: [], through: 29),
+        // helper-78: a member restarted at the same address comes back on the same connection,
+        // numbering from 1, and its updates name no epoch: they filled the old life's gaps.
+        Row(name: "after a lost connection, updates wait for a heartbeat to name their epoch",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(4), .connectionLost, .update(1), .batch(2...3)],
+            verdicts: [.inOrder, .inOrder, .gap(2...3), .inOrder, .inOrder, .inOrder], missing: [2...3], through: 4),
+        Row(name: "a new life's heartbeat then restarts the stream",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(4), .connectionLost, .update(1), .batch(2...3), .heartbeat(epoch: 9, sequence: 3)],
+            verdicts: [.inOrder, .inOrder, .gap(2...3), .inOrder, .inOrder, .inOrder, .restarted], missing: [], through: 3),
+        Row(name: "the same life's heartbeat counts them as they arrived",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .update(4), .update(5), .heartbeat(epoch: 7, sequence: 5)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .inOrder, .gap(2...3)], missing: [2...3], through: 5),
+        Row(name: "in order across a lost connection",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .update(2), .heartbeat(epoch: 7, sequence: 2)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 2),
+        Row(name: "a relay names its epoch and counts at once",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .update(2, epoch: 7)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 2),
     ]
 
     @Test(arguments: rows) func arrivals(_ row: Row) {
@@ -77,6 +97,9 @@ import Testing
             case .update(let sequence, let epoch): verdicts.append(stream.received(sequence: sequence, epoch: epoch))
             case .batch(let sequences): verdicts.append(stream.received(sequences))
             case .heartbeat(let epoch, let sequence): verdicts.append(stream.announced(epoch: epoch, sequence: sequence))
+            case .connectionLost:
+                stream.connectionLost()
+                verdicts.append(.inOrder)
             }
         }
         #expect(verdicts == row.verdicts)

@@ -19,6 +19,16 @@ struct OriginStream: Equatable, Sendable {
     /// A member relaying its updates may still tag them with the old life's epoch, which can
     /// be the higher one (the new life's clock was behind), and would lock the stream onto it.
     private var epochFromHeartbeatsOnly = false
+    /// Sequences that arrived on the origin's own connection after it was lost (or re-dialled)
+    /// and before a heartbeat on it said which epoch they belong to; nil while the connection's
+    /// epoch is known. A member that restarts at the same address comes back on the same
+    /// connection, numbering from 1 again, and its updates name no epoch: taken for its old
+    /// life's, they filled that life's gaps and moved `through`, and for a heartbeat interval our
+    /// reports claimed updates we did not have (helper-78), which a sync reply leaves out.
+    private var unconfirmed: [ClosedRange<UInt64>]?
+    /// Held ranges at most (a connection's updates are consecutive: normally one range, a
+    /// range per lost message otherwise); sequences beyond them show as gaps, and are repaired.
+    static let unconfirmedRanges = 64
 
     /// What an arriving message means for the stream.
     enum Verdict: Equatable, Sendable {
@@ -45,6 +55,15 @@ struct OriginStream: Equatable, Sendable {
 
     /// Updates with consecutive `sequences` arrived (a batch, or one update).
     mutating func received(_ sequences: ClosedRange<UInt64>, epoch messageEpoch: UInt64? = nil) -> Verdict {
+        if messageEpoch == nil, var held = unconfirmed {
+            if let last = held.last, last.upperBound &+ 1 == sequences.lowerBound {
+                held[held.count - 1] = last.lowerBound...sequences.upperBound
+            } else if held.count < Self.unconfirmedRanges {
+                held.append(sequences)
+            }
+            unconfirmed = held
+            return .inOrder
+        }
         if let messageEpoch, messageEpoch != epoch {
             guard messageEpoch > epoch, !epochFromHeartbeatsOnly else { return .inOrder }  // a straggler of an earlier life
             let wasKnown = epoch != 0
@@ -77,6 +96,20 @@ struct OriginStream: Equatable, Sendable {
     /// it published before the heartbeat was sent earlier on the same ordered connection, so a
     /// higher sequence than ours means those updates were dropped.
     mutating func announced(epoch announced: UInt64, sequence: UInt64) -> Verdict {
+        if let held = unconfirmed, announced >= epoch {
+            // Its epoch is known now. Of a new life (a restart), they are part of what the
+            // restart's sync covers; of this one, they count as they arrived.
+            unconfirmed = nil
+            if announced == epoch {
+                let gaps = held.map { received($0) }
+                let verdict = noteThrough(sequence)
+                return verdict == .inOrder ? gaps.first { $0 != .inOrder } ?? .inOrder : verdict
+            }
+        }
+        return announcedOnKnownConnection(epoch: announced, sequence: sequence)
+    }
+
+    private mutating func announcedOnKnownConnection(epoch announced: UInt64, sequence: UInt64) -> Verdict {
         if announced != epoch {
             guard announced > epoch else { return .inOrder }
             guard epoch != 0 else {
@@ -92,6 +125,14 @@ struct OriginStream: Equatable, Sendable {
             return .restarted
         }
         return noteThrough(sequence)
+    }
+
+    /// The origin's own connection was lost or re-dialled: what comes on it next may be of a
+    /// new life, until a heartbeat on it names the epoch (before the first heartbeat, updates
+    /// already wait for one's).
+    mutating func connectionLost() {
+        guard epoch != 0, unconfirmed == nil else { return }
+        unconfirmed = []
     }
 
     /// Another member reports holding this origin's stream up to `sequence` in `epoch`: what we
@@ -172,6 +213,7 @@ struct OriginStream: Equatable, Sendable {
     /// its clock is behind, and its heartbeats would otherwise be taken for an older life's.
     mutating func beginIncarnation() {
         epochFromHeartbeatsOnly = true
+        unconfirmed = nil
         epoch = 0
         through = 0
         missing.removeAll()

@@ -51,8 +51,8 @@ struct PeerSession: Sendable {
     private(set) var echo: (wallMillis: UInt64, receivedAt: ContinuousClock.Instant)?
     private(set) var repair: RepairInFlight?
     /// Where the last completed sync with this member left off: the next one asks only for
-    /// what it stored since. Forgotten when a difference outlives a sync for it (see
-    /// `heartbeatReceived`), and when entries received are dropped.
+    /// what it stored since. Forgotten once when a difference outlives a completed sync with
+    /// it (see `heartbeatReceived`), and when entries received are dropped.
     private(set) var syncMark: StoreMark = .none
     private(set) var stats = Stats()
     private var membersMismatches = 0
@@ -79,23 +79,24 @@ struct PeerSession: Sendable {
     private var divergenceSyncs = 0
 
     /// The member's digest root and ours, as long as neither moves.
-    struct QuietRoots: Equatable, Sendable {
+    struct QuietRoots: Sendable {
         var theirs: UInt64
         var ours: UInt64
         /// When this pair was first seen.
         var since: ContinuousClock.Instant
         /// Since when the next sync for it waits: the first sight, then each sync wanted for it.
-        var at: ContinuousClock.Instant
-        /// A sync was already wanted for this very pair.
-        var synced = false
-        /// Syncs with the member completed while the pair held.
+        var waitFrom: ContinuousClock.Instant
+        /// Syncs with the member completed while the pair held, and how many of them had asked
+        /// in full (no mark).
         var syncsCompleted = 0
+        var fullSyncsCompleted = 0
+        /// The mark was dropped for it once already (see `heartbeatReceived`).
+        var askedInFull = false
     }
 
-    /// Syncs with a member that must complete, the roots staying as they were, before a
-    /// difference counts as one syncing does not settle: the first names a mark, the next go
-    /// in full (see `heartbeatReceived`).
-    static let unsettlingSyncs = 3
+    /// Syncs with a member that must complete while the roots stay as they were, one of them
+    /// asked in full, before the difference counts as one syncing does not settle.
+    static let syncsBeforeDivergence = 3
 
     struct HeardHeartbeat: Equatable, Sendable {
         var epoch: UInt64
@@ -259,22 +260,27 @@ struct PeerSession: Sendable {
         }
         if var quiet, quiet.theirs == message.digestRoot, quiet.ours == local.digestRoot {
             let spacing = local.heartbeatInterval / 2 * (1 << min(divergenceSyncs, 6))
-            if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.at >= spacing {
-                // The same two roots after a sync for them: that sync settled nothing, so this
-                // one names no mark and its reply leaves nothing out. Replies under a mark leave
-                // out what it and our reports say we hold; a wrong claim (a report past a gap,
-                // by a bug or a race) would otherwise keep what it hid from ever being sent by
-                // this member, a difference for good. (A member whose root moves is catching
-                // up: its pair is new, and the mark stays.)
-                if quiet.synced { syncMark = .none }
+            if message.digestRoot != local.digestRoot, !local.syncing, now - quiet.waitFrom >= spacing {
+                // The same two roots after a sync with the member completed, none of them in
+                // full: that sync settled nothing, so the next one (whatever wants it) names no
+                // mark, and its reply leaves nothing out. Replies under a mark leave out what it
+                // and our reports say we hold; a wrong claim (a report past a gap, by a bug or a
+                // race) would otherwise keep what it hid from ever being sent by this member, a
+                // difference for good. Once per pair: a full reply that settled nothing either
+                // shows the mark was not the cause, and full replies of a difference that is
+                // only slow to close (tombstones collected at different times) cost. A member
+                // whose root moves is catching up: its pair is new, and so is its count.
+                if quiet.syncsCompleted > 0, quiet.fullSyncsCompleted == 0, !quiet.askedInFull {
+                    syncMark = .none
+                    quiet.askedInFull = true
+                }
                 actions.append(.wantSync(.digestsDiffer))
-                quiet.at = now
-                quiet.synced = true
+                quiet.waitFrom = now
                 self.quiet = quiet
                 divergenceSyncs += 1
             }
         } else {
-            quiet = QuietRoots(theirs: message.digestRoot, ours: local.digestRoot, since: now, at: now)
+            quiet = QuietRoots(theirs: message.digestRoot, ours: local.digestRoot, since: now, waitFrom: now)
         }
         // Member tables: two heartbeats in a row with another table (an announcement may be on
         // its way in between) start an exchange.
@@ -401,8 +407,10 @@ struct PeerSession: Sendable {
         _ = dealer.handshakeSucceeded(now: now)
     }
 
+    /// Lost, or re-dialled: the member may come back as a new life on it (`connectionLost`).
     mutating func subscriberDisconnected(now: ContinuousClock.Instant, base: PeerTiming) {
         subscriber.disconnected(now: now, timing: dialTiming(base))
+        stream.connectionLost()
     }
 
     mutating func dealerDisconnected(now: ContinuousClock.Instant, base: PeerTiming) -> [Action] {
@@ -411,7 +419,10 @@ struct PeerSession: Sendable {
         return [.syncConnectionLost]
     }
 
-    mutating func subscriberRedialed(now: ContinuousClock.Instant) { subscriber.dialed(now: now) }
+    mutating func subscriberRedialed(now: ContinuousClock.Instant) {
+        subscriber.dialed(now: now)
+        stream.connectionLost()
+    }
 
     mutating func dealerRedialed(now: ContinuousClock.Instant) -> [Action] {
         dealer.dialed(now: now)
@@ -505,20 +516,24 @@ struct PeerSession: Sendable {
     }
 
     /// A full sync with this member completed: everything it held at `mark` is here, its own
-    /// updates up to `sequence` (of the mark's epoch) among them.
-    mutating func syncCompleted(mark: StoreMark, sequence: UInt64) {
+    /// updates up to `sequence` (of the mark's epoch) among them. `askedInFull`: its request
+    /// named no mark, so its reply left nothing out.
+    mutating func syncCompleted(mark: StoreMark, sequence: UInt64, askedInFull: Bool) {
         syncMark = mark
         quiet?.syncsCompleted += 1
+        if askedInFull { quiet?.fullSyncsCompleted += 1 }
         stats.syncsCompleted += 1
         covered(through: sequence, epoch: mark.epoch)
     }
 
     /// How long our digest root and the member's have differed, neither moving, through at
-    /// least `unsettlingSyncs` completed syncs with it: a difference syncing does not settle,
-    /// once it has lasted `after` (nil before, or if there is none). A sync that brings or
-    /// takes anything moves a root, and starts the count again.
+    /// least `syncsBeforeDivergence` completed syncs with it, one asked in full: a difference
+    /// syncing does not settle, once it has lasted `after` (nil before, or if there is none).
+    /// A root that moves (a write, a sync that brought something) starts the count again.
     func unsettledDifference(now: ContinuousClock.Instant, after: Duration) -> Duration? {
-        guard let quiet, quiet.theirs != quiet.ours, quiet.syncsCompleted >= Self.unsettlingSyncs, now - quiet.since >= after else { return nil }
+        guard let quiet, quiet.theirs != quiet.ours, quiet.syncsCompleted >= Self.syncsBeforeDivergence,
+              quiet.fullSyncsCompleted >= 1, now - quiet.since >= after
+        else { return nil }
         return now - quiet.since
     }
 
@@ -577,6 +592,7 @@ struct PeerSession: Sendable {
         // new process (a repair names no epoch: it would answer from its new buffer): lost, for
         // the restart's sync to bring (helper-72).
         moved.stream.clearMissing()
+        moved.stream.connectionLost()
         moved.forgetLosses(restartedThrough: stream.through)
         self = moved
     }
