@@ -160,6 +160,39 @@ import Testing
         await replica.shutdown()
     }
 
+    /// A member restarted at the same address comes back on the node's existing connection,
+    /// numbering from 1, and its updates name no epoch (helper-78): they are applied, but count
+    /// in its stream only once its heartbeat names their epoch (before, they filled the old
+    /// life's gaps, and the node reported holding that life's updates it never had).
+    @Test func updatesOnARestartedMembersConnectionWaitForItsHeartbeat() async throws {
+        let peer = try FakePeer()
+        let replica = try await peer.quietNode()
+        for update in peer.updates { try peer.publish(update) }
+        #expect(try await eventually {
+            try peer.keepAlive()
+            return await replica.sessions["fake"]?.stream.through == 3
+        })
+
+        try await peer.restartPublisher()
+        #expect(await eventually { await replica.sessions["fake"]?.stream.awaitsEpoch == true }, "the lost connection is seen")
+        let newLife = (1...5).map { Update(origin: "fake", sequence: UInt64($0), entry: RepairTests.entry("new\($0)")) }
+        #expect(try await eventually {
+            for update in newLife { try peer.publish(update) }  // until the node's SUB is back
+            return try await replica.entry(for: "new5") != nil
+        }, "its entries are applied at once")
+        #expect(await replica.sessions["fake"]?.stream.through == 3, "its sequences wait for a heartbeat")
+
+        let before = peer.syncRequests
+        try peer.heartbeat(sequence: 5, epoch: FakePeer.epoch + 1)
+        #expect(await eventually { await replica.sessions["fake"]?.stream.epoch == FakePeer.epoch + 1 })
+        #expect(await replica.sessions["fake"]?.stream.through == 5)
+        #expect(try await eventually {
+            try peer.heartbeat(sequence: 5, epoch: FakePeer.epoch + 1)
+            return peer.syncRequests > before
+        }, "a restart wants a sync")
+        await replica.shutdown()
+    }
+
     /// A sync request whose mark is from the responder's current epoch but past its serial (no
     /// mark it gave: a requester's bug) is answered in full (helper-67: with nothing, so such a
     /// requester's syncs completed without ever converging).
@@ -197,7 +230,7 @@ import Testing
 final class FakePeer {
     let port = testPorts.pair()
     let context: ZMQContext
-    let publisher: ZMQSocket
+    private(set) var publisher: ZMQSocket
     let codec = WireCodec()
     let updates = (1...3).map { Update(origin: "fake", sequence: UInt64($0), entry: RepairTests.entry("key\($0)")) }
     private let responder: Responder
@@ -245,6 +278,16 @@ final class FakePeer {
     private(set) var lastSequence: UInt64 = 0
     /// The digest root heartbeats announce (set it to the node's to keep digests agreeing).
     var digestRoot: UInt64 = 0
+
+    /// A new PUB on the same port, as a restarted process would bind: the node's SUB loses its
+    /// connection and dials it again.
+    func restartPublisher() async throws {
+        publisher.close()
+        publisher = try context.socket(.pub)
+        // libzmq releases the port in its I/O thread, a moment after the close.
+        let bound = await eventually(timeout: .seconds(10)) { (try? publisher.bind("tcp://127.0.0.1:\(port)")) != nil }
+        guard bound else { throw ZMQError(code: EADDRINUSE, operation: "bind the restarted publisher") }
+    }
 
     func publish(_ update: Update) throws {
         try publisher.send([codec.publishFrame(.update(update))])

@@ -127,6 +127,9 @@ struct OriginStream: Equatable, Sendable {
         return noteThrough(sequence)
     }
 
+    /// Updates on the origin's own connection wait for a heartbeat to name their epoch.
+    var awaitsEpoch: Bool { unconfirmed != nil }
+
     /// The origin's own connection was lost or re-dialled: what comes on it next may be of a
     /// new life, until a heartbeat on it names the epoch (before the first heartbeat, updates
     /// already wait for one's).
