@@ -111,6 +111,8 @@ extension Replica {
         if now >= nextHeartbeat {
             publishHeartbeat(now: now)
             nextHeartbeat = now + configuration.heartbeatInterval
+            // Judged on what heartbeats tell, over minutes: once an interval is enough.
+            listDivergences(now: now)
         }
         if beacon != nil && now >= nextBeacon {
             sendBeacon()
@@ -160,7 +162,6 @@ extension Replica {
             logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
         listSyncStalls(now: now)
-        listDivergences(now: now)
         startNextSync(now: now)
         maintainSeeds(now: now)
         checkLeaveDeadline(now: now)

@@ -211,8 +211,8 @@ extension Replica {
     }
 
     /// Lists, as `divergence` problems, the members whose data and ours differ although syncs
-    /// with them complete: both digest roots stayed as they were through several of them, the
-    /// last ones in full (`PeerSession.unsettledDifference`). Nothing in the protocol leaves
+    /// with them complete: both digest roots stayed as they were through several of them, one
+    /// in full (`PeerSession.unsettledDifference`). Nothing in the protocol leaves
     /// such a difference in place, so it is a fault to look at, not a state to wait out. It
     /// must outlast what does explain a quiet difference for a while: a tombstone collected by
     /// one node's sweep and not yet by the other's, whose clocks may differ by the drift limit.

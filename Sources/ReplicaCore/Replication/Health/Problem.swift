@@ -40,7 +40,7 @@ public struct Problem: Sendable, Equatable, Codable {
         /// requests. What this node misses arrives slowly or not at all.
         case sync
         /// This node's data and a member's differ, and syncing does not settle it: both digest
-        /// roots stayed as they are through several completed syncs (the last ones in full) for
+        /// roots stayed as they are through several completed syncs (one of them in full) for
         /// longer than a tombstone sweep and the clock drift explain (`PeerSession`). Since
         /// 0.31.0.
         case divergence

@@ -56,6 +56,7 @@ struct OriginStream: Equatable, Sendable {
     /// Updates with consecutive `sequences` arrived (a batch, or one update).
     mutating func received(_ sequences: ClosedRange<UInt64>, epoch messageEpoch: UInt64? = nil) -> Verdict {
         if messageEpoch == nil, var held = unconfirmed {
+            unconfirmed = nil  // one reference to the ranges: the change below copies nothing
             if let last = held.last, last.upperBound &+ 1 == sequences.lowerBound {
                 held[held.count - 1] = last.lowerBound...sequences.upperBound
             } else if held.count < Self.unconfirmedRanges {
