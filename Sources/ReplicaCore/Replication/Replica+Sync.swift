@@ -228,8 +228,8 @@ extension Replica {
             let message = "this node's data and \(session.node)'s have differed for \(Int(age / .seconds(1))) s, neither changing, "
                 + "through \(PeerSession.syncsBeforeDivergence) or more completed syncs with it, one asking for the differing buckets "
                 + "in full: syncing does not settle it. If either node lists a clock, peerClock, commit, store or sync problem, that "
-                + "is why; if the two run with different tombstone or clock drift settings, make them equal; otherwise compare what "
-                + "the two hold (replica-node export on each) and report it"
+                + "is why; if the two run with different tombstone or clock drift settings, make them equal; otherwise compare every "
+                + "entry the two stores hold, tombstones included (docs/operations.md, the divergence problem) and report it"
             if problems.describe(.divergence, session.node.rawValue, message) { logger.warning("\(message)") }
         }
         for node in divergencesListed.subtracting(listed) where problems.clear(.divergence, node.rawValue) != nil {
