@@ -90,8 +90,6 @@ struct PeerSession: Sendable {
         /// in full (no mark).
         var syncsCompleted = 0
         var fullSyncsCompleted = 0
-        /// The mark was dropped for it once already (see `heartbeatReceived`).
-        var askedInFull = false
     }
 
     /// Syncs with a member that must complete while the roots stay as they were, one of them
@@ -270,10 +268,9 @@ struct PeerSession: Sendable {
                 // shows the mark was not the cause, and full replies of a difference that is
                 // only slow to close (tombstones collected at different times) cost. A member
                 // whose root moves is catching up: its pair is new, and so is its count.
-                if quiet.syncsCompleted > 0, quiet.fullSyncsCompleted == 0, !quiet.askedInFull {
-                    syncMark = .none
-                    quiet.askedInFull = true
-                }
+                // (Until the sync in full completes the mark stays dropped: dropping it again
+                // changes nothing.)
+                if quiet.syncsCompleted > 0, quiet.fullSyncsCompleted == 0 { syncMark = .none }
                 actions.append(.wantSync(.digestsDiffer))
                 quiet.waitFrom = now
                 self.quiet = quiet
