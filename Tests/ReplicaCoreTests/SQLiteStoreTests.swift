@@ -535,8 +535,9 @@ import Testing
         }
         try Data(written.prefix(32)).write(to: probe)
         #expect(try SQLiteStore.logDamage(at: probe.path) == nil, "a header without frames holds no commit")
-        try Data(written.prefix(10)).write(to: probe)
-        #expect(try SQLiteStore.logDamage(at: probe.path) == nil, "nor does a log of 32 bytes or less (SQLite reads it as empty)")
+        try Data(written.prefix(20)).write(to: probe)
+        #expect(try SQLiteStore.logDamage(at: probe.path) == "it is cut short (20 bytes, less than its 32-byte header)",
+                "SQLite reads it as empty, but never leaves one: the commits it held are gone")
         try Data().write(to: probe)
         #expect(try SQLiteStore.logDamage(at: probe.path) == nil, "an empty log is a rewound one")
     }

@@ -95,6 +95,8 @@ import Testing
         let forced = try cluster.client(0, ["leave", "--force", "--json"])
         #expect(forced.status == 0, "\(forced)")
         #expect(forced.stdout.contains("\"left\":true"), "\(forced)")
+        // `leave` returned once the node let its data directory go: a restart may follow at once.
+        #expect(throws: Never.self, "the directory is free") { _ = try DataDirectoryLock(directory: cluster.nodes[0].data) }
         let process = try #require(cluster.nodes[0].process)
         #expect(process.wait() == .exited(0))
     }
@@ -175,6 +177,19 @@ import Testing
             #expect(SHA256Digest(copy) == SHA256Digest(bytes), "replica.sqlite\(suffix) changed")
         }
         #expect(try cluster.client(0, ["set", "k", "2"]).status == 0, "a fresh database works")
+    }
+
+    /// `leave` returns once the node let its data directory go (an outside tester's node still
+    /// ran a second after `leave` said it stops): the wait sees a held directory as held, and a
+    /// let-go one as free at once.
+    @Test func leaveWaitsUntilTheDataDirectoryIsLetGo() throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-leave-wait-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var lock: DataDirectoryLock? = try DataDirectoryLock(directory: directory)
+        #expect(lock != nil && !Leave.releases(directory, within: .milliseconds(150)), "held: not let go")
+        lock = nil
+        #expect(Leave.releases(directory, within: .zero), "let go")
     }
 
     /// Two processes on one data directory would lose increments: the second is refused, and

@@ -2,7 +2,8 @@
 """Fault tests for Replica: partitions, one-way partitions, packet loss, late joiners, kill -9,
 SIGSTOP, 10,000 divergent keys, counters and drink logs across a partition, and a wiped node;
 then membership (membership.py): a node joining at runtime, restarted and wiped nodes rejoining,
-leave (also over 100 ms links, handing its writes over), forget, a bridge partition, 200 ms links, discovery by beacon, and the catch-up volume.
+leave (also over 100 ms links, handing its writes over), forget, a bridge partition, 200 ms links, discovery by beacon, and the catch-up volume;
+a skewed clock (clocks.py) and a full disk (disks.py).
 Each is checked Jepsen style after heal.
 
     sudo /usr/bin/python3 Tests/cluster/faults.py [--binary PATH] [--only NAME[,NAME]] [--list]
@@ -480,11 +481,14 @@ def scenario_wiped_node(ctx, binary):
 
 
 import clocks  # noqa: E402  (a node whose clock is wrong)
+import disks  # noqa: E402  (a node whose disk fills)
 import membership  # noqa: E402  (scenarios of nodes joining, leaving, slow links, relays)
 
 membership.converge, membership.verify, membership.wait_for = converge, verify, wait_for
 membership.peer_state, membership.Failure = peer_state, Failure
 clocks.converge, clocks.wait_for, clocks.Failure = converge, wait_for, Failure
+disks.converge, disks.wait_for, disks.verify, disks.Failure = converge, wait_for, verify, Failure
+disks.writes_by_node = writes_by_node
 
 BULK_AFTER_COPY = 60_000
 
@@ -585,7 +589,7 @@ SCENARIOS = [
     ("wiped-node", scenario_wiped_node),
     ("lost-commits", scenario_lost_commits),
     ("restored-backup", scenario_restored_backup),
-] + membership.SCENARIOS + clocks.SCENARIOS
+] + membership.SCENARIOS + clocks.SCENARIOS + disks.SCENARIOS
 
 
 # ---- driver ---------------------------------------------------------------------------------

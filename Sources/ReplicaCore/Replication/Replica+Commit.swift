@@ -35,9 +35,13 @@ extension Replica {
         }
         // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
         // it proves nothing about a store that has been failing.
-        if !winners.isEmpty, let ended = commits.committed(now: .now) {
+        if !winners.isEmpty, let ended = commits.committed(now: .now, disk: store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
             logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
-            problems.clear(.commit, Self.commitSubject)
+            if let disk = commits.shortOfSpace {
+                problems.raise(.commit, Self.commitSubject, shortOfSpaceMessage(disk))
+            } else {
+                problems.clear(.commit, Self.commitSubject)
+            }
             planner.wantCatchUp(.commitFailed)
         }
         // The refusals of failing commits: their cause is gone once a commit writes, a received
@@ -230,13 +234,14 @@ extension Replica {
 extension Replica {
     /// After commits failed and a catch-up found nothing missing, why the store does not take
     /// commits yet (nil: it does), with nothing received left to prove it: the disk must have
-    /// room for a few of the largest messages (`commitProbeFreeBytes`), and a small commit (the
+    /// room for a few of the largest messages (`DiskSpace.roomForCommits`), and a small commit (the
     /// member table, saved anew) must work. (An empty catch-up alone cleared the `commit`
     /// problem on a disk still full: SQLite's log had room for small commits, and health turned
     /// green while every large write was refused.)
     func commitRefusal() -> String? {
-        if let free = store.availableBytes, free < commitProbeFreeBytes {
-            return "the disk has \(free) bytes free, fewer than the \(commitProbeFreeBytes) a commit may need"
+        if let disk = store.diskSpace {
+            let room = disk.roomForCommits(frameBytes: codec.limits.maxFrameBytes)
+            if disk.freeBytes < room { return "the disk has \(disk.freeBytes) bytes free, fewer than the \(room) a commit may need" }
         }
         do {
             try store.saveMemberTable(memberTableMessages())
@@ -247,6 +252,21 @@ extension Replica {
         }
     }
 
-    /// Free bytes the disk must have before an empty catch-up may clear the `commit` problem.
-    var commitProbeFreeBytes: Int64 { Int64(4 * codec.limits.maxFrameBytes) }
+
+    /// Once a heartbeat interval while commits work again on a disk short of space: the `commit`
+    /// problem clears when the disk has room.
+    func checkSpaceAfterFailedCommits() {
+        // (`statvfs` on the loop only then: a stalled mount would stall it.)
+        guard commits.shortOfSpace != nil else { return }
+        if commits.spaceMeasured(store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
+            logger.info("the disk has room again after failed commits")
+            problems.clear(.commit, Self.commitSubject)
+        }
+    }
+
+    func shortOfSpaceMessage(_ disk: DiskSpace) -> String {
+        "commits failed, and work again with \(disk.freeBytes) bytes free on the disk, fewer than the "
+            + "\(disk.roomForCommits(frameBytes: codec.limits.maxFrameBytes)) a large commit may need (a fetch of what was "
+            + "dropped): free space; this clears once the disk has them"
+    }
 }

@@ -113,6 +113,7 @@ extension Replica {
             nextHeartbeat = now + configuration.heartbeatInterval
             // Judged on what heartbeats tell, over minutes: once an interval is enough.
             listDivergences(now: now)
+            checkSpaceAfterFailedCommits()
         }
         if beacon != nil && now >= nextBeacon {
             sendBeacon()

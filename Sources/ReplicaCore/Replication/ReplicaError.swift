@@ -53,7 +53,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
                 + "its own --id and data directory (a copied data directory is the same node)"
         case .clockAhead(let lead, let limit):
             "\(Self.clockAheadPrefix) \(Self.seconds(lead)) ahead of its members' clocks (their median, or this "
-                + "node's wall clock while none is measured), beyond the \(Self.seconds(limit)) they accept: it wrote while its wall clock was ahead, and what it stamps now would be refused by "
+                + "node's wall clock while none is measured), beyond the \(Self.seconds(limit)) they accept: it wrote (or stored entries stamped ahead) while its wall "
+                + "clock was ahead, or its wall clock went back since, and what it stamps now would be refused by "
                 + "every member. Writes are refused until the wall clock catches up (in \(Self.seconds(lead - limit))), or "
                 + "wipe this node's data directory and let it rejoin (its writes the members refused are then lost)"
         case .clockSkew(let offset, let limit):

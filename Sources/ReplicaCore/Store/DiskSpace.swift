@@ -36,4 +36,10 @@ public struct DiskSpace: Sendable, Equatable, Codable {
     /// 256 MiB, but on a file system under 1 GiB only under a quarter of it (a small volume
     /// for a small store was flagged from the start; helper-72).
     public var isLow: Bool { freeBytes < max(totalBytes / 20, min(256 << 20, totalBytes / 4)) }
+
+    /// The free bytes a disk whose commits failed must have before they are trusted again:
+    /// room for four of the largest messages (`frameBytes` each), what a fetch of dropped
+    /// entries commits at once; on a volume under 16 of them, a quarter of it (a 4 MiB volume
+    /// never has 4 MiB free).
+    func roomForCommits(frameBytes: Int) -> UInt64 { min(UInt64(4 * frameBytes), totalBytes / 4) }
 }

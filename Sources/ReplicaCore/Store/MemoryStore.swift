@@ -79,7 +79,7 @@ public final class MemoryStore: ReplicaStore {
 
     public func saveMemberTable(_ messages: [[UInt8]]) { memberTable = messages }
 
-    public var availableBytes: Int64? { nil }
+    public var diskSpace: DiskSpace? { nil }
 
     public func entries(forKeys keys: [String]) -> [Entry] {
         entries(forKeys: keys, maxBytes: .max).entries

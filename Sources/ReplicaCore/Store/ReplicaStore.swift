@@ -47,9 +47,9 @@ public protocol ReplicaStore: AnyObject {
     func savedMemberTable() throws -> [[UInt8]]
     /// Replaces the saved member table.
     func saveMemberTable(_ messages: [[UInt8]]) throws
-    /// Bytes free for this store on its file system (nil: it keeps nothing on disk, or the
-    /// file system cannot say).
-    var availableBytes: Int64? { get }
+    /// The space of the file system holding this store, one `statvfs` (nil: it keeps nothing
+    /// on disk, or the file system cannot say).
+    var diskSpace: DiskSpace? { get }
     /// The entries of `keys` that exist (in key order from SQLite, 500 keys at a time; in the
     /// order given from memory).
     func entries(forKeys keys: [String]) throws -> [Entry]

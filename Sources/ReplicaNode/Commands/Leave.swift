@@ -12,8 +12,8 @@ struct Leave: ClientCommand {
             they repair meanwhile if they lack some; if its store holds writes of an earlier \
             run (it restarted since), a member confirms only once its digest equals this \
             node's. Then it announces its departure, waits \
-            (at most 2 s) for the members' acknowledgements, and stops; every member then lists \
-            it as left and no longer dials it. Started again later, with the same id, it joins \
+            (at most 2 s) for the members' acknowledgements, and stops: leave returns once the \
+            node has let its data directory go. Every member then lists it as left and no longer dials it. Started again later, with the same id, it joins \
             as a new life.
 
             If no member confirms holding its writes in time (none alive, or none reachable), \
@@ -55,12 +55,19 @@ struct Leave: ClientCommand {
             }
             return
         }
+        // The node stops right after its reply: wait until its data directory is free, so that
+        // whatever runs next (a restart, a copy, a removal) finds it stopped. (An outside tester's
+        // node still ran a second after `leave` had said "the node stops".)
+        if departure.left && !Self.releases(client.dataDirectory, within: Self.stopWait) {
+            Output.warning("the node left the cluster but still holds \(client.dataDirectory.path) "
+                + "\(Self.stopWait) later; it stops once its last commit and sockets are closed (its log says when)")
+        }
         if options.json {
             // The fields say it all; the reason goes to stderr as well, for whoever reads it.
             try Output.json(encoding: departure)
             if !departure.left { Output.error(Self.notLeft(departure)) }
         } else if departure.left {
-            Output.line("OK left the cluster; \(Self.handOff(departure)); the node stops")
+            Output.line("OK left the cluster; \(Self.handOff(departure)); the node stopped")
             if departure.holding.isEmpty && (departure.published > 0 || departure.earlierWrites) {
                 Output.warning("no member confirmed holding \(departure.writesText): "
                     + "what no member had is only in \(options.dataPath ?? "its data directory") now")
@@ -74,6 +81,17 @@ struct Leave: ClientCommand {
     /// How long a node whose reply could not be read is given to stop (it stops right after it
     /// answers, if it left).
     static let stopWait: Duration = .seconds(10)
+
+    /// Whether the node lets its data directory go within `limit` (checked every 50 ms): its
+    /// store is closed, so another node may start on it.
+    static func releases(_ directory: URL, within limit: Duration) -> Bool {
+        let deadline = ContinuousClock.now + limit
+        while Cluster.holder(of: directory) != nil {
+            guard ContinuousClock.now < deadline else { return false }
+            Thread.sleep(forTimeInterval: 0.05)
+        }
+        return true
+    }
 
     /// Whether the node stops serving within `limit` (checked every 50 ms).
     static func stops(_ client: ControlClient, within limit: Duration) -> Bool {

@@ -55,7 +55,19 @@ import Testing
         ]),
         Row(name: "the clock fixed: agrees again", steps: [
             Step(at: 0, offsets: [-120_000, -120_000], unmeasured: 0, verdict: .skewed(medianMillis: -120_000), holdsWrites: false),
-            Step(at: 5_000, offsets: [-1, 3], unmeasured: 0, verdict: .agrees(medianMillis: -1), holdsWrites: false),
+            Step(at: 5_000, offsets: [-1, 3], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
+        ]),
+        // Clocks at true time, +40 s (this node) and +90 s: this node is the middle clock. The
+        // middle member nearer zero (the true clock, -40 s) was taken as the members' time, and
+        // this node refused its writes as stamped 90 s ahead of it once it held an entry of the
+        // +90 s node, which the true node accepted, taking this node as the median (helper-84).
+        Row(name: "a member on either side: this node's clock is the median", steps: [
+            Step(at: 0, offsets: [-40_000, 50_000], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
+            Step(at: 100, offsets: [-90_000, 80_000], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
+        ]),
+        Row(name: "four members: the middle two on one side, the one nearer ours", steps: [
+            Step(at: 0, offsets: [-5_000, 70_000, 80_000, 90_000], unmeasured: 0, verdict: .skewed(medianMillis: 70_000), holdsWrites: false),
+            Step(at: 100, offsets: [-5_000, 2_000, 70_000, 90_000], unmeasured: 0, verdict: .agrees(medianMillis: 2_000), holdsWrites: false),
         ]),
     ]
 

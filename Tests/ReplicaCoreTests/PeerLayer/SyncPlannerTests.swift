@@ -723,6 +723,49 @@ extension SyncResponder {
         #expect(queue.failure?.refetchBackoff == CommitQueue.firstBackoff)
     }
 
+    /// A failure that ends (a commit worked) on a disk with less room than a large commit needs
+    /// leaves the store short of space until a look at the disk finds the room: on a full disk
+    /// with room for small commits only, each small one ended the failure and `health` passed
+    /// between them. Rows: free bytes when the failure ends, then at each later look, on a large
+    /// volume (room: 4 frames) and a small one (room: a quarter of it).
+    @Test func aFailureThatEndsWithoutRoomLeavesTheStoreShortOfSpace() {
+        let frame = 1_000
+        let large: UInt64 = 1 << 30, small: UInt64 = 8_000  // room 4,000 and 2,000
+        func disk(_ free: UInt64?, _ total: UInt64) -> DiskSpace? { free.map { DiskSpace(freeBytes: $0, totalBytes: total) } }
+        let rows: [(total: UInt64, ending: UInt64?, looks: [UInt64?], short: [UInt64?], label: String)] = [
+            (large, 10_000, [], [], "room: over"),
+            (large, nil, [], [], "space unknown (a memory store): over"),
+            (large, 100, [200, 3_999, 4_000], [100, 200, 3_999, nil], "short until the disk has the room"),
+            (large, 0, [nil], [0, nil], "space no longer readable: over rather than listed for ever"),
+            (large, 3_999, [], [3_999], "one byte short"),
+            (small, 1_999, [2_000], [1_999, nil], "a small volume needs a quarter of it, not 4 frames it cannot hold"),
+        ]
+        for row in rows {
+            var queue = CommitQueue()
+            _ = queue.failed("disk full", now: now)
+            #expect(queue.committed(now: now, disk: disk(row.ending, row.total), frameBytes: frame) != nil, "\(row.label)")
+            var seen = [queue.shortOfSpace?.freeBytes].filter { $0 != nil }
+            for free in row.looks {
+                let ended = queue.spaceMeasured(disk(free, row.total), frameBytes: frame)
+                #expect(ended == (queue.shortOfSpace == nil), "\(row.label)")
+                seen.append(queue.shortOfSpace?.freeBytes)
+            }
+            #expect(seen == row.short, "\(row.label)")
+        }
+        // Commits that fail again make it a failure again; one with no failure to end reads no space.
+        var queue = CommitQueue()
+        _ = queue.failed("disk full", now: now)
+        _ = queue.committed(now: now, disk: disk(10, large), frameBytes: frame)
+        #expect(queue.shortOfSpace?.freeBytes == 10)
+        _ = queue.failed("disk full", now: now)
+        #expect(queue.shortOfSpace == nil && queue.failure != nil)
+        _ = queue.committed(now: now, disk: disk(large, large), frameBytes: frame)
+        var read = false
+        _ = queue.committed(now: now, disk: { read = true; return disk(0, large) }(), frameBytes: frame)
+        #expect(!read && queue.shortOfSpace == nil, "no failure ended: the disk is not looked at")
+        let ended = queue.spaceMeasured(disk(0, large), frameBytes: frame)
+        #expect(!ended, "not short: nothing ends")
+    }
 }
 
 extension SyncPlannerTests {

@@ -61,6 +61,11 @@ struct CommitQueue: Sendable {
     private var lastRefetch: (backoff: Duration, until: ContinuousClock.Instant)?
     /// After a recurring failure ended: no sync before its fetch was due.
     private var syncsNotBefore: ContinuousClock.Instant?
+    /// The space of a disk whose failure ended (a commit worked) with less room than a large
+    /// commit needs. Commits work, but the failure is not over for the operator: on a full disk
+    /// with room for small commits in SQLite's log only, each small one ended it and each large
+    /// one began it again, and `health` passed between the two (a real-process test, `disk-full`).
+    private(set) var shortOfSpace: DiskSpace?
 
     var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
 
@@ -90,18 +95,36 @@ struct CommitQueue: Sendable {
         return writes
     }
 
-    /// The commit succeeded; returns the failure it ended, if any.
-    mutating func committed(now: ContinuousClock.Instant) -> Failure? {
+    /// The commit succeeded; returns the failure it ended, if any. `disk` (read only then) is
+    /// the store's disk: a failure that ends with less free than `DiskSpace.roomForCommits`
+    /// (for messages of up to `frameBytes`) leaves the store `shortOfSpace`.
+    mutating func committed(
+        now: ContinuousClock.Instant, disk: @autoclosure () -> DiskSpace? = nil, frameBytes: Int = 0
+    ) -> Failure? {
         defer { failure = nil }
         if let failure {
             lastRefetch = (failure.refetchBackoff, now + Self.maxRefetchBackoff)
             syncsNotBefore = failure.recurred ? failure.refetchAt : nil
+            shortOfSpace = Self.short(disk(), frameBytes: frameBytes)
         }
         return failure
     }
 
+    /// The disk looked at again while `shortOfSpace`; returns whether the shortage just ended
+    /// (it has the room, or its space can no longer be read).
+    mutating func spaceMeasured(_ disk: DiskSpace?, frameBytes: Int) -> Bool {
+        guard shortOfSpace != nil else { return false }
+        shortOfSpace = Self.short(disk, frameBytes: frameBytes)
+        return shortOfSpace == nil
+    }
+
+    private static func short(_ disk: DiskSpace?, frameBytes: Int) -> DiskSpace? {
+        disk.flatMap { $0.freeBytes < $0.roomForCommits(frameBytes: frameBytes) ? $0 : nil }
+    }
+
     /// The commit failed with `message`; returns whether this is a new failure (not a repeat).
     mutating func failed(_ message: String, now: ContinuousClock.Instant, date: Date = Date()) -> Bool {
+        shortOfSpace = nil
         if var current = failure {
             current.last = date
             current.count += 1

@@ -32,15 +32,17 @@ struct ClockCheck: Sendable {
         self.grace = grace
     }
 
-    /// The median of `offsets`; of an even count, the middle value nearer zero (with two
-    /// members, one of them off, the other is believed).
+    /// The median of `offsets`; of an even count, the median of them and this node's own
+    /// clock (offset 0), the one clock it reads itself. With two members on one side of ours,
+    /// that is the one nearer ours (one of them off, the other is believed); with one on either
+    /// side, ours is the middle clock. (The middle value nearer zero was taken instead: with
+    /// members 40 s behind and 50 s ahead, a node took the one behind as its members' time,
+    /// and refused its writes as stamped too far ahead of it, while the member behind took this
+    /// node's clock as the median and accepted them; helper-84.)
     static func median(_ offsets: [Int64]) -> Int64? {
         guard !offsets.isEmpty else { return nil }
-        let sorted = offsets.sorted()
-        let upper = sorted[sorted.count / 2]
-        guard sorted.count % 2 == 0 else { return upper }
-        let lower = sorted[sorted.count / 2 - 1]
-        return abs(lower) <= abs(upper) ? lower : upper
+        let sorted = (offsets.count % 2 == 0 ? offsets + [0] : offsets).sorted()
+        return sorted[sorted.count / 2]
     }
 
     /// Re-judges from the offsets of the members heard directly that have a measurement, and
