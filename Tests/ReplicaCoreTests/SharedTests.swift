@@ -1,4 +1,5 @@
 import Foundation
+import GRDB
 import Observation
 import Synchronization
 import Testing
@@ -471,6 +472,44 @@ import Testing
         try disk.unfill()
         #expect(await eventually(timeout: .seconds(20)) { await full.health().healthy }, "cleared by a test commit, no write")
         for replica in replicas { await replica.shutdown() }
+    }
+
+    /// A small write that still fits in SQLite's log on a full disk does not clear the `commit`
+    /// problem a large one raised: it stays listed (health failing) while the disk lacks room,
+    /// and clears by itself once space is freed. (It cleared at each small commit, and health
+    /// passed between a small write and a large one; `faults.py --only disk-full`.)
+    @Test(.enabled(if: isRoot, "mounting a small tmpfs needs root"))
+    func aSmallCommitOnAFullDiskDoesNotClearItsProblem() async throws {
+        let disk = try SmallDisk(size: "8m")
+        defer { disk.remove() }
+        let replica = try makeReplicas(1) { _ in .directory(disk.url.appendingPathComponent("data")) }[0]
+        // Large writes first, all checkpointed: the log's pages are allocated, and the next
+        // commits rewind into them, needing no new space (as on a node that ran a while).
+        for index in 0..<10 { try await replica.write("warm\(index)", payload: [UInt8](repeating: 0x31, count: 64 * 1024)) }
+        let database = try DatabaseQueue(path: disk.url.appendingPathComponent("data/\(SQLiteStore.fileName)").path)
+        #expect(await eventually {
+            let row = try? database.writeWithoutTransaction { try Row.fetchOne($0, sql: "PRAGMA wal_checkpoint(PASSIVE)") }
+            return row.map { $0[1] as Int == $0[2] as Int } ?? false
+        })
+        try database.close()
+        try disk.fill()
+        // A batch far larger than the log's 640 KiB: it needs new pages, and there are none.
+        let large = (0..<40).map { Replica.WriteRequest(key: "large\($0)", payload: [UInt8](repeating: 0x78, count: 100 * 1024)) }
+        var refused = false
+        do { _ = try await replica.write(large) } catch { refused = true }
+        #expect(refused, "a large batch is refused on the full disk")
+        var fitted = false
+        for index in 0..<20 where !fitted {
+            fitted = (try? await replica.write("small\(index)", payload: Array("2".utf8))) != nil
+        }
+        try #require(fitted, "a small write fits in the log's pages already allocated")
+        #expect(await !replica.health().healthy, "the disk is still full")
+        let problem = try #require(await replica.status().problems.first { $0.kind == .commit })
+        #expect(problem.message.contains("work again") && problem.message.contains("free space"), "\(problem.message)")
+
+        try disk.unfill()
+        #expect(await eventually(timeout: .seconds(10)) { await replica.health().healthy }, "cleared by a look at the disk, no write")
+        await replica.shutdown()
     }
 
     @Test func inMemoryKeysShareStateWithinTheProcess() async throws {

@@ -95,8 +95,12 @@ import Testing
         let forced = try cluster.client(0, ["leave", "--force", "--json"])
         #expect(forced.status == 0, "\(forced)")
         #expect(forced.stdout.contains("\"left\":true"), "\(forced)")
-        // `leave` returned once the node let its data directory go: a restart may follow at once.
-        #expect(throws: Never.self, "the directory is free") { _ = try DataDirectoryLock(directory: cluster.nodes[0].data) }
+        // `leave` returned once the node let its data directory go and its process ended (a
+        // zombie: this test reaps it only below): a restart may follow at once.
+        #expect(DataDirectoryLock.probe(directory: cluster.nodes[0].data) == .free)
+        let pid = try #require(cluster.nodes[0].process?.processIdentifier)
+        #expect(Leave.hasEnded(pid), "ended, not yet reaped")
+        #expect(!Leave.hasEnded(getpid()))
         let process = try #require(cluster.nodes[0].process)
         #expect(process.wait() == .exited(0))
     }
@@ -180,16 +184,22 @@ import Testing
     }
 
     /// `leave` returns once the node let its data directory go (an outside tester's node still
-    /// ran a second after `leave` said it stops): the wait sees a held directory as held, and a
-    /// let-go one as free at once.
-    @Test func leaveWaitsUntilTheDataDirectoryIsLetGo() throws {
+    /// ran a second after `leave` said it stops), seen by probing the lock without taking it or
+    /// writing to it: a held lock names its holder, a let-go one is free at once, and a
+    /// directory without a lock file is free and stays without one.
+    @Test func theLockIsProbedWithoutBeingTaken() throws {
         let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-leave-wait-\(UUID().uuidString.prefix(6))")
         try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
         defer { try? FileManager.default.removeItem(at: directory) }
+        let lockFile = directory.appendingPathComponent("lock")
+        #expect(DataDirectoryLock.probe(directory: directory) == .free)
+        #expect(!FileManager.default.fileExists(atPath: lockFile.path), "the probe makes no lock file")
         var lock: DataDirectoryLock? = try DataDirectoryLock(directory: directory)
-        #expect(lock != nil && !Leave.releases(directory, within: .milliseconds(150)), "held: not let go")
+        #expect(lock != nil && DataDirectoryLock.probe(directory: directory) == .held(pid: getpid()))
+        let written = try Data(contentsOf: lockFile)
         lock = nil
-        #expect(Leave.releases(directory, within: .zero), "let go")
+        #expect(DataDirectoryLock.probe(directory: directory) == .free)
+        #expect(try Data(contentsOf: lockFile) == written, "nor writes to it")
     }
 
     /// Two processes on one data directory would lose increments: the second is refused, and

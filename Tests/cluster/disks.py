@@ -75,6 +75,17 @@ def scenario_disk_full(ctx, binary):
                     f"{health.returncode}; disk {disk.get('freeBytes')} of {disk.get('totalBytes')} bytes free")
             if health.returncode != 1:
                 raise Failure(f"node3's health exits {health.returncode} with a full disk")
+            # And it stays so while the disk is full, small writes landing in SQLite's log meanwhile
+            # (0.31.0 passed health between a small commit that fit and a large one that did not).
+            polls, watched = 0, time.monotonic()
+            while time.monotonic() - watched < 6.0:
+                health = c.client(3, ["health"])
+                polls += 1
+                if health.returncode != 1:
+                    raise Failure(f"node3's health exited {health.returncode} {time.monotonic() - full_at:.1f} s after its disk "
+                                  f"filled (poll {polls}): {health.stdout.strip()}")
+                time.sleep(0.2)
+            ctx.say(f"node3's health exited 1 at each of {polls} polls over 6 s of writes with the disk full")
             text = c.client(3, ["status"]).stdout
             if "LOW" not in text:
                 raise Failure("node3's status does not flag its disk LOW")

@@ -58,7 +58,7 @@ extension Replica {
             }
         }
         noteClockLead(lead)
-        judgeMemberClocks(measured, median: ClockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals)
+        judgeMemberClocks(measured, median: clockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals)
         // A member that is down has no clock to judge: what was said of it is stale (it stayed
         // listed, its last time after the member's last heartbeat).
         for session in activeSessions where session.liveness.state == .down {

@@ -36,10 +36,14 @@ extension Replica {
         // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
         // it proves nothing about a store that has been failing.
         if !winners.isEmpty, let ended = commits.committed(now: .now, disk: store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
-            logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
             if let disk = commits.shortOfSpace {
-                problems.raise(.commit, Self.commitSubject, shortOfSpaceMessage(disk))
+                logger.warning("""
+                    commits succeed again after \(ended.count) failure(s) since \(ended.first), but the disk has \
+                    \(disk.freeBytes) bytes free: the commit problem stays listed until it has room
+                    """)
+                problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(disk))
             } else {
+                logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
                 problems.clear(.commit, Self.commitSubject)
             }
             planner.wantCatchUp(.commitFailed)
@@ -252,15 +256,22 @@ extension Replica {
         }
     }
 
-
     /// Once a heartbeat interval while commits work again on a disk short of space: the `commit`
-    /// problem clears when the disk has room.
+    /// problem clears when the disk has room (or its space can no longer be read), and says how
+    /// much is free until then. One `statvfs` on the loop, only in that state: the commits of
+    /// the loop use the same file system, so a stalled one stalls them anyway.
     func checkSpaceAfterFailedCommits() {
-        // (`statvfs` on the loop only then: a stalled mount would stall it.)
         guard commits.shortOfSpace != nil else { return }
-        if commits.spaceMeasured(store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
-            logger.info("the disk has room again after failed commits")
+        let disk = store.diskSpace
+        if commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
+            if disk == nil {
+                logger.info("the disk's space can no longer be read: the commit problem is cleared")
+            } else {
+                logger.info("the disk has room again after failed commits")
+            }
             problems.clear(.commit, Self.commitSubject)
+        } else if let short = commits.shortOfSpace {
+            problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short))
         }
     }
 

@@ -163,13 +163,16 @@ extension Replica {
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
-            if sync.reason == .commitFailed && sync.entries == 0 {
+            // (Not when commits already work again on a disk short of space: the look at the
+            // disk each heartbeat interval clears that, and a refused test would start a failure
+            // that no commit had.)
+            if sync.reason == .commitFailed && sync.entries == 0 && commits.failure != nil {
                 // Nothing received is missing, so no commit of its own will tell whether the store
                 // writes again: a test commit does. If it fails, the next fetch (and test) comes
                 // after the back-off, as after any failed commit.
                 if let refusal = commitRefusal() {
                     _ = commits.failed(refusal, now: now)
-                } else if commits.committed(now: now) != nil {
+                } else if commits.committed(now: now, disk: nil, frameBytes: 0) != nil {  // the refusal test just found room
                     logger.info("commits succeed again: a test commit worked and the disk has room")
                     problems.clear(.commit, Self.commitSubject)
                 }

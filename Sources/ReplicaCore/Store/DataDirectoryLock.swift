@@ -59,6 +59,30 @@ public final class DataDirectoryLock: @unchecked Sendable {
         fd = descriptor
     }
 
+    /// Who holds `directory`'s lock, told without taking it or writing anything: the lock file
+    /// opened read-only and locked shared for the test. `.free` with no lock file; `.unknown`
+    /// when the file cannot be opened (another user's, with no permission) or locked.
+    public static func probe(directory: URL) -> Probe {
+        let descriptor = open(directory.appendingPathComponent("lock").path, O_RDONLY | O_CLOEXEC)
+        guard descriptor >= 0 else { return errno == ENOENT ? .free : .unknown }
+        defer { close(descriptor) }
+        if flock(descriptor, LOCK_SH | LOCK_NB) == 0 {
+            flock(descriptor, LOCK_UN)
+            return .free
+        }
+        guard errno == EWOULDBLOCK else { return .unknown }
+        var buffer = [UInt8](repeating: 0, count: 32)
+        let count = pread(descriptor, &buffer, buffer.count, 0)
+        return .held(pid: Int32(String(decoding: buffer.prefix(max(0, count)), as: UTF8.self).trimmingCharacters(in: .whitespacesAndNewlines)))
+    }
+
+    public enum Probe: Equatable, Sendable {
+        case free
+        /// Held, by the process that wrote this id (nil if unreadable).
+        case held(pid: Int32?)
+        case unknown
+    }
+
     /// Before 0.28.0 a holder in this same process was waited for, up to `patience`: a lock
     /// let go of is now free at once (see `deinit`), so there is nothing to wait for.
     @available(*, deprecated, message: "a lock let go of is free at once: use init(directory:)")

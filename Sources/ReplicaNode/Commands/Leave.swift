@@ -11,10 +11,11 @@ struct Leave: ClientCommand {
             10 s) until every member alive reports holding every update it published, which \
             they repair meanwhile if they lack some; if its store holds writes of an earlier \
             run (it restarted since), a member confirms only once its digest equals this \
-            node's. Then it announces its departure, waits \
-            (at most 2 s) for the members' acknowledgements, and stops: leave returns once the \
-            node has let its data directory go. Every member then lists it as left and no longer dials it. Started again later, with the same id, it joins \
-            as a new life.
+            node's. Then it announces its departure, waits (at most 2 s) for the members' \
+            acknowledgements, and stops: leave returns once the node has let its data \
+            directory go and its process has ended (at most 10 s more). Every member then \
+            lists it as left and no longer dials it. Started again later, with the same id, \
+            it joins as a new life.
 
             If no member confirms holding its writes in time (none alive, or none reachable), \
             the node does not leave: it stays a member, keeps running and accepts writes \
@@ -36,6 +37,9 @@ struct Leave: ClientCommand {
     func perform(with client: ControlClient) throws {
         var client = client
         client.timeout = .seconds(30)  // the hand-off (10 s) and the acknowledgements (2 s)
+        // The node's process id, from its lock, to see it end after it left.
+        var nodePID: Int32?
+        if case .held(let pid) = DataDirectoryLock.probe(directory: client.dataDirectory) { nodePID = pid }
         let departure: Departure
         do {
             departure = try client.call(.leave(force: force), expecting: \.left)
@@ -55,19 +59,27 @@ struct Leave: ClientCommand {
             }
             return
         }
-        // The node stops right after its reply: wait until its data directory is free, so that
-        // whatever runs next (a restart, a copy, a removal) finds it stopped. (An outside tester's
-        // node still ran a second after `leave` had said "the node stops".)
-        if departure.left && !Self.releases(client.dataDirectory, within: Self.stopWait) {
-            Output.warning("the node left the cluster but still holds \(client.dataDirectory.path) "
-                + "\(Self.stopWait) later; it stops once its last commit and sockets are closed (its log says when)")
+        // The node stops right after its reply: wait until it has, so that whatever runs next
+        // (a restart, a copy, a removal) finds it stopped. (An outside tester's node still ran a
+        // second after `leave` had said "the node stops".)
+        var stopped = "the node stopped"
+        if departure.left {
+            switch Self.waitForStop(client, pid: nodePID, within: Self.stopWait) {
+            case .stopped: break
+            case .storeClosed(let pid):
+                stopped = "the node closed its store (process \(pid) is still ending)"
+            case .notSeen:
+                stopped = "the node stops"
+                Output.warning("the node left the cluster but was still serving \(client.dataDirectory.path) "
+                    + "\(Self.stopWait) later; it stops once its last commit and sockets are closed (its log says when)")
+            }
         }
         if options.json {
             // The fields say it all; the reason goes to stderr as well, for whoever reads it.
             try Output.json(encoding: departure)
             if !departure.left { Output.error(Self.notLeft(departure)) }
         } else if departure.left {
-            Output.line("OK left the cluster; \(Self.handOff(departure)); the node stopped")
+            Output.line("OK left the cluster; \(Self.handOff(departure)); \(stopped)")
             if departure.holding.isEmpty && (departure.published > 0 || departure.earlierWrites) {
                 Output.warning("no member confirmed holding \(departure.writesText): "
                     + "what no member had is only in \(options.dataPath ?? "its data directory") now")
@@ -82,15 +94,45 @@ struct Leave: ClientCommand {
     /// answers, if it left).
     static let stopWait: Duration = .seconds(10)
 
-    /// Whether the node lets its data directory go within `limit` (checked every 50 ms): its
-    /// store is closed, so another node may start on it.
-    static func releases(_ directory: URL, within limit: Duration) -> Bool {
+    /// How far a node that left was seen to stop.
+    enum StopSeen: Equatable {
+        /// Its data directory is free and its process (if its id was known) has ended.
+        case stopped
+        /// Its data directory is free (another node may start on it); its process is still ending.
+        case storeClosed(pid: Int32)
+        /// Still holding the directory, or serving its control socket where the lock cannot be
+        /// told (another user's), when `limit` ran out.
+        case notSeen
+    }
+
+    /// Waits (checking every 50 ms, at most `limit`) until the node has let its data directory
+    /// go, then until its process `pid` has ended. The lock is probed without being taken;
+    /// where it cannot be (another user's lock file), the control socket going away stands in.
+    static func waitForStop(_ client: ControlClient, pid: Int32?, within limit: Duration) -> StopSeen {
         let deadline = ContinuousClock.now + limit
-        while Cluster.holder(of: directory) != nil {
-            guard ContinuousClock.now < deadline else { return false }
-            Thread.sleep(forTimeInterval: 0.05)
+        func waits(until done: () -> Bool) -> Bool {
+            while !done() {
+                guard ContinuousClock.now < deadline else { return false }
+                Thread.sleep(forTimeInterval: 0.05)
+            }
+            return true
         }
-        return true
+        let directory = client.dataDirectory
+        if DataDirectoryLock.probe(directory: directory) == .unknown {
+            return waits { !client.nodeIsListening } ? .stopped : .notSeen
+        }
+        guard waits(until: { DataDirectoryLock.probe(directory: directory) == .free }) else { return .notSeen }
+        guard let pid, pid != getpid() else { return .stopped }
+        return waits { hasEnded(pid) } ? .stopped : .storeClosed(pid: pid)
+    }
+
+    /// Whether process `pid` has ended: gone, or a zombie its parent has not reaped yet (a
+    /// harness that waits for its children later; the fault tests' nodes waited 10 s for that).
+    static func hasEnded(_ pid: Int32) -> Bool {
+        if kill(pid, 0) != 0 { return errno == ESRCH }
+        guard let stat = try? String(contentsOfFile: "/proc/\(pid)/stat", encoding: .utf8),
+              let nameEnd = stat.lastIndex(of: ")") else { return false }
+        return stat[stat.index(after: nameEnd)...].drop { $0 == " " }.first == "Z"
     }
 
     /// Whether the node stops serving within `limit` (checked every 50 ms).

@@ -68,10 +68,10 @@ struct Status: ClientCommand {
         line("clock", "\(clock.verdict)\(median) (limit \(clock.limitMillis / 1000) s)")
         out += "\npeers\n" + renderPeers(status.peers)
         if !status.pendingSeeds.isEmpty {
-            // A seed that never answered is asked again every 2 s for as long as the node runs,
-            // also once it joined through another (helper-83 read "joining through" as not joined).
+            // A seed that never answered is still asked for as long as the node runs, also once
+            // it joined through another (helper-83 read "joining through" as not joined).
             let joined = status.peers.contains { $0.state == .alive }
-            out += "  \(joined ? "seeds not answering (asked again every 2 s)" : "joining through"): \(status.pendingSeeds.joined(separator: ", "))\n"
+            out += "  \(joined ? "seeds not answering (still asked)" : "joining through"): \(status.pendingSeeds.joined(separator: ", "))\n"
         }
         if !status.refusedHandshakes.isEmpty {
             out += "\nrefused connections (key not trusted)\n"

@@ -63,11 +63,18 @@ import Testing
         // +90 s node, which the true node accepted, taking this node as the median (helper-84).
         Row(name: "a member on either side: this node's clock is the median", steps: [
             Step(at: 0, offsets: [-40_000, 50_000], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
-            Step(at: 100, offsets: [-90_000, 80_000], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
+        ]),
+        Row(name: "a member far off on either side: this node's clock has nothing to back it", steps: [
+            Step(at: 0, offsets: [-90_000, 80_000], unmeasured: 0, verdict: .skewed(medianMillis: 80_000), holdsWrites: false),
+            Step(at: 100, offsets: [-100_000, 100_000], unmeasured: 0, verdict: .skewed(medianMillis: -100_000), holdsWrites: false),
         ]),
         Row(name: "four members: the middle two on one side, the one nearer ours", steps: [
             Step(at: 0, offsets: [-5_000, 70_000, 80_000, 90_000], unmeasured: 0, verdict: .skewed(medianMillis: 70_000), holdsWrites: false),
             Step(at: 100, offsets: [-5_000, 2_000, 70_000, 90_000], unmeasured: 0, verdict: .agrees(medianMillis: 2_000), holdsWrites: false),
+        ]),
+        Row(name: "four members, the middle two on either side: this node's clock", steps: [
+            Step(at: 0, offsets: [-90_000, -10_000, 20_000, 90_000], unmeasured: 0, verdict: .agrees(medianMillis: 0), holdsWrites: false),
+            Step(at: 100, offsets: [-90_000, -70_000, 65_000, 90_000], unmeasured: 0, verdict: .skewed(medianMillis: 65_000), holdsWrites: false),
         ]),
     ]
 
@@ -137,7 +144,7 @@ import Testing
     func membersListedForTheirClocks(offsets: [Int64], expected: [ClockCheck.MemberClock]) {
         var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
         _ = check.evaluate(offsets: offsets, unmeasured: 0, now: .now)
-        let median = ClockCheck.median(offsets)
+        let median = check.median(offsets)
         #expect(offsets.map { check.judge(memberOffset: $0, median: median) } == expected)
     }
 

@@ -622,7 +622,7 @@ extension SyncResponder {
         #expect(check16)
         let check17 = queue.acceptsInbound(now: now + .milliseconds(750))
         #expect(check17)
-        let check18 = queue.committed(now: now + .milliseconds(750))?.count == 2
+        let check18 = queue.committed(now: now + .milliseconds(750), disk: nil, frameBytes: 0)?.count == 2
         #expect(check18)
         #expect(queue.failure == nil)
     }
@@ -694,7 +694,7 @@ extension SyncResponder {
         var backoffs: [Duration] = []
         for _ in 0..<10 {
             at += .seconds(1)
-            _ = queue.committed(now: at)  // a small commit fits
+            _ = queue.committed(now: at, disk: nil, frameBytes: 0)  // a small commit fits
             _ = queue.failed("disk full", now: at)  // the fetch after it does not
             backoffs.append(queue.failure!.refetchBackoff)
         }
@@ -707,7 +707,7 @@ extension SyncResponder {
         var fetches = 0
         while at < now + .seconds(300) {
             at += .milliseconds(100)
-            _ = alternating.committed(now: at)
+            _ = alternating.committed(now: at, disk: nil, frameBytes: 0)
             if alternating.acceptsSyncs(now: at) {
                 fetches += 1
                 alternating.syncStarted()
@@ -717,7 +717,7 @@ extension SyncResponder {
         #expect(fetches <= 12, "\(fetches) fetches in 300 s")
         // Long after the last failure, a new one starts over.
         at += CommitQueue.maxRefetchBackoff * 2
-        _ = queue.committed(now: at)
+        _ = queue.committed(now: at, disk: nil, frameBytes: 0)
         at += CommitQueue.maxRefetchBackoff * 2
         _ = queue.failed("disk full", now: at)
         #expect(queue.failure?.refetchBackoff == CommitQueue.firstBackoff)

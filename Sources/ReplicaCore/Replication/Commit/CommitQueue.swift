@@ -99,7 +99,7 @@ struct CommitQueue: Sendable {
     /// the store's disk: a failure that ends with less free than `DiskSpace.roomForCommits`
     /// (for messages of up to `frameBytes`) leaves the store `shortOfSpace`.
     mutating func committed(
-        now: ContinuousClock.Instant, disk: @autoclosure () -> DiskSpace? = nil, frameBytes: Int = 0
+        now: ContinuousClock.Instant, disk: @autoclosure () -> DiskSpace?, frameBytes: Int
     ) -> Failure? {
         defer { failure = nil }
         if let failure {

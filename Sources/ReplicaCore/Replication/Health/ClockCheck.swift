@@ -32,18 +32,28 @@ struct ClockCheck: Sendable {
         self.grace = grace
     }
 
-    /// The median of `offsets`; of an even count, the median of them and this node's own
-    /// clock (offset 0), the one clock it reads itself. With two members on one side of ours,
-    /// that is the one nearer ours (one of them off, the other is believed); with one on either
-    /// side, ours is the middle clock. (The middle value nearer zero was taken instead: with
-    /// members 40 s behind and 50 s ahead, a node took the one behind as its members' time,
-    /// and refused its writes as stamped too far ahead of it, while the member behind took this
-    /// node's clock as the median and accepted them; helper-84.)
-    static func median(_ offsets: [Int64]) -> Int64? {
+    /// The median of `offsets`. Of an even count, the median of them and this node's own clock
+    /// (offset 0) when a member's clock is within `limit` of ours, else the middle value nearer
+    /// zero. With two members on one side of ours, either way the one nearer ours (one of them
+    /// off, the other is believed). With one on either side and one of them near ours, ours is
+    /// the middle clock: the middle value nearer zero was taken instead, and a node between
+    /// members 40 s behind and 50 s ahead took the one behind as its members' time and refused
+    /// its writes as stamped too far ahead, while that member took this node's clock as the
+    /// median and accepted them (helper-84). With both far off, ours has nothing to back it, and
+    /// the nearer one is taken: a clock between two others 100 s away each is not believed.
+    static func median(_ offsets: [Int64], limit: Int64) -> Int64? {
         guard !offsets.isEmpty else { return nil }
-        let sorted = (offsets.count % 2 == 0 ? offsets + [0] : offsets).sorted()
-        return sorted[sorted.count / 2]
+        let sorted = offsets.sorted()
+        let upper = sorted[sorted.count / 2]
+        guard sorted.count % 2 == 0 else { return upper }
+        let lower = sorted[sorted.count / 2 - 1]
+        // Ours lies between them: the members nearest ours on either side, so one backs ours if any does.
+        if lower < 0 && upper > 0 && min(-lower, upper) <= limit { return 0 }
+        return abs(lower) <= abs(upper) ? lower : upper
     }
+
+    /// The median of `offsets` against this check's limit.
+    func median(_ offsets: [Int64]) -> Int64? { Self.median(offsets, limit: limitMillis) }
 
     /// Re-judges from the offsets of the members heard directly that have a measurement, and
     /// how many more are heard but not measured yet. Returns the new verdict if it changed.
@@ -53,7 +63,7 @@ struct ClockCheck: Sendable {
     /// the one member whose clock is wrong; judged on that alone, it would refuse its writes.)
     mutating func evaluate(offsets: [Int64], unmeasured: Int, now: ContinuousClock.Instant) -> Verdict? {
         let new: Verdict
-        if let median = Self.median(offsets) {
+        if let median = median(offsets) {
             let judged: Verdict = abs(median) > limitMillis ? .skewed(medianMillis: median) : .agrees(medianMillis: median)
             if case .skewed = judged, unmeasured > 0 {
                 // Once per run of such judgements: a member never measured (a one-way link)
