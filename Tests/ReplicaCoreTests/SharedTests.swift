@@ -505,7 +505,7 @@ import Testing
         try #require(fitted, "a small write fits in the log's pages already allocated")
         #expect(await !replica.health().healthy, "the disk is still full")
         let problem = try #require(await replica.status().problems.first { $0.kind == .commit })
-        #expect(problem.message.contains("work again") && problem.message.contains("free space"), "\(problem.message)")
+        #expect(problem.message.contains("bytes free") && problem.message.contains("free space"), "\(problem.message)")
 
         try disk.unfill()
         #expect(await eventually(timeout: .seconds(10)) { await replica.health().healthy }, "cleared by a look at the disk, no write")

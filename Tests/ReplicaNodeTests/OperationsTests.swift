@@ -266,12 +266,17 @@ import Testing
 
         let filler = mount.appendingPathComponent("filler")
         _ = try? replicaNodeShell("/bin/dd", ["if=/dev/zero", "of=\(filler.path)", "bs=64k", "status=none"])
+        // Told before any commit fails: the disk has no room for a large one (since 0.32.0).
+        #expect(try await eventually(timeout: .seconds(10)) {
+            let health = try cluster.client(1, ["health"])
+            return health.status == 1 && health.stdout.contains("commit store: the disk has")
+        }, "a full disk fails health before a commit fails")
         let value = "\"" + String(repeating: "x", count: 20_000) + "\""
         var written = 0
         let failing = try await eventually(timeout: .seconds(20)) {
             written += 1
             #expect(try cluster.client(0, ["set", "during\(written)", value]).status == 0)
-            return try cluster.client(1, ["health"]).status == 1
+            return try cluster.client(1, ["health"]).stdout.contains("commit store: commits fail")
         }
         #expect(failing, "node2's failing commits show in health")
         let health = try cluster.client(1, ["health"])

@@ -256,28 +256,33 @@ extension Replica {
         }
     }
 
-    /// Once a heartbeat interval while commits work again on a disk short of space: the `commit`
-    /// problem clears when the disk has room (or its space can no longer be read), and says how
-    /// much is free until then. One `statvfs` on the loop, only in that state: the commits of
-    /// the loop use the same file system, so a stalled one stalls them anyway.
-    func checkSpaceAfterFailedCommits() {
-        guard commits.shortOfSpace != nil else { return }
+    /// Looks at the disk's space (every 2 s, and once a heartbeat interval while short of it):
+    /// while commits work, the `commit` problem is listed as long as the disk has less free than
+    /// a large commit may need, and says how much it has. One `statvfs` on the loop: its commits
+    /// use the same file system, so a stalled one stalls them anyway.
+    func checkDiskSpace() {
         let disk = store.diskSpace
-        if commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
+        switch commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
+        case .began:
+            if let short = commits.shortOfSpace {
+                logger.warning("\(shortOfSpaceMessage(short))")
+                problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short))
+            }
+        case .ended:
             if disk == nil {
                 logger.info("the disk's space can no longer be read: the commit problem is cleared")
             } else {
-                logger.info("the disk has room again after failed commits")
+                logger.info("the disk has room for commits again")
             }
             problems.clear(.commit, Self.commitSubject)
-        } else if let short = commits.shortOfSpace {
-            problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short))
+        case .none:
+            if let short = commits.shortOfSpace { problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short)) }
         }
     }
 
     func shortOfSpaceMessage(_ disk: DiskSpace) -> String {
-        "commits failed, and work again with \(disk.freeBytes) bytes free on the disk, fewer than the "
-            + "\(disk.roomForCommits(frameBytes: codec.limits.maxFrameBytes)) a large commit may need (a fetch of what was "
-            + "dropped): free space; this clears once the disk has them"
+        "the disk has \(disk.freeBytes) bytes free, fewer than the \(disk.roomForCommits(frameBytes: codec.limits.maxFrameBytes)) "
+            + "a large commit may need (a fetch of dropped entries, a large write): commits fail or soon will, though small ones "
+            + "may still fit in SQLite's log; free space (this clears once the disk has them)"
     }
 }

@@ -113,7 +113,7 @@ extension Replica {
             nextHeartbeat = now + configuration.heartbeatInterval
             // Judged on what heartbeats tell, over minutes: once an interval is enough.
             listDivergences(now: now)
-            checkSpaceAfterFailedCommits()
+            if commits.shortOfSpace != nil { checkDiskSpace() }
         }
         if beacon != nil && now >= nextBeacon {
             sendBeacon()
@@ -141,6 +141,7 @@ extension Replica {
         if now >= nextStoreFileCheck {
             nextStoreFileCheck = now + .seconds(2)
             checkStoreFileInPlace()
+            if commits.shortOfSpace == nil { checkDiskSpace() }
         }
         if !storeReadFailureLogged, let failure = store.readFailure {
             // Listed by `status` from the store itself; said once in the log, when first seen.

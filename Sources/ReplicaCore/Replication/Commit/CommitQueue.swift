@@ -61,10 +61,10 @@ struct CommitQueue: Sendable {
     private var lastRefetch: (backoff: Duration, until: ContinuousClock.Instant)?
     /// After a recurring failure ended: no sync before its fetch was due.
     private var syncsNotBefore: ContinuousClock.Instant?
-    /// The space of a disk whose failure ended (a commit worked) with less room than a large
-    /// commit needs. Commits work, but the failure is not over for the operator: on a full disk
-    /// with room for small commits in SQLite's log only, each small one ended it and each large
-    /// one began it again, and `health` passed between the two (a real-process test, `disk-full`).
+    /// The space of a disk with less room than a large commit needs, while commits work (before
+    /// any failed, or after a failure ended): not over for the operator. On a full disk with
+    /// room for small commits in SQLite's log only, each small one ended the failure and each
+    /// large one began it again, and `health` passed between the two (the `disk-full` fault test).
     private(set) var shortOfSpace: DiskSpace?
 
     var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
@@ -110,12 +110,29 @@ struct CommitQueue: Sendable {
         return failure
     }
 
-    /// The disk looked at again while `shortOfSpace`; returns whether the shortage just ended
-    /// (it has the room, or its space can no longer be read).
-    mutating func spaceMeasured(_ disk: DiskSpace?, frameBytes: Int) -> Bool {
-        guard shortOfSpace != nil else { return false }
+    /// What a look at the disk changed.
+    enum SpaceChange: Equatable, Sendable {
+        case none
+        /// Less free than the room: before any commit failed, or again after it had the room.
+        case began
+        /// It has the room again, or its space can no longer be read.
+        case ended
+    }
+
+    /// The disk looked at (`nil`: its space cannot be read). The store is `shortOfSpace` while
+    /// it has less free than `DiskSpace.roomForCommits`, also before any commit failed: small
+    /// commits fit in SQLite's log long after a disk shows 0 bytes free, and `health` passed
+    /// until a large one failed (5 s in an outside tester's run; helper-85). Not judged while
+    /// commits fail: the failure says more.
+    mutating func spaceMeasured(_ disk: DiskSpace?, frameBytes: Int) -> SpaceChange {
+        guard failure == nil else { return .none }
+        let wasShort = shortOfSpace != nil
         shortOfSpace = Self.short(disk, frameBytes: frameBytes)
-        return shortOfSpace == nil
+        switch (wasShort, shortOfSpace != nil) {
+        case (false, true): return .began
+        case (true, false): return .ended
+        default: return .none
+        }
     }
 
     private static func short(_ disk: DiskSpace?, frameBytes: Int) -> DiskSpace? {
