@@ -92,6 +92,9 @@ import Testing
         #expect(refusedJSON.status == 1 && refusedJSON.stdout.contains("\"left\":false"), "\(refusedJSON)")
         #expect(refusedJSON.stderr.contains("not left: no member confirmed holding the 2 update(s)"), "the reason too: \(refusedJSON)")
 
+        // The node's process as this one numbers it, from the control socket's peer (what
+        // `leave` waits for; the pid in the lock file is the node's own namespace's).
+        #expect(try ControlClient(dataDirectory: cluster.nodes[0].data).nodePID == cluster.nodes[0].process?.processIdentifier)
         let forced = try cluster.client(0, ["leave", "--force", "--json"])
         #expect(forced.status == 0, "\(forced)")
         #expect(forced.stdout.contains("\"left\":true"), "\(forced)")

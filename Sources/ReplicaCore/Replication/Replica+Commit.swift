@@ -275,7 +275,7 @@ extension Replica {
                 logger.info("the disk has room for commits again")
             }
             problems.clear(.commit, Self.commitSubject)
-        case .none:
+        case .unchanged:
             if let short = commits.shortOfSpace { problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short)) }
         }
     }

@@ -5,9 +5,9 @@ import Glibc
 #endif
 
 /// The space left on the file system holding a data directory: what an operator watches to act
-/// before a full disk fails commits. (A full disk shows only once a commit needs a new page:
-/// small writes keep landing in the log's pages already allocated, and `health` stayed green on
-/// a disk at 100%; helper-68.)
+/// before a full disk fails commits. (Small writes keep landing in the log's pages already
+/// allocated long after a disk is full, and `health` stayed green on a disk at 100%, helper-68;
+/// since 0.32.0 a disk without `roomForCommits` is listed as a `commit` problem by itself.)
 public struct DiskSpace: Sendable, Equatable, Codable {
     /// Bytes an unprivileged writer can still use (`f_bavail`: root's reserve excluded).
     public var freeBytes: UInt64
@@ -37,9 +37,11 @@ public struct DiskSpace: Sendable, Equatable, Codable {
     /// for a small store was flagged from the start; helper-72).
     public var isLow: Bool { freeBytes < max(totalBytes / 20, min(256 << 20, totalBytes / 4)) }
 
-    /// The free bytes a disk whose commits failed must have before they are trusted again:
-    /// room for four of the largest messages (`frameBytes` each), what a fetch of dropped
-    /// entries commits at once; on a volume under 16 of them, a quarter of it (a 4 MiB volume
-    /// never has 4 MiB free).
+    /// The free bytes a disk must have for the store's commits to be trusted (with less, the
+    /// `commit` problem is listed, whether or not a commit failed yet): room for four of the
+    /// largest messages (`frameBytes` each), what a fetch of dropped entries commits at once; on
+    /// a volume under 16 of them, a quarter of it (a 4 MiB volume never has 4 MiB free). Judged
+    /// on `freeBytes`, root's reserve excluded: a node running as root may go on committing into
+    /// it, but the disk is then full for everything else.
     func roomForCommits(frameBytes: Int) -> UInt64 { min(UInt64(4 * frameBytes), totalBytes / 4) }
 }

@@ -134,15 +134,33 @@ struct ControlClient {
         return Unreachable(message: "cannot reach the replica-node serving \(dataDirectory.path): permission denied on its control socket \(path)\(owner)")
     }
 
-    /// A plain `connect()` to the Unix socket: refused means nobody is listening.
-    static func probe(_ path: String) -> Probe {
-        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
-        guard fd >= 0 else { return .listening }
+    /// The process id of the node serving this data directory, as this process's namespace
+    /// numbers it (`SO_PEERCRED` of a plain connection to its control socket; the pid the node
+    /// wrote in its lock is its own namespace's, wrong from a host or another container). Nil
+    /// if nobody listens or the node's process cannot be named from here.
+    var nodePID: Int32? {
+        let fd = Self.connected(ControlEndpoint.socketPath(in: dataDirectory))
+        guard fd >= 0 else { return nil }
         defer { close(fd) }
+        // `struct ucred` (pid, uid, gid: three 32-bit fields), which Glibc's module leaves out.
+        var credentials: (pid: Int32, uid: UInt32, gid: UInt32) = (0, 0, 0)
+        var length = socklen_t(MemoryLayout<(Int32, UInt32, UInt32)>.size)
+        guard getsockopt(fd, SOL_SOCKET, SO_PEERCRED, &credentials, &length) == 0, credentials.pid > 0 else { return nil }
+        return credentials.pid
+    }
+
+    /// A plain `connect()` to the Unix socket at `path`: its descriptor, or -1 (errno says why).
+    private static func connected(_ path: String) -> Int32 {
+        let fd = Glibc.socket(AF_UNIX, Int32(SOCK_STREAM.rawValue), 0)
+        guard fd >= 0 else { return -1 }
         var address = sockaddr_un()
         address.sun_family = sa_family_t(AF_UNIX)
         let bytes = Array(path.utf8)
-        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else { return .listening }
+        guard bytes.count < MemoryLayout.size(ofValue: address.sun_path) else {
+            close(fd)
+            errno = ENAMETOOLONG
+            return -1
+        }
         withUnsafeMutableBytes(of: &address.sun_path) { buffer in
             buffer.copyBytes(from: bytes)
             buffer[bytes.count] = 0
@@ -152,10 +170,26 @@ struct ControlClient {
                 Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_un>.size))
             }
         }
-        // EAGAIN: its listen backlog is full, so it is listening (and busy).
-        if result == 0 { return .listening }
+        guard result == 0 else {
+            let error = errno
+            close(fd)
+            errno = error
+            return -1
+        }
+        return fd
+    }
+
+    /// A plain `connect()` to the Unix socket: refused means nobody is listening.
+    static func probe(_ path: String) -> Probe {
+        let fd = connected(path)
+        if fd >= 0 {
+            close(fd)
+            return .listening
+        }
         switch errno {
-        case EAGAIN: return .listening
+        // EAGAIN: its listen backlog is full, so it is listening (and busy). No socket of our
+        // own, or a path too long to try: nothing says it is not.
+        case EAGAIN, EMFILE, ENFILE, ENOBUFS, ENOMEM, ENAMETOOLONG: return .listening
         case EACCES, EPERM: return .denied
         default: return .notListening
         }

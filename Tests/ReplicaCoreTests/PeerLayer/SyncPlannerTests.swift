@@ -748,7 +748,7 @@ extension SyncResponder {
             for free in row.looks {
                 let wasShort = queue.shortOfSpace != nil
                 let change = queue.spaceMeasured(disk(free, row.total), frameBytes: frame)
-                #expect(change == (wasShort && queue.shortOfSpace == nil ? .ended : .none), "\(row.label)")
+                #expect(change == (wasShort && queue.shortOfSpace == nil ? .ended : .unchanged), "\(row.label)")
                 seen.append(queue.shortOfSpace?.freeBytes)
             }
             #expect(seen == row.short, "\(row.label)")
@@ -774,9 +774,9 @@ extension SyncResponder {
         func disk(_ free: UInt64) -> DiskSpace { DiskSpace(freeBytes: free, totalBytes: 1 << 30) }  // room 4,000
         var queue = CommitQueue()
         let changes = [disk(10_000), disk(3_999), disk(100), disk(4_000)].map { queue.spaceMeasured($0, frameBytes: frame) }
-        #expect(changes == [.none, .began, .none, .ended])
+        #expect(changes == [.unchanged, .began, .unchanged, .ended])
         _ = queue.failed("disk full", now: now)
-        #expect(queue.spaceMeasured(disk(0), frameBytes: frame) == .none && queue.shortOfSpace == nil, "the failure says it")
+        #expect(queue.spaceMeasured(disk(0), frameBytes: frame) == .unchanged && queue.shortOfSpace == nil, "the failure says it")
         _ = queue.committed(now: now, disk: disk(0), frameBytes: frame)
         #expect(queue.shortOfSpace?.freeBytes == 0)
         #expect(queue.spaceMeasured(nil, frameBytes: frame) == .ended, "space no longer readable")

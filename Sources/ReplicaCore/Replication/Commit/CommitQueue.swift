@@ -112,7 +112,7 @@ struct CommitQueue: Sendable {
 
     /// What a look at the disk changed.
     enum SpaceChange: Equatable, Sendable {
-        case none
+        case unchanged
         /// Less free than the room: before any commit failed, or again after it had the room.
         case began
         /// It has the room again, or its space can no longer be read.
@@ -125,13 +125,13 @@ struct CommitQueue: Sendable {
     /// until a large one failed (5 s in an outside tester's run; helper-85). Not judged while
     /// commits fail: the failure says more.
     mutating func spaceMeasured(_ disk: DiskSpace?, frameBytes: Int) -> SpaceChange {
-        guard failure == nil else { return .none }
+        guard failure == nil else { return .unchanged }
         let wasShort = shortOfSpace != nil
         shortOfSpace = Self.short(disk, frameBytes: frameBytes)
         switch (wasShort, shortOfSpace != nil) {
         case (false, true): return .began
         case (true, false): return .ended
-        default: return .none
+        default: return .unchanged
         }
     }
 

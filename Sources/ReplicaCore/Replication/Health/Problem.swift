@@ -11,7 +11,8 @@ public struct Problem: Sendable, Equatable, Codable {
         /// I/O error): what it holds cannot be served or synced until a restart checks it.
         case store
         /// The last commit failed (a full or read-only disk): received entries are fetched again,
-        /// with back-off, once commits work; local writes fail until then.
+        /// with back-off, once commits work; local writes fail until then. Or commits work but
+        /// the disk lacks the room a large one may need (`DiskSpace.roomForCommits`).
         case commit
         /// This node's clock is too far from its members' (median): local writes are refused.
         case clock
