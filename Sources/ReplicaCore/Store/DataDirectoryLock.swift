@@ -18,6 +18,11 @@ public final class DataDirectoryLock: @unchecked Sendable {
         /// The holder's process id, as it wrote it (nil if unreadable).
         public var pid: Int32?
 
+        public init(directory: String, pid: Int32?) {
+            self.directory = directory
+            self.pid = pid
+        }
+
         public var description: String {
             guard let pid else { return "another process holds the data directory \(directory); one directory serves one replica" }
             if pid == getpid() { return "this process already has a replica open on \(directory); one directory serves one replica" }

@@ -139,18 +139,13 @@ struct Cluster: AsyncParsableCommand {
         if !problems.isEmpty { throw ExitCode.failure }
     }
 
-    /// Who holds `directory` (a node serving it), or nil if it is free or does not exist.
-    /// Taking its lock and letting it go at once is the test (the lock is what a node takes).
+    /// Who holds `directory` (a node serving it), or nil if it is free, does not exist or
+    /// cannot be told (the node says why when it starts). The lock is probed without being
+    /// taken: taking it wrote this command's pid into it, and a node starting at that moment was
+    /// refused, told this command held its directory.
     static func holder(of directory: URL) -> DataDirectoryLock.Held? {
-        guard FileManager.default.fileExists(atPath: directory.path) else { return nil }
-        do {
-            _ = try DataDirectoryLock(directory: directory)
-            return nil
-        } catch let held as DataDirectoryLock.Held {
-            return held
-        } catch {
-            return nil  // unreadable: the node says why when it starts
-        }
+        guard case .held(let pid) = DataDirectoryLock.probe(directory: directory) else { return nil }
+        return DataDirectoryLock.Held(directory: directory.path, pid: pid)
     }
 
     /// Opens node `id`'s log for appending, after a line marking this start. Appended, never
