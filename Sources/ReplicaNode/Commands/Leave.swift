@@ -118,7 +118,7 @@ struct Leave: ClientCommand {
         }
         let directory = client.dataDirectory
         if DataDirectoryLock.probe(directory: directory) == .unknown {
-            return waits { !client.nodeIsListening } ? .stopped : .notSeen
+            return stops(client, within: limit) ? .stopped : .notSeen
         }
         guard waits(until: { DataDirectoryLock.probe(directory: directory) == .free }) else { return .notSeen }
         // Process 1 is the node itself run as a container's first process, with this command
@@ -126,7 +126,7 @@ struct Leave: ClientCommand {
         // process of the container, this one too, before it could say anything. Its store is
         // closed: that is what matters, and what is said at once.
         guard let pid, pid > 1, pid != getpid() else { return .stopped }
-        return waits { hasEnded(pid) } ? .stopped : .storeClosed(pid: pid)
+        return waits(until: { hasEnded(pid) }) ? .stopped : .storeClosed(pid: pid)
     }
 
     /// Whether process `pid` has ended: gone, or a zombie its parent has not reaped yet (a
