@@ -205,6 +205,51 @@ import Testing
         #expect(try Data(contentsOf: lockFile) == written, "nor writes to it")
     }
 
+    /// What `leave` says it saw, from each state of the directory's lock and the node's process:
+    /// a held lock is not seen to stop; a free one with the process still running is "closed
+    /// its store"; a process ended (a zombie not reaped yet counts) or process 1 (the node as a
+    /// container's first process: its end would kill `leave` too) is "stopped"; a lock that
+    /// cannot be probed leaves it to the control socket.
+    @Test func leaveTellsHowFarTheNodeWasSeenToStop() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-stop-seen-\(UUID().uuidString.prefix(6))")
+        try FileManager.default.createDirectory(at: directory, withIntermediateDirectories: true)
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let brief: Duration = .milliseconds(200)
+        func seen(_ pid: Int32?, serving: Bool = true) -> Leave.StopSeen {
+            Leave.waitForStop(directory: directory, pid: pid, within: brief) { _ in !serving }
+        }
+        var lock: DataDirectoryLock? = try DataDirectoryLock(directory: directory)
+        #expect(seen(nil) == .notSeen, "the lock is held")
+        lock = nil
+        #expect(lock == nil)
+
+        let running = Process()
+        running.executableURL = URL(fileURLWithPath: "/bin/sleep")
+        running.arguments = ["30"]
+        try running.run()
+        defer { if running.isRunning { running.terminate() } }
+        #expect(seen(running.processIdentifier) == .storeClosed(pid: running.processIdentifier))
+        #expect(seen(nil) == .stopped && seen(1) == .stopped && seen(getpid()) == .stopped, "nothing to wait for")
+
+        // A child that exited and is not reaped: a zombie, ended.
+        var zombie: pid_t = 0
+        let argv: [UnsafeMutablePointer<CChar>?] = [strdup("/bin/true"), nil]
+        defer { argv.forEach { free($0) } }
+        #expect(posix_spawn(&zombie, "/bin/true", nil, nil, argv, nil) == 0)
+        #expect(await eventually(timeout: .seconds(5)) { Leave.hasEnded(zombie) })
+        #expect(seen(zombie) == .stopped)
+        var status: Int32 = 0
+        _ = waitpid(zombie, &status, 0)
+
+        // A lock file that cannot be opened (a link to itself here; another user's, in life).
+        let lockFile = directory.appendingPathComponent("lock").path
+        try FileManager.default.removeItem(atPath: lockFile)
+        try FileManager.default.createSymbolicLink(atPath: lockFile, withDestinationPath: "lock")
+        #expect(DataDirectoryLock.probe(directory: directory) == .unknown)
+        #expect(seen(running.processIdentifier, serving: false) == .stopped)
+        #expect(seen(running.processIdentifier, serving: true) == .notSeen)
+    }
+
     /// Two processes on one data directory would lose increments: the second is refused, and
     /// told which process holds it.
     @Test func aSecondProcessOnADataDirectoryIsRefused() async throws {

@@ -241,11 +241,11 @@ extension Replica {
     /// room for a few of the largest messages (`DiskSpace.roomForCommits`), and a small commit (the
     /// member table, saved anew) must work. (An empty catch-up alone cleared the `commit`
     /// problem on a disk still full: SQLite's log had room for small commits, and health turned
-    /// green while every large write was refused.)
+    /// green while every large write was refused.) After a failure the room asked is
+    /// `DiskSpace.roomToRecover`, as for a disk that was short of space.
     func commitRefusal() -> String? {
-        if let disk = store.diskSpace {
-            let room = disk.roomForCommits(frameBytes: codec.limits.maxFrameBytes)
-            if disk.freeBytes < room { return "the disk has \(disk.freeBytes) bytes free, fewer than the \(room) a commit may need" }
+        if let disk = store.diskSpace, disk.lacksRoomForCommits(frameBytes: codec.limits.maxFrameBytes, wasShort: true) {
+            return "the disk has \(disk.freeBytes) bytes free, fewer than the \(disk.roomToRecover(frameBytes: codec.limits.maxFrameBytes)) it needs to be trusted with commits again"
         }
         do {
             try store.saveMemberTable(memberTableMessages())
@@ -281,8 +281,9 @@ extension Replica {
     }
 
     func shortOfSpaceMessage(_ disk: DiskSpace) -> String {
-        "the disk has \(disk.freeBytes) bytes free, fewer than the \(disk.roomForCommits(frameBytes: codec.limits.maxFrameBytes)) "
+        let frame = codec.limits.maxFrameBytes
+        return "the disk has \(disk.freeBytes) bytes free, fewer than the \(disk.roomForCommits(frameBytes: frame)) "
             + "a large commit may need (a fetch of dropped entries, a large write): commits fail or soon will, though small ones "
-            + "may still fit in SQLite's log; free space (this clears once the disk has them)"
+            + "may still fit in SQLite's log; free space (this clears once the disk has \(disk.roomToRecover(frameBytes: frame)) bytes free)"
     }
 }

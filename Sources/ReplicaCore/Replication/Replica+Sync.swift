@@ -163,10 +163,7 @@ extension Replica {
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
-            // (Not when commits already work again on a disk short of space: the look at the
-            // disk each heartbeat interval clears that, and a refused test would start a failure
-            // that no commit had.)
-            if sync.reason == .commitFailed && sync.entries == 0 && commits.failure != nil {
+            if sync.reason == .commitFailed && commits.needsTestCommit(afterCatchUpOf: sync.entries) {
                 // Nothing received is missing, so no commit of its own will tell whether the store
                 // writes again: a test commit does. If it fails, the next fetch (and test) comes
                 // after the back-off, as after any failed commit.

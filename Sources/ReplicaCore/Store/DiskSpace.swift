@@ -44,4 +44,19 @@ public struct DiskSpace: Sendable, Equatable, Codable {
     /// on `freeBytes`, root's reserve excluded: a node running as root may go on committing into
     /// it, but the disk is then full for everything else.
     func roomForCommits(frameBytes: Int) -> UInt64 { min(UInt64(4 * frameBytes), totalBytes / 4) }
+
+    /// The free bytes a disk that lacked `roomForCommits` (or whose commits failed) must have
+    /// before the store is trusted again: half as much again. Without the margin, a disk whose
+    /// free space hovered at the room listed and cleared the `commit` problem at every look, 2 s
+    /// apart, an alert that flaps (helper-87).
+    func roomToRecover(frameBytes: Int) -> UInt64 {
+        let room = roomForCommits(frameBytes: frameBytes)
+        return room + room / 2
+    }
+
+    /// Whether the disk lacks the room for commits: less free than `roomForCommits`, or, when it
+    /// lacked it already (`wasShort`), than `roomToRecover`.
+    func lacksRoomForCommits(frameBytes: Int, wasShort: Bool) -> Bool {
+        freeBytes < (wasShort ? roomToRecover(frameBytes: frameBytes) : roomForCommits(frameBytes: frameBytes))
+    }
 }

@@ -108,6 +108,14 @@ struct Leave: ClientCommand {
     /// go, then until its process `pid` has ended. The lock is probed without being taken;
     /// where it cannot be (another user's lock file), the control socket going away stands in.
     static func waitForStop(_ client: ControlClient, pid: Int32?, within limit: Duration) -> StopSeen {
+        waitForStop(directory: client.dataDirectory, pid: pid, within: limit) { stops(client, within: $0) }
+    }
+
+    /// The wait of `waitForStop(_:pid:within:)` on `directory`; `stopsServing` stands in where
+    /// the lock cannot be probed (a node's control socket going away within the duration).
+    static func waitForStop(
+        directory: URL, pid: Int32?, within limit: Duration, stopsServing: (Duration) -> Bool
+    ) -> StopSeen {
         let deadline = ContinuousClock.now + limit
         func waits(until done: () -> Bool) -> Bool {
             while !done() {
@@ -116,9 +124,8 @@ struct Leave: ClientCommand {
             }
             return true
         }
-        let directory = client.dataDirectory
         if DataDirectoryLock.probe(directory: directory) == .unknown {
-            return stops(client, within: limit) ? .stopped : .notSeen
+            return stopsServing(limit) ? .stopped : .notSeen
         }
         guard waits(until: { DataDirectoryLock.probe(directory: directory) == .free }) else { return .notSeen }
         // Process 1 is the node itself run as a container's first process, with this command

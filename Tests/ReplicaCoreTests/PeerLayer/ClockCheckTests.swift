@@ -108,6 +108,28 @@ import Testing
         #expect(!at(20_000, [], unmeasured: 1))
     }
 
+    /// The median of members' offsets (limit 60 s), at the edges of its rule: for an even count
+    /// whose middle two lie on either side of this node's clock, this node's own (0) if either is
+    /// within the limit, a value exactly at the limit included; else the one nearer zero, and of
+    /// two equally near, the one behind, whatever order the offsets come in.
+    @Test(arguments: [
+        ([], nil),
+        ([70_000], 70_000),
+        ([-5_000, 3_000, 90_000], 3_000),
+        ([-60_000, 90_000], 0),  // exactly at the limit: within it
+        ([90_000, -60_000], 0),
+        ([-60_001, 90_000], -60_001),  // just over: the one nearer zero
+        ([-90_000, 60_000], 0),
+        ([-70_000, 70_000], -70_000),  // an exact tie beyond the limit: the one behind
+        ([70_000, -70_000], -70_000),
+        ([10_000, 20_000], 10_000),  // both on one side: the nearer, as before
+        ([-20_000, -10_000], -10_000),
+        ([0, 80_000], 0),  // a member at our own time is not on either side
+    ] as [([Int64], Int64?)])
+    func medianAtTheEdgesOfItsRule(offsets: [Int64], expected: Int64?) {
+        #expect(ClockCheck.median(offsets, limit: 60_000) == expected, "\(offsets)")
+    }
+
     /// The one decision about local writes, at one instant (flush and submit both ask it, so a
     /// grace that runs out between two looks cannot let a write through unchecked).
     @Test func localWritesAreAcceptedHeldOrRefusedByOneDecision() {

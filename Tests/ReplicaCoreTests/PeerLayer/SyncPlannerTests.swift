@@ -727,18 +727,20 @@ extension SyncResponder {
     /// leaves the store short of space until a look at the disk finds the room: on a full disk
     /// with room for small commits only, each small one ended the failure and `health` passed
     /// between them. Rows: free bytes when the failure ends, then at each later look, on a large
-    /// volume (room: 4 frames) and a small one (room: a quarter of it).
+    /// volume (room: 4 frames; to recover, half as much again) and a small one (room: a quarter
+    /// of it).
     @Test func aFailureThatEndsWithoutRoomLeavesTheStoreShortOfSpace() {
         let frame = 1_000
-        let large: UInt64 = 1 << 30, small: UInt64 = 8_000  // room 4,000 and 2,000
+        let large: UInt64 = 1 << 30, small: UInt64 = 8_000  // room 4,000 and 2,000; to recover 6,000 and 3,000
         func disk(_ free: UInt64?, _ total: UInt64) -> DiskSpace? { free.map { DiskSpace(freeBytes: $0, totalBytes: total) } }
         let rows: [(total: UInt64, ending: UInt64?, looks: [UInt64?], short: [UInt64?], label: String)] = [
             (large, 10_000, [], [], "room: over"),
+            (large, 6_000, [4_000], [nil], "room to recover: over, and then the room is enough"),
             (large, nil, [], [], "space unknown (a memory store): over"),
-            (large, 100, [200, 3_999, 4_000], [100, 200, 3_999, nil], "short until the disk has the room"),
+            (large, 100, [200, 3_999, 5_999, 6_000], [100, 200, 3_999, 5_999, nil], "short until the disk has the room to recover"),
             (large, 0, [nil], [0, nil], "space no longer readable: over rather than listed for ever"),
-            (large, 3_999, [], [3_999], "one byte short"),
-            (small, 1_999, [2_000], [1_999, nil], "a small volume needs a quarter of it, not 4 frames it cannot hold"),
+            (large, 4_000, [], [4_000], "the room alone does not end a shortage"),
+            (small, 1_999, [2_999, 3_000], [1_999, 2_999, nil], "a small volume needs a quarter of it, not 4 frames it cannot hold"),
         ]
         for row in rows {
             var queue = CommitQueue()
@@ -773,13 +775,42 @@ extension SyncResponder {
         let frame = 1_000
         func disk(_ free: UInt64) -> DiskSpace { DiskSpace(freeBytes: free, totalBytes: 1 << 30) }  // room 4,000
         var queue = CommitQueue()
-        let changes = [disk(10_000), disk(3_999), disk(100), disk(4_000)].map { queue.spaceMeasured($0, frameBytes: frame) }
-        #expect(changes == [.unchanged, .began, .unchanged, .ended])
+        let changes = [disk(10_000), disk(3_999), disk(100), disk(4_000), disk(6_000), disk(4_000)].map {
+            queue.spaceMeasured($0, frameBytes: frame)
+        }
+        #expect(changes == [.unchanged, .began, .unchanged, .unchanged, .ended, .unchanged])
         _ = queue.failed("disk full", now: now)
         #expect(queue.spaceMeasured(disk(0), frameBytes: frame) == .unchanged && queue.shortOfSpace == nil, "the failure says it")
         _ = queue.committed(now: now, disk: disk(0), frameBytes: frame)
         #expect(queue.shortOfSpace?.freeBytes == 0)
         #expect(queue.spaceMeasured(nil, frameBytes: frame) == .ended, "space no longer readable")
+    }
+
+    /// A catch-up for failed commits that brought nothing is followed by a test commit only
+    /// while commits fail: not once they work again on a disk short of space (a refused test
+    /// would start a failure no commit had), nor when entries came (their commit tells).
+    @Test func anEmptyCatchUpTestsCommitsOnlyWhileTheyFail() {
+        let frame = 1_000
+        var queue = CommitQueue()
+        #expect(!queue.needsTestCommit(afterCatchUpOf: 0), "commits work")
+        _ = queue.failed("disk full", now: now)
+        let failing = (queue.needsTestCommit(afterCatchUpOf: 0), queue.needsTestCommit(afterCatchUpOf: 3))
+        #expect(failing == (true, false))
+        _ = queue.committed(now: now, disk: DiskSpace(freeBytes: 10, totalBytes: 1 << 30), frameBytes: frame)
+        let short = queue.needsTestCommit(afterCatchUpOf: 0)
+        #expect(queue.shortOfSpace != nil && !short, "short of space, commits working: the look at the disk tells")
+    }
+
+    /// A disk whose free space hovers about the room is listed once, not listed and cleared at
+    /// every look (2 s apart: an alert that flaps; helper-87): once short, it needs half as much
+    /// again to be trusted.
+    @Test func aDiskHoveringAtTheRoomIsListedOnce() {
+        let frame = 1_000
+        var queue = CommitQueue()
+        let hovering: [UInt64] = [4_100, 3_900, 4_100, 3_950, 4_200, 3_999, 5_000, 3_000, 6_100, 5_000, 4_000, 3_999]
+        let changes = hovering.map { queue.spaceMeasured(DiskSpace(freeBytes: $0, totalBytes: 1 << 30), frameBytes: frame) }
+        #expect(changes.filter { $0 == .began }.count == 2 && changes.filter { $0 == .ended }.count == 1, "\(changes)")
+        #expect(changes[1] == .began && changes[8] == .ended && changes[11] == .began, "\(changes)")
     }
 }
 

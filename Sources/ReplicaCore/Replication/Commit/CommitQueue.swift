@@ -96,7 +96,7 @@ struct CommitQueue: Sendable {
     }
 
     /// The commit succeeded; returns the failure it ended, if any. `disk` (read only then) is
-    /// the store's disk: a failure that ends with less free than `DiskSpace.roomForCommits`
+    /// the store's disk: a failure that ends with less free than `DiskSpace.roomToRecover`
     /// (for messages of up to `frameBytes`) leaves the store `shortOfSpace`.
     mutating func committed(
         now: ContinuousClock.Instant, disk: @autoclosure () -> DiskSpace?, frameBytes: Int
@@ -105,10 +105,16 @@ struct CommitQueue: Sendable {
         if let failure {
             lastRefetch = (failure.refetchBackoff, now + Self.maxRefetchBackoff)
             syncsNotBefore = failure.recurred ? failure.refetchAt : nil
-            shortOfSpace = Self.short(disk(), frameBytes: frameBytes)
+            shortOfSpace = Self.short(disk(), frameBytes: frameBytes, wasShort: true)
         }
         return failure
     }
+
+    /// Whether a catch-up for failed commits that brought `entries` calls for a test commit:
+    /// with nothing received, no commit of its own tells whether the store writes again. Only
+    /// while commits fail: once they work again on a disk short of space, the look at the disk
+    /// clears that, and a refused test would start a failure no commit had (helper-86).
+    func needsTestCommit(afterCatchUpOf entries: Int) -> Bool { entries == 0 && failure != nil }
 
     /// What a look at the disk changed.
     enum SpaceChange: Equatable, Sendable {
@@ -119,15 +125,16 @@ struct CommitQueue: Sendable {
         case ended
     }
 
-    /// The disk looked at (`nil`: its space cannot be read). The store is `shortOfSpace` while
-    /// it has less free than `DiskSpace.roomForCommits`, also before any commit failed: small
+    /// The disk looked at (`nil`: its space cannot be read). The store becomes `shortOfSpace`
+    /// when it has less free than `DiskSpace.roomForCommits`, and stays so until it has
+    /// `DiskSpace.roomToRecover`; also before any commit failed: small
     /// commits fit in SQLite's log long after a disk shows 0 bytes free, and `health` passed
     /// until a large one failed (5 s in an outside tester's run; helper-85). Not judged while
     /// commits fail: the failure says more.
     mutating func spaceMeasured(_ disk: DiskSpace?, frameBytes: Int) -> SpaceChange {
         guard failure == nil else { return .unchanged }
         let wasShort = shortOfSpace != nil
-        shortOfSpace = Self.short(disk, frameBytes: frameBytes)
+        shortOfSpace = Self.short(disk, frameBytes: frameBytes, wasShort: wasShort)
         switch (wasShort, shortOfSpace != nil) {
         case (false, true): return .began
         case (true, false): return .ended
@@ -135,8 +142,8 @@ struct CommitQueue: Sendable {
         }
     }
 
-    private static func short(_ disk: DiskSpace?, frameBytes: Int) -> DiskSpace? {
-        disk.flatMap { $0.freeBytes < $0.roomForCommits(frameBytes: frameBytes) ? $0 : nil }
+    private static func short(_ disk: DiskSpace?, frameBytes: Int, wasShort: Bool) -> DiskSpace? {
+        disk.flatMap { $0.lacksRoomForCommits(frameBytes: frameBytes, wasShort: wasShort) ? $0 : nil }
     }
 
     /// The commit failed with `message`; returns whether this is a new failure (not a repeat).
