@@ -149,6 +149,8 @@ public actor Replica: PollLoopOwner {
     /// honoured.
     var serialAtLastDoubt: UInt64?
     var clockCheck: ClockCheck
+    /// Whether this node returns from longer out of contact than the tombstone retention.
+    var absence: AbsenceCheck
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
@@ -229,6 +231,7 @@ public actor Replica: PollLoopOwner {
         publishedStamps = PublishedStamps(epoch: epoch)
         nextPeriodicSync = .now + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
+        absence = AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact())
         isolation = Isolation(limit: configuration.downAfter * 2)
         // Long enough that the rival's next re-assertion (a round of gossip) falls inside it.
         identityClash = IdentityClash(window: max(configuration.downAfter * 2, .seconds(10)))
@@ -528,6 +531,7 @@ public actor Replica: PollLoopOwner {
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
         saveMemberTable(now: .now, force: true)
+        saveLastContact()
         if let unrecorded = store.closeForWriting() {
             logger.warning("the stop could not be recorded as clean (\(unrecorded)): the next start writes counter increments to a new slot")
         }

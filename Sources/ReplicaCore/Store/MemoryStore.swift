@@ -79,6 +79,12 @@ public final class MemoryStore: ReplicaStore {
 
     public func saveMemberTable(_ messages: [[UInt8]]) { memberTable = messages }
 
+    private var savedLastContact: UInt64?
+
+    public func lastContact() -> UInt64? { savedLastContact }
+
+    public func saveLastContact(_ wallMillis: UInt64) { savedLastContact = wallMillis }
+
     public var diskSpace: DiskSpace? { nil }
 
     public func entries(forKeys keys: [String]) -> [Entry] {

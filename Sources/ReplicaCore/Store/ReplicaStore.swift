@@ -47,6 +47,11 @@ public protocol ReplicaStore: AnyObject {
     func savedMemberTable() throws -> [[UInt8]]
     /// Replaces the saved member table.
     func saveMemberTable(_ messages: [[UInt8]]) throws
+    /// The last time (wall ms, by a checked clock) this node was in contact with its members, as
+    /// saved (`AbsenceCheck`); nil if it never was.
+    func lastContact() throws -> UInt64?
+    /// Replaces the saved last contact.
+    func saveLastContact(_ wallMillis: UInt64) throws
     /// The space of the file system holding this store, one `statvfs` (nil: it keeps nothing
     /// on disk, or the file system cannot say).
     var diskSpace: DiskSpace? { get }

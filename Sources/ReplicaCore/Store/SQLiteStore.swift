@@ -659,6 +659,21 @@ public final class SQLiteStore: ReplicaStore {
         } }
     }
 
+    /// In `meta` as `last_contact`, decimal ms (since 0.33.0; a store of an earlier version has
+    /// none, and its first contact is saved without judging).
+    public func lastContact() throws -> UInt64? {
+        try readFailures.watch {
+            try database.read { db in try String.fetchOne(db, sql: "SELECT value FROM meta WHERE name = 'last_contact'") }
+        }.flatMap { UInt64($0) }
+    }
+
+    public func saveLastContact(_ wallMillis: UInt64) throws {
+        try requireOpenForWriting()
+        try readFailures.watchCommit { try database.write { db in
+            try db.execute(sql: "INSERT OR REPLACE INTO meta(name, value) VALUES ('last_contact', ?)", arguments: [String(wallMillis)])
+        } }
+    }
+
     public func entries(forKeys keys: [String]) throws -> [Entry] {
         try entries(forKeys: keys, maxBytes: .max).entries
     }

@@ -45,6 +45,10 @@ public struct Problem: Sendable, Equatable, Codable {
         /// longer than a tombstone sweep and the clock drift explain (`PeerSession`). Since
         /// 0.31.0.
         case divergence
+        /// This node came back from longer out of contact with its members than the tombstone
+        /// retention: what was deleted meanwhile may have come back from its data
+        /// (`AbsenceCheck`). Listed until the node restarts. Since 0.33.0.
+        case absence
     }
 
     public var kind: Kind
@@ -74,7 +78,7 @@ public struct Problem: Sendable, Equatable, Codable {
     public var failsHealth: Bool {
         switch kind {
         case .commit, .store, .clock, .identity: true
-        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync, .divergence: false
+        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync, .divergence, .absence: false
         }
     }
 

@@ -1,0 +1,112 @@
+import Foundation
+@testable import ReplicaCore
+import Testing
+
+/// A node back from longer out of contact than the tombstone retention tells it (`absence`):
+/// deletes its members collected meanwhile may come back from its data.
+@Suite struct AbsenceTests {
+    static let day: UInt64 = 86_400_000
+    static let week = 7 * day
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// The last contact saved in the store at start.
+        var saved: UInt64?
+        /// Contacts (wall ms) and what each calls for.
+        var steps: [(at: UInt64, action: AbsenceCheck.Action)]
+        var testDescription: String { name }
+    }
+
+    static let rows: [Row] = [
+        Row(name: "a store's first contact is saved at once, then once a minute", saved: nil, steps: [
+            (1_000, .save(wallMillis: 1_000)),
+            (30_000, .none),
+            (61_000, .save(wallMillis: 61_000)),
+            (61_500, .none),
+        ]),
+        Row(name: "back after a day: saved, not told", saved: 5_000, steps: [
+            (5_000 + day, .save(wallMillis: 5_000 + day)),
+        ]),
+        Row(name: "back after exactly the retention: not told", saved: 5_000, steps: [
+            (5_000 + week, .save(wallMillis: 5_000 + week)),
+        ]),
+        Row(name: "back after longer than the retention: told once, from the last contact", saved: 5_000, steps: [
+            (5_001 + week, .returned(since: 5_000, until: 5_001 + week)),
+            (6_000 + week, .none),
+        ]),
+        Row(name: "away while running (a partition): judged from the last contact in memory, saved or not", saved: nil, steps: [
+            (1_000, .save(wallMillis: 1_000)),
+            (40_000, .none),
+            (40_000 + week + 1, .returned(since: 40_000, until: 40_000 + week + 1)),
+        ]),
+        Row(name: "a clock earlier than the saved contact (within the drift limit) moves nothing", saved: 10_000, steps: [
+            (9_000, .none),
+            (10_000 + week + 1, .returned(since: 10_000, until: 10_000 + week + 1)),
+        ]),
+    ]
+
+    @Test(arguments: rows) func contacts(_ row: Row) {
+        var check = AbsenceCheck(retentionMillis: Self.week, lastContact: row.saved)
+        for step in row.steps {
+            #expect(check.contact(atWallMillis: step.at) == step.action, "at \(step.at)")
+        }
+    }
+
+    /// What a clean stop saves: the last contact if the periodic save has not covered it.
+    @Test func aCleanStopSavesTheLastContact() {
+        var check = AbsenceCheck(retentionMillis: Self.week, lastContact: nil)
+        _ = check.contact(atWallMillis: 1_000)
+        #expect(check.unsaved == nil)
+        _ = check.contact(atWallMillis: 2_000)
+        #expect(check.unsaved == 2_000)
+        check.saved(2_000)
+        #expect(check.unsaved == nil)
+    }
+
+    @Test func spansAreSpokenInTheirTwoLargestUnits() {
+        #expect(Replica.spokenSpan(9 * Self.day + 2 * 3_600_000 + 5_000) == "9 d 2 h")
+        #expect(Replica.spokenSpan(Self.week) == "7 d")
+        #expect(Replica.spokenSpan(3 * 3_600_000 + 5 * 60_000) == "3 h 5 min")
+        #expect(Replica.spokenSpan(42_500) == "42 s")
+        #expect(Replica.spokenSpan(300) == "300 ms")
+    }
+
+    /// The hazard itself, on real sockets and a real SQLite file: a node stopped while a key is
+    /// deleted, and started again once its members collected the tombstone, brings the key back
+    /// (docs/sharing.md, "Tombstone retention"), and now says so. (A 2 s retention stands for
+    /// the 7 days.)
+    @Test func aNodeBackFromLongerThanTheRetentionTellsIt() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-absence-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        let layout = ReplicaLayout(count: 3, storage: { $0 == 0 ? .directory(directory) : .memory }) {
+            $0.tombstoneRetention = .seconds(2)
+            $0.tombstoneSweepInterval = .milliseconds(200)
+        }
+        var a = try layout.start(0)
+        let (b, c) = (try layout.start(1), try layout.start(2))
+        #expect(await connected([a, b, c]))
+        try await a.write("k", payload: Array("1".utf8))
+        #expect(try await eventually {
+            let (onB, onC) = (try await b.entry(for: "k"), try await c.entry(for: "k"))
+            return onB != nil && onC != nil
+        })
+        #expect(await eventually { await a.status().clock.verdict == "agrees" }, "in contact: saved")
+        await a.shutdown()
+
+        try await b.write("k", payload: nil)
+        #expect(await eventually {
+            let (onB, onC) = (await b.status().counters.tombstonesCollected, await c.status().counters.tombstonesCollected)
+            return onB >= 1 && onC >= 1
+        }, "the members collected the tombstone once the retention passed")
+        #expect(try await b.entry(for: "k") == nil)
+
+        a = try layout.start(0)
+        #expect(await eventually { await a.status().problems.contains { $0.kind == .absence } }, "the return is told")
+        let problem = try #require(await a.status().problems.first { $0.kind == .absence })
+        #expect(problem.subject == "r1" && problem.message.contains("longer than the tombstone retention (2 s)"), "\(problem.message)")
+        #expect(await a.health().healthy, "told, not failing health: the node serves")
+        // What it warns of: the deleted key is back on the members.
+        #expect(try await eventually { try await b.entry(for: "k")?.isTombstone == false })
+        for replica in [a, b, c] { await replica.shutdown() }
+    }
+}
