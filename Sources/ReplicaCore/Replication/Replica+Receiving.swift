@@ -135,8 +135,14 @@ extension Replica {
             node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
             syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
         guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
+        if forgottenStamps.takesHeartbeatClocks {
+            // Stamps of this id's earlier life may be above this clock (`ForgottenStamps`). One
+            // beyond the drift limit is not taken (its member's clock is listed as off).
+            _ = try? clock.receive(heartbeat.timestamp, wallMillis: wall)
+        }
         perform(actions, for: node, now: now)
         if heartbeat.digestRoot == local.digestRoot {
+            forgottenStamps.heldAllOfAMember()
             // Equal digests, equal state: what the member holds of each stream, we hold too.
             sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
             if planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }

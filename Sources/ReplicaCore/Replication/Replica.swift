@@ -151,6 +151,8 @@ public actor Replica: PollLoopOwner {
     var clockCheck: ClockCheck
     /// Whether this node returns from longer out of contact than the tombstone retention.
     var absence: AbsenceCheck
+    /// Whether members' heartbeats move the clock (a store that may have forgotten stamps).
+    var forgottenStamps: ForgottenStamps
     var counters = ReplicaStatus.Counters()
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
@@ -204,6 +206,8 @@ public actor Replica: PollLoopOwner {
         var corruption: SQLiteStore.CorruptFileMovedAside?
         var damagedLog: SQLiteStore.DamagedLogMovedAside?
         var uncleanStart: UncleanStart?
+        // A memory store is new at every start.
+        var storeMayHaveForgotten = true
         // A start that fails once the store is open (a port in use) closes it as a clean stop:
         // nothing was published, and the next start keeps its counter slots.
         var opened: SQLiteStore?
@@ -217,6 +221,7 @@ public actor Replica: PollLoopOwner {
             corruption = sqlite.recoveredFromCorruption
             damagedLog = sqlite.damagedLogMovedAside
             uncleanStart = sqlite.uncleanStart
+            storeMayHaveForgotten = sqlite.created || sqlite.uncleanStart != nil || corruption != nil
             opened = sqlite
             store = sqlite
         }
@@ -231,6 +236,7 @@ public actor Replica: PollLoopOwner {
         publishedStamps = PublishedStamps(epoch: epoch)
         nextPeriodicSync = .now + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
+        forgottenStamps = ForgottenStamps(storeMayHaveForgotten: storeMayHaveForgotten)
         absence = AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact())
         isolation = Isolation(limit: configuration.downAfter * 2)
         // Long enough that the rival's next re-assertion (a round of gossip) falls inside it.

@@ -24,6 +24,8 @@ public final class SQLiteStore: ReplicaStore {
     /// 0.25.0), so that counter increments go to a new slot; nil after a clean stop, and for a
     /// new store.
     public let uncleanStart: UncleanStart?
+    /// Whether this start created the store (a new or wiped data directory).
+    public let created: Bool
     /// The run before this one did not stop cleanly, or the file is a copy: `uncleanStart` says which.
     public var lastRunEndedUncleanly: Bool { uncleanStart != nil }
     public let url: URL
@@ -152,6 +154,7 @@ public final class SQLiteStore: ReplicaStore {
         recoveredFromCorruption = moved
         let (identity, created) = try database.write { db in try Self.identity(in: db, node: node) }
         self.identity = identity
+        self.created = created
         guard identity.node == node else { throw ForeignDataDirectory(expected: node, found: identity.node) }
         let lostLog = damagedLogMovedAside != nil
         let synchronousOff = synchronous.uppercased() == "OFF"
