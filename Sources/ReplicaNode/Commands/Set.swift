@@ -22,6 +22,7 @@ struct SetCommand: ClientCommand {
             Examples:
               replica-node set greeting '"hello"' --data cluster-data/node1
               replica-node set config.theme '{"dark": true}' --data cluster-data/node1
+              replica-node set --data cluster-data/node1 offset -- -5
               printf '{"title": "notes", "lines": ["a", "b"]}' \\
                 | replica-node set notes --file - --data cluster-data/node1
             """)
@@ -35,7 +36,14 @@ struct SetCommand: ClientCommand {
     func validate() throws {
         try ClientChecks.validate(key: key, writable: true)
         switch (value, file) {
-        case (nil, nil): throw ValidationError("Missing the value: give it as JSON after the key, or with --file FILE (- for standard input).")
+        case (nil, nil):
+            // A negative number looks like an option to the parser, which then reports it missing
+            // (an outside tester followed the old message and got nowhere; helper-89).
+            throw ValidationError("""
+                Missing the value: give it as JSON after the key, or with --file FILE (- for standard input). \
+                A negative number reads as an option: give the options first and the value after --, \
+                as in: replica-node set --data DIR \(key) -- -5
+                """)
         case (.some, .some): throw ValidationError("Give the value either after the key or with --file, not both.")
         case (let value?, nil): _ = try ClientChecks.validatedValue(Array(value.utf8), from: "")
         case (nil, .some): break  // read and checked in run, before connecting

@@ -8,7 +8,10 @@ struct Status: ClientCommand {
         abstract: "Show a node's identity, members, digest, counters, clock and every current problem.",
         discussion: """
             Equal digests on two nodes mean equal replicated state. Members are alive, suspect \
-            (silent > 1.5 s), down (silent > 5 s) or left (announced their departure); SINCE is \
+            (silent > 1.5 s), down (silent > 5 s) or left (announced their departure); silence \
+            counts from the last word of a member, or of another member vouching for it, so a \
+            node that stops is suspect about 2 to 3 s later and down about 5 to 7 s later. \
+            LAST SEEN is when it was last heard itself; SINCE is \
             when they entered that state, VIA whether their updates come directly or through a \
             relay, RTT the round trip, OFFSET their clock minus ours, MISSING the updates of \
             theirs known lost and not yet repaired. Times are UTC. Exits with 1 if the node is \

@@ -54,6 +54,9 @@ import Testing
         let check11 = liveness.tick(now: at(31_500), suspectAfter: .milliseconds(1500), downAfter: .seconds(5)) == nil
         #expect(check11)
         #expect(liveness.state == .alive)
+        #expect(liveness.lastHeard == at(1000), "what status shows as LAST SEEN is when it was heard, not the evidence moved")
+        _ = liveness.heardDirectly(now: at(32_000))
+        #expect(liveness.lastHeard == at(32_000))
     }
 
     // MARK: Dialling

@@ -25,6 +25,10 @@ struct Liveness: Equatable, Sendable {
     /// When we last heard the member itself, and when a member we hear last vouched for it.
     private(set) var lastDirect: ContinuousClock.Instant?
     private(set) var lastIndirect: ContinuousClock.Instant?
+    /// When we last heard the member itself, as it happened: `lastDirect` is evidence, moved
+    /// forward by a stall of this node (`stalled`), and `status` showing it said a member frozen
+    /// 18 s was last heard 8.5 s ago (helper-89). This is what `LAST SEEN` shows.
+    private(set) var lastHeard: ContinuousClock.Instant?
     /// When this node learned of the member: silence is counted from here until first heard.
     private var known: ContinuousClock.Instant
 
@@ -53,6 +57,7 @@ struct Liveness: Equatable, Sendable {
 
     mutating func heardDirectly(now: ContinuousClock.Instant) -> Transition? {
         lastDirect = now
+        lastHeard = now
         return move(to: .alive, now: now)
     }
 
@@ -79,11 +84,13 @@ struct Liveness: Equatable, Sendable {
         known = now
         lastDirect = nil
         lastIndirect = nil
+        lastHeard = nil
         return move(to: .suspect, now: now)
     }
 
     /// This node itself was stalled (stopped, starved) for `gap`: what it did not hear then is
-    /// not the members' silence, so the evidence is moved forward by the stall.
+    /// not the members' silence, so the evidence is moved forward by the stall (`lastHeard`,
+    /// what happened, is not).
     mutating func stalled(for gap: Duration, now: ContinuousClock.Instant) {
         lastDirect = lastDirect.map { min($0 + gap, now) }
         lastIndirect = lastIndirect.map { min($0 + gap, now) }
