@@ -4,6 +4,7 @@ is fixed (without a restart), and after a restart stamps from its fixed clock.""
 
 import json
 import os
+import shutil
 import time
 
 from harness import Cluster
@@ -74,6 +75,66 @@ def scenario_clock_skew(ctx, binary):
             raise Failure(f"node3 stamps {wall - before:+.1f} s from true time after its restart")
 
 
+def scenario_wiped_behind(ctx, binary):
+    """node2 writes a key, its data directory is wiped, and it starts again with its clock 20 s
+    behind (faketime; within the drift limit, so nothing flags it) and `--require-clock-check`,
+    behind a link of 500 kB/s to node1 (a proxy node1 advertises), which holds 4.2 MB it must
+    catch up on. It writes the key anew as soon as it may, while the catch-up still runs (the
+    clock check needs only heartbeats): that write must win on both nodes. Before 0.33.0 it was
+    stamped from its clock, below the write of its earlier life, which then won everywhere
+    (helper-88); now it has taken node1's heartbeat clock in first."""
+    import membership
+    advertise = lambda k: "127.0.2.1:7000" if k == 1 else None
+    extra = lambda k: ["--require-clock-check"] if k == 2 else []
+    values = {f"big{i}": {"blob": chr(97 + i) * 700_000} for i in range(6)}
+    with Cluster(binary, 2, "wiped", advertise=advertise, extra_args=extra) as c:
+        proxy = membership.start_delay_proxies(c, 0.001, rate=500_000, only={1})
+        try:
+            c.start(1)
+            c.import_keys(1, values.items())
+            c.start(2)
+            c.wait_all_alive()
+            before = c.client(2, ["set", "wk", '"before the wipe"', "--json"])
+            if before.returncode != 0:
+                raise Failure(f"node2's first write failed: {before.stderr.strip()}")
+            old = int(json.loads(before.stdout)["hlc"])
+            converge(ctx, c, time.monotonic(), 60.0, what="node2's catch-up and first write")
+
+            c.stop_group(2)
+            shutil.rmtree(c.nodes[2].data)
+            os.makedirs(c.nodes[2].data)
+            c.nodes[2].wrapper = ["faketime", "-f", "-20s"]
+            c.nodes[2].env = {"FAKETIME_DONT_FAKE_MONOTONIC": "1", "NO_FAKE_STAT": "1"}
+            started = time.monotonic()
+            c.start(2)
+            after = None
+
+            def write():
+                nonlocal after
+                result = c.client(2, ["set", "wk", '"after the wipe"', "--json"])
+                after = result if result.returncode == 0 else None
+                return after is not None
+            if not wait_for(write, 20, step=0.05):
+                raise Failure("node2 never accepted the write after the wipe")
+            new = int(json.loads(after.stdout)["hlc"])
+            held = (c.status(2) or {}).get("entryCount", 0)
+            ctx.say(f"wiped node2 at -20 s wrote {time.monotonic() - started:.2f} s after its start, holding {held} of "
+                    f"{len(values) + 1} entries; stamped {((new >> 16) - (old >> 16)) / 1000:+.3f} s from its write before "
+                    "the wipe")
+            if held > len(values):
+                raise Failure("node2 had caught up before it wrote: the scenario did not test a write during the catch-up")
+            if new <= old:
+                raise Failure(f"node2's write after the wipe is stamped {new}, not above its earlier write's {old}")
+            converge(ctx, c, time.monotonic(), 60.0, what="the write after the wipe")
+            found = {k: json.loads(c.client(k, ["get", "wk", "--json"]).stdout)["value"] for k in c.nodes}
+            if set(found.values()) != {"after the wipe"}:
+                raise Failure(f"wk is {found}: the write of node2's earlier life won")
+            ctx.say("wk holds the write made after the wipe on both nodes")
+        finally:
+            os.killpg(proxy.pid, 9)
+
+
 SCENARIOS = [
     ("clock-skew", scenario_clock_skew),
+    ("wiped-behind", scenario_wiped_behind),
 ]
