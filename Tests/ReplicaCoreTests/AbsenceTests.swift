@@ -8,48 +8,69 @@ import Testing
     static let day: UInt64 = 86_400_000
     static let week = 7 * day
 
+    /// A look at the clock check: in contact at a wall time (and what that calls for), or not.
+    enum Look: Sendable {
+        case contact(UInt64, AbsenceCheck.Action)
+        case lost
+    }
+
     struct Row: Sendable, CustomTestStringConvertible {
         var name: String
         /// The last contact saved in the store at start.
         var saved: UInt64?
-        /// Contacts (wall ms) and what each calls for.
-        var steps: [(at: UInt64, action: AbsenceCheck.Action)]
+        var looks: [Look]
         var testDescription: String { name }
     }
 
     static let rows: [Row] = [
-        Row(name: "a store's first contact is saved at once, then once a minute", saved: nil, steps: [
-            (1_000, .save(wallMillis: 1_000)),
-            (30_000, .none),
-            (61_000, .save(wallMillis: 61_000)),
-            (61_500, .none),
+        Row(name: "a store's first contact is saved at once, then once a minute", saved: nil, looks: [
+            .contact(1_000, .save(wallMillis: 1_000)),
+            .contact(30_000, .none),
+            .contact(61_000, .save(wallMillis: 61_000)),
+            .contact(61_500, .none),
         ]),
-        Row(name: "back after a day: saved, not told", saved: 5_000, steps: [
-            (5_000 + day, .save(wallMillis: 5_000 + day)),
+        Row(name: "back after a day: saved, not told", saved: 5_000, looks: [
+            .contact(5_000 + day, .save(wallMillis: 5_000 + day)),
         ]),
-        Row(name: "back after exactly the retention: not told", saved: 5_000, steps: [
-            (5_000 + week, .save(wallMillis: 5_000 + week)),
+        Row(name: "back after exactly the retention: not told", saved: 5_000, looks: [
+            .contact(5_000 + week, .save(wallMillis: 5_000 + week)),
         ]),
-        Row(name: "back after longer than the retention: told once, from the last contact", saved: 5_000, steps: [
-            (5_001 + week, .returned(since: 5_000, until: 5_001 + week)),
-            (6_000 + week, .none),
+        Row(name: "back after longer than the retention: told once, from the last contact", saved: 5_000, looks: [
+            .contact(5_001 + week, .returned(since: 5_000, until: 5_001 + week)),
+            .contact(6_000 + week, .none),
         ]),
-        Row(name: "away while running (a partition): judged from the last contact in memory, saved or not", saved: nil, steps: [
-            (1_000, .save(wallMillis: 1_000)),
-            (40_000, .none),
-            (40_000 + week + 1, .returned(since: 40_000, until: 40_000 + week + 1)),
+        Row(name: "out of contact while running (a partition): judged from the last contact, saved or not", saved: nil, looks: [
+            .contact(1_000, .save(wallMillis: 1_000)),
+            .contact(40_000, .none),
+            .lost,
+            .contact(40_000 + week + 1, .returned(since: 40_000, until: 40_000 + week + 1)),
         ]),
-        Row(name: "a clock earlier than the saved contact (within the drift limit) moves nothing", saved: 10_000, steps: [
-            (9_000, .none),
-            (10_000 + week + 1, .returned(since: 10_000, until: 10_000 + week + 1)),
+        Row(name: "within one stretch of contact, a long time between looks is no absence (a stall of this node)", saved: nil, looks: [
+            .contact(1_000, .save(wallMillis: 1_000)),
+            .contact(1_000 + week + 1, .save(wallMillis: 1_000 + week + 1)),
+        ]),
+        Row(name: "a clock earlier than the saved contact (within the drift limit) moves nothing", saved: 10_000, looks: [
+            .contact(9_000, .none),
+            .lost,
+            .contact(10_000 + week + 1, .returned(since: 10_000, until: 10_000 + week + 1)),
         ]),
     ]
 
     @Test(arguments: rows) func contacts(_ row: Row) {
         var check = AbsenceCheck(retentionMillis: Self.week, lastContact: row.saved)
-        for step in row.steps {
-            #expect(check.contact(atWallMillis: step.at) == step.action, "at \(step.at)")
+        for (index, look) in row.looks.enumerated() {
+            switch look {
+            case .contact(let at, let action): #expect(check.contact(atWallMillis: at) == action, "look \(index), at \(at)")
+            case .lost: check.contactLost()
+            }
         }
+    }
+
+    /// A retention of zero (the setting is public) tells each return once, not every turn.
+    @Test func aRetentionOfZeroTellsAReturnOncePerStretch() {
+        var check = AbsenceCheck(retentionMillis: 0, lastContact: 1_000)
+        #expect(check.contact(atWallMillis: 1_100) == .returned(since: 1_000, until: 1_100))
+        #expect((1...100).allSatisfy { check.contact(atWallMillis: 1_100 + $0) == .none })
     }
 
     /// What a clean stop saves: the last contact if the periodic save has not covered it.
@@ -59,7 +80,7 @@ import Testing
         #expect(check.unsaved == nil)
         _ = check.contact(atWallMillis: 2_000)
         #expect(check.unsaved == 2_000)
-        check.saved(2_000)
+        check.markSaved(2_000)
         #expect(check.unsaved == nil)
     }
 

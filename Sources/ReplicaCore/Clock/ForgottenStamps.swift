@@ -6,22 +6,52 @@
 /// The clock starts above the highest stamp in the store, so a node that kept its store never
 /// stamps below what it wrote. A wiped one with a clock 20 s behind gave an acknowledged write
 /// a version below its own write of the same key from before the wipe; when the two met, the
-/// older write won on every node, and nothing said so (helper-88). So, until it holds
-/// everything some member holds (a completed sync with it, or equal digests), such a node takes
-/// the timestamp of every member's heartbeat into its clock, as it would a received entry's
-/// (within the drift limit): a member's clock is at or above every stamp it received, those of
-/// the earlier life included. Its local writes wait for the first clock comparison with a
-/// member (when it has seeds), which needs a heartbeat: by then the clock has taken one in.
+/// older write won on every node, and nothing said so (helper-88). So such a node takes the
+/// timestamp of each member's heartbeat into its clock, as it would a received entry's, until
+/// it has taken one from every active member: a member's clock is at or above every stamp it
+/// received, those of the earlier life included. (Ending at the first member whose data it
+/// held let a member that never had the old write end it; helper-91.) Its local writes wait for
+/// the first clock comparison with a member (when it has seeds), which needs a heartbeat.
+///
+/// A heartbeat timestamp beyond the drift the clock accepts is kept, and taken again once the
+/// clock check has judged (a clock behind the members' is then allowed that much further): a
+/// node 50 s behind refused the timestamp of a member 15 s ahead, and its writes were released
+/// at its first verdict, stamped 50 s behind (helper-91). One whose logical part is 0 is not
+/// taken: a member before 0.30.0 may send its wall clock there, not its clock.
 ///
 /// Otherwise heartbeats never touch the clock (they are not data: docs/architecture.md).
 struct ForgottenStamps: Sendable, Equatable {
     /// Whether members' heartbeats move the clock now.
     private(set) var takesHeartbeatClocks: Bool
+    /// The members whose heartbeat timestamp the clock has taken in.
+    private var taken: Set<NodeID> = []
+    /// The highest timestamp refused of each member, to take again after the clock check.
+    private(set) var refused: [NodeID: HybridTimestamp] = [:]
 
     init(storeMayHaveForgotten: Bool) {
         takesHeartbeatClocks = storeMayHaveForgotten
     }
 
-    /// This node holds everything a member holds: the clock has taken in all of its stamps.
-    mutating func heldAllOfAMember() { takesHeartbeatClocks = false }
+    /// Whether `timestamp`, from a member's heartbeat, is to be taken into the clock.
+    func takes(_ timestamp: HybridTimestamp) -> Bool { takesHeartbeatClocks && timestamp.logical != 0 }
+
+    /// The clock took `node`'s heartbeat timestamp in.
+    mutating func took(from node: NodeID) {
+        taken.insert(node)
+        refused[node] = nil
+    }
+
+    /// The clock refused `node`'s heartbeat timestamp (beyond its drift limit).
+    mutating func refusedTimestamp(_ timestamp: HybridTimestamp, from node: NodeID) {
+        refused[node] = max(refused[node] ?? timestamp, timestamp)
+    }
+
+    /// Ends once the clock has taken a heartbeat timestamp of every member in `active` (this
+    /// node excluded); not while it knows none (a node that has only seeds yet).
+    mutating func settle(active: [NodeID]) {
+        guard takesHeartbeatClocks, !active.isEmpty, active.allSatisfy(taken.contains) else { return }
+        takesHeartbeatClocks = false
+        refused = [:]
+        taken = []
+    }
 }

@@ -181,11 +181,29 @@ extension Replica {
         }
     }
 
+    /// While the store may lack stamps of its own (`ForgottenStamps`): takes again the heartbeat
+    /// timestamps its clock refused, now that the clock check may allow a clock behind its
+    /// members' further (right after the check, before a turn releases the writes it held), and
+    /// ends once every active member's was taken.
+    func retakeForgottenStamps() {
+        guard forgottenStamps.takesHeartbeatClocks else { return }
+        if !forgottenStamps.refused.isEmpty {
+            let wall = configuration.wallClock()
+            for (node, timestamp) in forgottenStamps.refused where (try? clock.receive(timestamp, wallMillis: wall)) != nil {
+                forgottenStamps.took(from: node)
+            }
+        }
+        forgottenStamps.settle(active: activeSessions.map(\.node))
+    }
+
     /// Notes a contact with the members (this node's clock agrees with theirs: see
     /// `AbsenceCheck`), saves it now and then, and tells a return from longer away than the
     /// tombstone retention.
     func noteContact() {
-        guard case .agrees = clockCheck.verdict, let now = expiryWallMillis(received: false) else { return }
+        guard case .agrees = clockCheck.verdict, let now = expiryWallMillis(received: false) else {
+            absence.contactLost()
+            return
+        }
         switch absence.contact(atWallMillis: now) {
         case .none: break
         case .save(let wall): saveLastContact(wall)
@@ -199,9 +217,9 @@ extension Replica {
 
     /// Saves the last contact, if later than the one saved: at a clean stop, so that the next
     /// start judges from it.
-    func saveLastContact() {
+    func saveUnsavedContact() {
         guard let contact = absence.unsaved else { return }
-        absence.saved(contact)
+        absence.markSaved(contact)
         saveLastContact(contact)
     }
 

@@ -282,8 +282,12 @@ extension Replica {
 
     func shortOfSpaceMessage(_ disk: DiskSpace) -> String {
         let frame = codec.limits.maxFrameBytes
-        return "the disk has \(disk.freeBytes) bytes free, fewer than the \(disk.roomForCommits(frameBytes: frame)) "
-            + "a large commit may need (a fetch of dropped entries, a large write): commits fail or soon will, though small ones "
-            + "may still fit in SQLite's log; free space (this clears once the disk has \(disk.roomToRecover(frameBytes: frame)) bytes free)"
+        let (room, recover) = (disk.roomForCommits(frameBytes: frame), disk.roomToRecover(frameBytes: frame))
+        // Between the two figures it is short still (`roomToRecover`), and says so truly.
+        let short = disk.freeBytes < room
+            ? "fewer than the \(room) a large commit may need (a fetch of dropped entries, a large write): commits fail or soon "
+                + "will, though small ones may still fit in SQLite's log"
+            : "fewer than the \(recover) it needs to be trusted with commits again after it had fewer than \(room)"
+        return "the disk has \(disk.freeBytes) bytes free, \(short); free space (this clears once the disk has \(recover) bytes free)"
     }
 }

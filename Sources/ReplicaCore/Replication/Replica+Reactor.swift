@@ -137,6 +137,7 @@ extension Replica {
             collectTombstones()  // sooner again if it left some
         }
         checkClock(now: now)
+        retakeForgottenStamps()
         noteContact()
         judgeIdentityClash(now: now)
         if now >= nextStoreFileCheck {

@@ -119,7 +119,8 @@ extension Replica {
     }
 
     private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: ContinuousClock.Instant) {
-        // A heartbeat is not data: its timestamp never moves our clock. From a member whose clock
+        // A heartbeat is not data: its timestamp does not move our clock (but while this node's
+        // store may lack stamps of its own, see `ForgottenStamps`). From a member whose clock
         // is beyond the limit ahead of ours it keeps the member alive and measures its clock (so
         // the skew shows), and does nothing else: no gap, repair, sync or exchange.
         let wall = configuration.wallClock()
@@ -135,14 +136,18 @@ extension Replica {
             node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
             syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
         guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
-        if forgottenStamps.takesHeartbeatClocks {
+        if forgottenStamps.takes(heartbeat.timestamp) {
             // Stamps of this id's earlier life may be above this clock (`ForgottenStamps`). One
-            // beyond the drift limit is not taken (its member's clock is listed as off).
-            _ = try? clock.receive(heartbeat.timestamp, wallMillis: wall)
+            // beyond the drift limit is taken again after the clock check.
+            do {
+                try clock.receive(heartbeat.timestamp, wallMillis: wall)
+                forgottenStamps.took(from: node)
+            } catch {
+                forgottenStamps.refusedTimestamp(heartbeat.timestamp, from: node)
+            }
         }
         perform(actions, for: node, now: now)
         if heartbeat.digestRoot == local.digestRoot {
-            forgottenStamps.heldAllOfAMember()
             // Equal digests, equal state: what the member holds of each stream, we hold too.
             sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
             if planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }

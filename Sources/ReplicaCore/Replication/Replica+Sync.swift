@@ -244,7 +244,6 @@ extension Replica {
     /// (they come back with those members).
     private func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: ContinuousClock.Instant) {
         let node = sync.peer
-        if !sync.droppedEntries { forgottenStamps.heldAllOfAMember() }
         // Entries dropped meanwhile: the sync counts, but no mark or stream is covered by it (the
         // next sync asks for everything in the differing buckets).
         sessions[node]?.syncCompleted(

@@ -537,7 +537,7 @@ public actor Replica: PollLoopOwner {
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
         saveMemberTable(now: .now, force: true)
-        saveLastContact()
+        saveUnsavedContact()
         if let unrecorded = store.closeForWriting() {
             logger.warning("the stop could not be recorded as clean (\(unrecorded)): the next start writes counter increments to a new slot")
         }

@@ -12,8 +12,15 @@
 /// once per `saveInterval` (so a restart, or a crash, loses at most that much of it: the
 /// judgement then errs towards telling).
 ///
+/// A return is judged once per stretch of contact, at its first moment (after a start, or after
+/// contact was lost): within a stretch, the time between two looks is not an absence (a stall of
+/// this node, or a retention of milliseconds in a test, raised it at every turn; helper-91).
+///
 /// If every node was stopped over the same time, nothing was deleted meanwhile and nothing came
-/// back; this node cannot know that, and says so.
+/// back; this node cannot know that, and says so. What it cannot see: a cluster split in two
+/// groups for longer than the retention (each side is in contact within itself), and contact
+/// through relays only (this node's clock is not compared then: that counts as out of contact,
+/// though entries did arrive).
 struct AbsenceCheck: Sendable, Equatable {
     /// `ReplicaConfiguration.tombstoneRetention`, in ms.
     let retentionMillis: UInt64
@@ -22,6 +29,8 @@ struct AbsenceCheck: Sendable, Equatable {
     /// The last contact saved in the store (or whose save was tried: a save that fails is not
     /// tried again at every turn).
     private var saved: UInt64?
+    /// Whether the last look found contact: the stretch that a new contact continues.
+    private var inContact = false
 
     static let saveInterval: UInt64 = 60_000
 
@@ -48,10 +57,16 @@ struct AbsenceCheck: Sendable, Equatable {
     }
 
     /// The contact `wallMillis` was saved.
-    mutating func saved(_ wallMillis: UInt64) { saved = wallMillis }
+    mutating func markSaved(_ wallMillis: UInt64) { saved = wallMillis }
+
+    /// This node is out of contact (its clock does not agree with its members': none heard, or
+    /// not measured, or skewed).
+    mutating func contactLost() { inContact = false }
 
     /// This node is in contact at `wallMillis` (by its checked clock).
     mutating func contact(atWallMillis now: UInt64) -> Action {
+        let resumed = !inContact
+        inContact = true
         guard let last = lastContact else {
             lastContact = now
             saved = now
@@ -60,7 +75,7 @@ struct AbsenceCheck: Sendable, Equatable {
         // A contact saved by a clock a little ahead (within the drift limit) is not moved back.
         guard now > last else { return .none }
         lastContact = now
-        if now - last > retentionMillis {
+        if resumed && now - last > retentionMillis {
             saved = now
             return .returned(since: last, until: now)
         }

@@ -12,7 +12,8 @@ public struct Problem: Sendable, Equatable, Codable {
         case store
         /// The last commit failed (a full or read-only disk): received entries are fetched again,
         /// with back-off, once commits work; local writes fail until then. Or commits work but
-        /// the disk lacks the room a large one may need (`DiskSpace.roomForCommits`).
+        /// the disk lacks the room a large one may need (`DiskSpace.roomForCommits`; once short,
+        /// until it has `DiskSpace.roomToRecover`).
         case commit
         /// This node's clock is too far from its members' (median): local writes are refused.
         case clock
