@@ -102,4 +102,33 @@ import Testing
         }
         for replica in [w, ahead, b] { await replica.shutdown() }
     }
+
+    /// helper-90's case: the member a wiped node reaches never had its old write (it was down
+    /// then), and the member that holds it is down now. The new write is stamped no lower than
+    /// the members' median clock, so above the old write made a moment before by a clock that
+    /// agreed with theirs. (It was stamped from the node's own clock, 20 s behind, and the old
+    /// write won once the member holding it returned.)
+    @Test func aWipedNodeStampsNoLowerThanItsMembersMedianClock() async throws {
+        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-wiped-\(UUID().uuidString.prefix(6))")
+        defer { try? FileManager.default.removeItem(at: directory) }
+        var layout = ReplicaLayout(count: 3, storage: { $0 == 0 ? .directory(directory) : .memory })
+        var w = try layout.start(0)
+        let holder = try layout.start(1)
+        #expect(await connected([w, holder]))
+        try await w.write("k", payload: Array("before the wipe".utf8))
+        #expect(try await eventually { try await holder.entry(for: "k") != nil })
+        let old = try #require(try await holder.entry(for: "k")).version
+        await w.shutdown()
+        try FileManager.default.removeItem(at: directory)
+        await holder.shutdown()
+
+        let other = try layout.start(2)  // never had k
+        layout.configurations[0].wallClock = { HybridLogicalClock.systemClock() - 20_000 }
+        layout.configurations[0].requireClockCheck = true
+        w = try layout.start(0)
+        #expect(await eventually { (try? await w.write("k", payload: Array("after the wipe".utf8))) != nil }, "accepted")
+        let new = try #require(try await w.entry(for: "k"))
+        #expect(new.version > old, "stamped above the write of its earlier life: \(new.version) against \(old)")
+        for replica in [w, other] { await replica.shutdown() }
+    }
 }

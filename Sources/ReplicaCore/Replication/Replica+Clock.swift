@@ -185,13 +185,22 @@ extension Replica {
     /// timestamps its clock refused, now that the clock check may allow a clock behind its
     /// members' further (right after the check, before a turn releases the writes it held), and
     /// ends once every active member's was taken.
+    ///
+    /// It also stamps no lower than its members' median clock while that is ahead of its own:
+    /// the member it reached may never have had the old write (it was down then), and a wiped
+    /// node 20 s behind stamped its new write from its own clock, below its write of a minute
+    /// before the wipe that the member holding it brought back (helper-90). The median is a
+    /// checked time (within the drift limit), not one member's clock.
     func retakeForgottenStamps() {
         guard forgottenStamps.takesHeartbeatClocks else { return }
-        if !forgottenStamps.refused.isEmpty {
-            let wall = configuration.wallClock()
-            for (node, timestamp) in forgottenStamps.refused where (try? clock.receive(timestamp, wallMillis: wall)) != nil {
-                forgottenStamps.took(from: node)
-            }
+        let wall = configuration.wallClock()
+        for (node, timestamp) in forgottenStamps.refused where (try? clock.receive(timestamp, wallMillis: wall)) != nil {
+            forgottenStamps.took(from: node)
+        }
+        // Not over before the clock check has judged: the median is taken then.
+        guard case .agrees(let median) = clockCheck.verdict else { return }
+        if median > 0 {
+            _ = try? clock.receive(HybridTimestamp(wallMillis: wall + UInt64(median), logical: 0), wallMillis: wall)
         }
         forgottenStamps.settle(active: activeSessions.map(\.node))
     }
@@ -239,8 +248,9 @@ extension Replica {
         let to = Date(timeIntervalSince1970: Double(until) / 1000).formatted(format)
         return "this node was out of contact with its members for \(spokenSpan(until - since)) (\(from) to \(to)), longer than "
             + "the tombstone retention (\(spokenSpan(retentionMillis))): a key or log element deleted meanwhile, whose tombstone the "
-            + "members have since collected, may have come back from this node's data to every node. If every node was "
-            + "stopped over the same time, nothing did. See docs/sharing.md, \"Tombstone retention\" (listed until the node restarts)"
+            + "members have since collected, may have come back from this node's data to every node (nothing did if no key "
+            + "was deleted while this node was away and the others ran). See docs/sharing.md, \"Tombstone retention\" "
+            + "(listed until the node restarts)"
     }
 
     /// A span of milliseconds in its two largest units: "9 d 2 h", "3 h 5 min", "42 s".

@@ -16,8 +16,8 @@
 /// contact was lost): within a stretch, the time between two looks is not an absence (a stall of
 /// this node, or a retention of milliseconds in a test, raised it at every turn; helper-91).
 ///
-/// If every node was stopped over the same time, nothing was deleted meanwhile and nothing came
-/// back; this node cannot know that, and says so. What it cannot see: a cluster split in two
+/// If no key was deleted while this node was away and the others ran (every node stopped over
+/// the same time, say), nothing came back; this node cannot know that, and says so. What it cannot see: a cluster split in two
 /// groups for longer than the retention (each side is in contact within itself), and contact
 /// through relays only (this node's clock is not compared then: that counts as out of contact,
 /// though entries did arrive).
