@@ -91,12 +91,7 @@ import Testing
         await w.shutdown()
         try FileManager.default.removeItem(at: directory)
 
-        layout.configurations[0].wallClock = { HybridLogicalClock.systemClock() - 50_000 }
-        layout.configurations[0].requireClockCheck = true
-        w = try layout.start(0)
-        #expect(await eventually { (try? await w.write("k", payload: Array("after the wipe".utf8))) != nil }, "accepted")
-        let new = try #require(try await w.entry(for: "k"))
-        #expect(new.version > old, "stamped above the write of its earlier life: \(new.version) against \(old)")
+        w = try await Self.restartWipedAndWrite(&layout, behindMillis: 50_000, above: old)
         for replica in [w, ahead, b] {
             #expect(try await eventually { try await replica.entry(for: "k")?.payload == Array("after the wipe".utf8) })
         }
@@ -123,12 +118,20 @@ import Testing
         await holder.shutdown()
 
         let other = try layout.start(2)  // never had k
-        layout.configurations[0].wallClock = { HybridLogicalClock.systemClock() - 20_000 }
+        w = try await Self.restartWipedAndWrite(&layout, behindMillis: 20_000, above: old)
+        for replica in [w, other] { await replica.shutdown() }
+    }
+
+    /// Starts replica 0 again (its directory wiped) with its clock `behindMillis` behind and
+    /// `requireClockCheck`, writes "k" as soon as it may, and checks that the write is stamped
+    /// above `old`, the write of its earlier life.
+    static func restartWipedAndWrite(_ layout: inout ReplicaLayout, behindMillis: UInt64, above old: Version) async throws -> Replica {
+        layout.configurations[0].wallClock = { HybridLogicalClock.systemClock() - behindMillis }
         layout.configurations[0].requireClockCheck = true
-        w = try layout.start(0)
+        let w = try layout.start(0)
         #expect(await eventually { (try? await w.write("k", payload: Array("after the wipe".utf8))) != nil }, "accepted")
         let new = try #require(try await w.entry(for: "k"))
         #expect(new.version > old, "stamped above the write of its earlier life: \(new.version) against \(old)")
-        for replica in [w, other] { await replica.shutdown() }
+        return w
     }
 }
