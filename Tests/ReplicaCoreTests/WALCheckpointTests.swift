@@ -24,6 +24,13 @@ import Testing
         #expect(policy.restarts(afterPassiveWithLogFrames: logFrames, pageSize: pageSize) == rewinds)
     }
 
+    /// SQLite cuts the log file back to `journal_size_limit` after a rewind: below the size a
+    /// rewind happens at, every rewind cut it, the commits after it allocated its blocks again,
+    /// and the p99 at 10,000 saves/s went from 8 to 46-52 ms (64 MiB, 0.26.0 to 0.32.0).
+    @Test func theLogFileIsNotCutBelowTheSizeItRewindsAt() {
+        #expect(SQLiteStore.logSizeLimitBytes >= 2 * WALCheckpointPolicy().restartAboveBytes)
+    }
+
     @Test func theDefaultRewindsAt128MiB() {
         #expect(WALCheckpointPolicy().restartAboveBytes == 128 * Self.mebibyte)
     }

@@ -320,6 +320,11 @@ public final class SQLiteStore: ReplicaStore {
         }
     }
 
+    /// The size SQLite cuts the write-ahead log file back to after a checkpoint rewound it
+    /// (`journal_size_limit`): twice `WALCheckpointPolicy.restartAboveBytes`, so the log of
+    /// steady writes keeps its blocks allocated and only a burst's excess is given back.
+    static let logSizeLimitBytes = 2 * WALCheckpointPolicy().restartAboveBytes
+
     private static func open(_ url: URL, synchronous: String) throws -> DatabaseQueue {
         var configuration = Configuration()
         // Other connections (the checkpointer, readers, a store being closed) hold locks for
@@ -342,9 +347,11 @@ public final class SQLiteStore: ReplicaStore {
             // Checkpoints run on their own thread (WALCheckpointer), never inside a commit.
             try db.execute(sql: "PRAGMA wal_autocheckpoint = 0")
             // A burst (an import) grows the log; once a checkpoint has emptied it, SQLite cuts
-            // the file back to 64 MiB rather than keeping the burst's size on disk until the
-            // next clean stop.
-            try db.execute(sql: "PRAGMA journal_size_limit = 67108864")
+            // the file back to this rather than keeping the burst's size on disk until the next
+            // clean stop. Twice the log a checkpoint rewinds at: at 64 MiB, below those 128 MiB,
+            // every rewind cut the file, the commits after it allocated its blocks again, and
+            // the p99 at 10,000 saves/s went from 8 to 46-52 ms (found by bisecting 0.25 to 0.32).
+            try db.execute(sql: "PRAGMA journal_size_limit = \(Self.logSizeLimitBytes)")
         }
         do {
             let queue = try DatabaseQueue(path: url.path, configuration: configuration)
