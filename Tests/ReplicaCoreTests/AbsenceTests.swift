@@ -97,9 +97,9 @@ import Testing
     /// (docs/sharing.md, "Tombstone retention"), and now says so. (A 2 s retention stands for
     /// the 7 days.)
     @Test func aNodeBackFromLongerThanTheRetentionTellsIt() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-absence-\(UUID().uuidString.prefix(6))")
+        let directory = temporaryDirectory("replica-absence")
         defer { try? FileManager.default.removeItem(at: directory) }
-        let layout = ReplicaLayout(count: 3, storage: { $0 == 0 ? .directory(directory) : .memory }) {
+        let layout = ReplicaLayout(count: 3, firstIn: directory) {
             $0.tombstoneRetention = .seconds(2)
             $0.tombstoneSweepInterval = .milliseconds(200)
         }

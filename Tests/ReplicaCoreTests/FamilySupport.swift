@@ -23,6 +23,12 @@ struct ReplicaLayout {
         }
     }
 
+    /// `count` replicas, the first keeping its store in `directory` (SQLite), the others in
+    /// memory: a node that is stopped, wiped or restarted on its data among members.
+    init(count: Int, firstIn directory: URL, configure: (inout ReplicaConfiguration) -> Void = { _ in }) {
+        self.init(count: count, storage: { $0 == 0 ? .directory(directory) : .memory }, configure: configure)
+    }
+
     /// Starts two nodes under CURVE (docs/sharing.md's set-up), each trusting the other's key,
     /// named as the other's id's key.
     func startTrustingEachOther(_ keys: [CurveKeyPair]) throws -> [Replica] {

@@ -40,30 +40,14 @@ import Testing
     /// and this passed before the fix too; `wiped-behind` in Tests/cluster, a write during a slow
     /// catch-up, fails without it.)
     @Test func aWipedNodesNewWriteIsNotStampedBelowItsOldOne() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-wiped-\(UUID().uuidString.prefix(6))")
+        let directory = temporaryDirectory("replica-wiped")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var layout = ReplicaLayout(count: 3, storage: { $0 == 0 ? .directory(directory) : .memory })
-        var a = try layout.start(0)
-        let (b, c) = (try layout.start(1), try layout.start(2))
-        #expect(await connected([a, b, c]))
-        try await a.write("k", payload: Array("before the wipe".utf8))
-        #expect(try await eventually {
-            let (onB, onC) = (try await b.entry(for: "k"), try await c.entry(for: "k"))
-            return onB != nil && onC != nil
-        })
-        let old = try #require(try await b.entry(for: "k")).version
-        await a.shutdown()
-        try FileManager.default.removeItem(at: directory)
-
-        layout.configurations[0].wallClock = { HybridLogicalClock.systemClock() - 20_000 }
-        a = try layout.start(0)
-        #expect(await eventually { (try? await a.write("k", payload: Array("after the wipe".utf8))) != nil }, "accepted")
-        let new = try #require(try await a.entry(for: "k"))
-        #expect(new.version > old, "stamped above the write of its earlier life: \(new.version) against \(old)")
-        for replica in [a, b, c] {
-            #expect(try await eventually { try await replica.entry(for: "k")?.payload == Array("after the wipe".utf8) })
-        }
-        for replica in [a, b, c] { await replica.shutdown() }
+        var layout = ReplicaLayout(count: 3, firstIn: directory)
+        let (w, b, c) = (try layout.start(0), try layout.start(1), try layout.start(2))
+        #expect(await connected([w, b, c]))
+        let old = try await Self.writeAndWipe(w, directory: directory, seenBy: b)
+        let restarted = try await Self.restartWipedAndWrite(&layout, behindMillis: 20_000, requiringCheck: false, above: old)
+        try await Self.expectTheNewWrite(on: [restarted, b, c])
     }
 
     /// A wiped node 50 s behind, whose members' clocks are all beyond the drift its clock
@@ -74,28 +58,17 @@ import Testing
     /// usually brings the old write first here, and this passed with the retake disabled too:
     /// the retake's decisions are in the table above, and this proves its wiring does no harm.)
     @Test func refusedHeartbeatClocksAreTakenOnceTheClockIsJudged() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-wiped-\(UUID().uuidString.prefix(6))")
+        let directory = temporaryDirectory("replica-wiped")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var layout = ReplicaLayout(count: 3, storage: { $0 == 0 ? .directory(directory) : .memory })
+        var layout = ReplicaLayout(count: 3, firstIn: directory)
         layout.configurations[1].wallClock = { HybridLogicalClock.systemClock() + 15_000 }
-        var w = try layout.start(0)
-        let (ahead, b) = (try layout.start(1), try layout.start(2))
+        let (w, ahead, b) = (try layout.start(0), try layout.start(1), try layout.start(2))
         #expect(await connected([w, ahead, b]))
-        try await w.write("k", payload: Array("before the wipe".utf8))
         #expect(await eventually { (try? await ahead.write("x", payload: Array("1".utf8))) != nil })
-        #expect(try await eventually {
-            let (k, x) = (try await b.entry(for: "k"), try await b.entry(for: "x"))
-            return k != nil && x != nil
-        })
-        let old = try #require(try await b.entry(for: "k")).version
-        await w.shutdown()
-        try FileManager.default.removeItem(at: directory)
-
-        w = try await Self.restartWipedAndWrite(&layout, behindMillis: 50_000, above: old)
-        for replica in [w, ahead, b] {
-            #expect(try await eventually { try await replica.entry(for: "k")?.payload == Array("after the wipe".utf8) })
-        }
-        for replica in [w, ahead, b] { await replica.shutdown() }
+        #expect(try await eventually { try await b.entry(for: "x") != nil })
+        let old = try await Self.writeAndWipe(w, directory: directory, seenBy: b)
+        let restarted = try await Self.restartWipedAndWrite(&layout, behindMillis: 50_000, requiringCheck: true, above: old)
+        try await Self.expectTheNewWrite(on: [restarted, ahead, b])
     }
 
     /// helper-90's case: the member a wiped node reaches never had its old write (it was down
@@ -104,34 +77,50 @@ import Testing
     /// agreed with theirs. (It was stamped from the node's own clock, 20 s behind, and the old
     /// write won once the member holding it returned.)
     @Test func aWipedNodeStampsNoLowerThanItsMembersMedianClock() async throws {
-        let directory = FileManager.default.temporaryDirectory.appendingPathComponent("replica-wiped-\(UUID().uuidString.prefix(6))")
+        let directory = temporaryDirectory("replica-wiped")
         defer { try? FileManager.default.removeItem(at: directory) }
-        var layout = ReplicaLayout(count: 3, storage: { $0 == 0 ? .directory(directory) : .memory })
-        var w = try layout.start(0)
-        let holder = try layout.start(1)
+        var layout = ReplicaLayout(count: 3, firstIn: directory)
+        let (w, holder) = (try layout.start(0), try layout.start(1))
         #expect(await connected([w, holder]))
+        let old = try await Self.writeAndWipe(w, directory: directory, seenBy: holder)
+        await holder.shutdown()
+
+        let other = try layout.start(2)  // never had k
+        let restarted = try await Self.restartWipedAndWrite(&layout, behindMillis: 20_000, requiringCheck: true, above: old)
+        for replica in [restarted, other] { await replica.shutdown() }
+    }
+
+    /// Writes "k" on `w` (replica 0), waits until `holder` has it, then stops `w` and wipes its
+    /// data directory; returns the version of that write.
+    static func writeAndWipe(_ w: Replica, directory: URL, seenBy holder: Replica) async throws -> Version {
         try await w.write("k", payload: Array("before the wipe".utf8))
         #expect(try await eventually { try await holder.entry(for: "k") != nil })
         let old = try #require(try await holder.entry(for: "k")).version
         await w.shutdown()
         try FileManager.default.removeItem(at: directory)
-        await holder.shutdown()
-
-        let other = try layout.start(2)  // never had k
-        w = try await Self.restartWipedAndWrite(&layout, behindMillis: 20_000, above: old)
-        for replica in [w, other] { await replica.shutdown() }
+        return old
     }
 
-    /// Starts replica 0 again (its directory wiped) with its clock `behindMillis` behind and
-    /// `requireClockCheck`, writes "k" as soon as it may, and checks that the write is stamped
-    /// above `old`, the write of its earlier life.
-    static func restartWipedAndWrite(_ layout: inout ReplicaLayout, behindMillis: UInt64, above old: Version) async throws -> Replica {
+    /// Starts replica 0 again (its directory wiped) with its clock `behindMillis` behind (and
+    /// `requireClockCheck` if `requiringCheck`), writes "k" as soon as it may, and checks that
+    /// the write is stamped above `old`, the write of its earlier life.
+    static func restartWipedAndWrite(
+        _ layout: inout ReplicaLayout, behindMillis: UInt64, requiringCheck: Bool, above old: Version
+    ) async throws -> Replica {
         layout.configurations[0].wallClock = { HybridLogicalClock.systemClock() - behindMillis }
-        layout.configurations[0].requireClockCheck = true
+        layout.configurations[0].requireClockCheck = requiringCheck
         let w = try layout.start(0)
         #expect(await eventually { (try? await w.write("k", payload: Array("after the wipe".utf8))) != nil }, "accepted")
         let new = try #require(try await w.entry(for: "k"))
         #expect(new.version > old, "stamped above the write of its earlier life: \(new.version) against \(old)")
         return w
+    }
+
+    /// Every replica ends with the write made after the wipe; then all stop.
+    static func expectTheNewWrite(on replicas: [Replica]) async throws {
+        for replica in replicas {
+            #expect(try await eventually { try await replica.entry(for: "k")?.payload == Array("after the wipe".utf8) })
+        }
+        for replica in replicas { await replica.shutdown() }
     }
 }

@@ -90,3 +90,9 @@ struct SmallDisk {
         }
     }
 }
+
+/// A path for a directory of a test's own in the temporary directory (not created): `prefix`
+/// and six random characters.
+func temporaryDirectory(_ prefix: String) -> URL {
+    FileManager.default.temporaryDirectory.appendingPathComponent("\(prefix)-\(UUID().uuidString.prefix(6))")
+}
