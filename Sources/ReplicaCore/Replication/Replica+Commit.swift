@@ -278,6 +278,10 @@ extension Replica {
         case .unchanged:
             if let short = commits.shortOfSpace { problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short)) }
         }
+        if commits.fetchOwed(afterLookAt: disk, frameBytes: codec.limits.maxFrameBytes, now: .now) {
+            logger.info("the disk has room again: fetching what failed commits dropped")
+            planner.wantCatchUp(.commitFailed)
+        }
     }
 
     func shortOfSpaceMessage(_ disk: DiskSpace) -> String {

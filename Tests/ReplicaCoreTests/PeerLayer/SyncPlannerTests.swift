@@ -801,6 +801,34 @@ extension SyncResponder {
         #expect(queue.shortOfSpace != nil && !short, "short of space, commits working: the look at the disk tells")
     }
 
+    /// Space freed while commits fail, or soon after a failure ended, makes the fetch of what
+    /// was dropped due at once (the `disk-full` fault test's node3 waited out a back-off of up
+    /// to a minute); not for a disk that never lacked room (read-only), nor with no failure.
+    @Test func spaceFreedAfterFailuresMakesTheFetchDueAtOnce() {
+        let frame = 1_000
+        func disk(_ free: UInt64) -> DiskSpace { DiskSpace(freeBytes: free, totalBytes: 1 << 30) }  // room 4,000, recover 6,000
+        func looks(_ queue: inout CommitQueue, _ frees: [UInt64]) -> [Bool] {
+            frees.map { queue.fetchOwed(afterLookAt: disk($0), frameBytes: frame, now: now) }
+        }
+        var failing = CommitQueue()
+        _ = failing.failed("disk full", now: now)
+        for _ in 0..<4 { _ = failing.failed("disk full", now: now + .seconds(1)) }
+        #expect(looks(&failing, [0, 5_000, 6_000, 9_000]) == [false, false, true, false], "once, with the room to recover")
+        #expect(failing.acceptsSyncs(now: now) && failing.acceptsInbound(now: now), "due at once")
+
+        var readOnly = CommitQueue()
+        _ = readOnly.failed("attempt to write a readonly database", now: now)
+        #expect(looks(&readOnly, [1 << 20, 1 << 20]) == [false, false], "never lacked room: the back-off stands")
+
+        var ended = CommitQueue()
+        _ = ended.failed("disk full", now: now)
+        _ = ended.committed(now: now, disk: disk(100), frameBytes: frame)
+        #expect(looks(&ended, [100, 7_000]) == [false, true], "a failure that ended lately: its fetch may have failed")
+
+        var never = CommitQueue()
+        #expect(looks(&never, [100, 7_000]) == [false, false], "no commit failed: nothing to fetch")
+    }
+
     /// A disk whose free space hovers about the room is listed once, not listed and cleared at
     /// every look (2 s apart: an alert that flaps; helper-87): once short, it needs half as much
     /// again to be trusted.

@@ -66,6 +66,9 @@ struct CommitQueue: Sendable {
     /// room for small commits in SQLite's log only, each small one ended the failure and each
     /// large one began it again, and `health` passed between the two (the `disk-full` fault test).
     private(set) var shortOfSpace: DiskSpace?
+    /// A look at the disk found less free than `DiskSpace.roomForCommits` since the last time it
+    /// found the room to recover (see `fetchOwed(afterLookAt:frameBytes:now:)`).
+    private var lackedRoom = false
 
     var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
 
@@ -140,6 +143,34 @@ struct CommitQueue: Sendable {
         case (true, false): return .ended
         default: return .unchanged
         }
+    }
+
+    /// After a look at the disk: whether to fetch now what failed commits dropped. Yes when the
+    /// disk lacked room at an earlier look and has the room to recover now (space was freed:
+    /// what the fetch's back-off, up to a minute, waits for), if commits fail or a failure ended
+    /// within the last minute (its fetch may have failed, or been put off); the fetch is then
+    /// due at once. (The `disk-full` fault test's node3, its writers done, did not catch up
+    /// within 30 s of the space being freed.) Not for a disk that never lacked room (read-only:
+    /// the back-off stands), and once per such return.
+    mutating func fetchOwed(afterLookAt disk: DiskSpace?, frameBytes: Int, now: ContinuousClock.Instant) -> Bool {
+        guard let disk else { return false }
+        if disk.lacksRoomForCommits(frameBytes: frameBytes, wasShort: false) {
+            lackedRoom = true
+            return false
+        }
+        guard lackedRoom, !disk.lacksRoomForCommits(frameBytes: frameBytes, wasShort: true) else { return false }
+        lackedRoom = false
+        let endedLately = lastRefetch.map { now < $0.until } ?? false
+        guard failure != nil || endedLately || syncsNotBefore != nil else { return false }
+        if var current = failure {
+            current.retryAt = now
+            current.refetchAt = now
+            current.refetchAsked = true  // asked here
+            failure = current
+        }
+        syncsNotBefore = nil
+        lastRefetch = nil
+        return true
     }
 
     private static func short(_ disk: DiskSpace?, frameBytes: Int, wasShort: Bool) -> DiskSpace? {
