@@ -3,8 +3,8 @@ import Foundation
 import Testing
 
 /// A node whose store may have forgotten stamps its id gave (wiped, restored, unclean) takes its
-/// members' heartbeat clocks in until it holds what a member holds, so that its new writes are
-/// not stamped below its own earlier ones.
+/// members' heartbeat clocks (and their median clock) in until it has taken one of every active
+/// member, so that its new writes are not stamped below its own earlier ones.
 @Suite struct ForgottenStampsTests {
     @Test func aStoreThatKeptItsStampsTakesNoHeartbeatClock() {
         let stamps = ForgottenStamps(storeMayHaveForgotten: false)
