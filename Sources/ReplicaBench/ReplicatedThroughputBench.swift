@@ -29,7 +29,11 @@ enum ReplicatedThroughputBench {
         var issued = 0
         while issued < saves {
             while issued - applied.withLock({ $0 }) > window - batchSize { try await Task.sleep(for: .microseconds(200)) }
-            let batch = (issued..<min(issued + batchSize, saves)).map { Replica.WriteRequest(key: "k\($0)", payload: value) }
+            let batch = (issued..<min(issued + batchSize, saves)).map { index in
+                var payload = value
+                payload[0] = UInt8(truncatingIfNeeded: index)
+                return Replica.WriteRequest(key: "k\(index)", payload: payload)
+            }
             try await pair.a.write(batch)
             issued += batch.count
         }

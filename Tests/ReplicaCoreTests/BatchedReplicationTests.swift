@@ -120,4 +120,33 @@ import Testing
         try await replica.write("watched/c", payload: [1])
         #expect(keys.value == ["watched/a"])
     }
+
+    /// One commit with local writes and an entry of this node's own id received back (its own
+    /// earlier write, as after a wipe): a winner is known as local by its stamp, above every
+    /// entry received before the commit, so the received one is applied, counted and observed as
+    /// remote, and not published again as if it were new.
+    @Test func anOwnEarlierWriteReceivedInTheCommitOfNewOnesIsNotPublished() async throws {
+        let replica = try makeReplicas(1)[0]
+        let origins = Tally<[String: Change.Origin]>([:])
+        _ = await replica.observeChanges(prefix: "own/") { change in origins.update { $0[change.entry.key] = change.origin } }
+        let before = await replica.status().counters
+        let aSecondAgo = UInt64(Date().timeIntervalSince1970 * 1000) - 1000
+        let earlier = Entry(key: "own/earlier", version: Version(timestamp: HybridTimestamp(wallMillis: aSecondAgo, logical: 0), node: "r1"), payload: [1])
+        await replica.commitInOneTurn(received: earlier, from: "r2", writing: [Replica.WriteRequest(key: "own/new", payload: [2])])
+        let after = await replica.status().counters
+        #expect(after.updatesPublished - before.updatesPublished == 1, "the new write only")
+        #expect(after.updatesApplied - before.updatesApplied == 1)
+        #expect(origins.value == ["own/earlier": .remote("r2"), "own/new": .local])
+        #expect(try await replica.entry(for: "own/earlier")?.payload == [1])
+    }
+}
+
+extension Replica {
+    /// Queues `received` and `requests` and commits them in one flush, as one loop turn that
+    /// read a member's message and took a write would.
+    fileprivate func commitInOneTurn(received: Entry, from node: NodeID, writing requests: [WriteRequest]) {
+        accept([received], from: node)
+        commits.enqueue(CommitQueue.PendingWrite(requests: requests, completion: .handler { _ in }))
+        flush()
+    }
 }

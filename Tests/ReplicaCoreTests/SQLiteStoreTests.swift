@@ -51,6 +51,31 @@ import Testing
         #expect(reopened.highestTimestamp == HybridTimestamp(wallMillis: 3, logical: 0))
     }
 
+    /// What a commit binds in place (no copy of keys, node ids and payloads) is what the file
+    /// holds after a reopen: an empty value apart from a tombstone, keys and node ids stored
+    /// inline in their `String` and out of line (over 15 bytes), multi-byte UTF-8, a schema.
+    @Test func everyKindOfValueReadsBackAfterAReopen() throws {
+        let directory = TemporaryDirectory()
+        defer { directory.remove() }
+        let longNode = NodeID(rawValue: "a-node-with-a-long-name")!
+        let written = [
+            Entry(key: "empty", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 1), node: "n1"), payload: []),
+            Entry(key: "gone", version: Version(timestamp: HybridTimestamp(wallMillis: 2, logical: 0), node: "n1"), payload: nil),
+            Entry(key: "caf\u{E9}/a key longer than fifteen bytes", version: Version(timestamp: HybridTimestamp(wallMillis: 3, logical: 7), node: longNode),
+                  schema: 3, payload: Array(repeating: 0xFF, count: 4_000)),
+            Entry(key: "k", version: Version(timestamp: HybridTimestamp(wallMillis: 4, logical: 0), node: longNode), payload: [0]),
+        ]
+        let digest = try {
+            let store = try SQLiteStore(directory: directory.url, node: "n1")
+            #expect(try store.merge(written) == written)
+            return store.digest
+        }()
+        let reopened = try SQLiteStore(directory: directory.url, node: "n1")
+        for entry in written { #expect(try reopened.entry(for: entry.key) == entry) }
+        #expect(try reopened.entry(for: "empty")?.isTombstone == false)
+        #expect(reopened.digest == digest)
+    }
+
     /// A sync reply's read stops at its byte budget row by row, whatever the sizes (small
     /// values first, then large ones), and hands back the keys it did not look at; reading on
     /// from those returns every entry once. Both stores.

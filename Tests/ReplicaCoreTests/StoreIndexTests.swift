@@ -102,6 +102,27 @@ import Testing
         }
     }
 
+    /// The winners come with their hashed keys, one to one (a store keyed by `IndexKey` stores
+    /// each winner under its key), and a batch in which every entry won is handed back as it came.
+    @Test func winnersComeWithTheirKeys() async {
+        await propertyCheck(count: 300, input: Self.keyed.array(of: 0...20), Self.keyed.array(of: 0...30)) { before, batch in
+            var model = Model()
+            _ = model.merge(before)
+            let stored = model.stored
+            let applied = model.index.apply(batch) { stored[$0] }
+            #expect(applied.keys.map(\.key) == applied.entries.map(\.key))
+            if applied.entries.count == batch.count { #expect(applied.entries == batch) }
+        }
+    }
+
+    @Test func aBatchOfNewKeysIsHandedBackWhole() {
+        var index = StoreIndex()
+        let batch = (0..<5).map { SQLiteStoreTests.entry("k\($0)", 1) }
+        let applied = index.apply(batch) { _ in nil }
+        #expect(applied.entries == batch)
+        #expect(applied.keys.map(\.key) == batch.map(\.key))
+    }
+
     struct TieReadFailed: Error {}
 
     /// A version tie reads the stored entry; when that read fails, nothing of the batch stays

@@ -20,17 +20,24 @@ extension Replica {
                 Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
             }, completion: write.completion)
         }
+        let localCount = local.reduce(0) { $0 + $1.entries.count }
+        // The received entries first, then the local ones. The received array is moved into the
+        // batch (the queue handed it over), so only the local entries are copied.
+        let (remoteCount, sources) = (remote.count, remote.sources)
+        var batch = (consume remote).entries
+        batch.reserveCapacity(remoteCount + localCount)
+        for write in local { batch.append(contentsOf: write.entries) }
         let commitStarted = ContinuousClock.now
-        let merged = Result { try store.merge(remote.map(\.entry) + local.flatMap(\.entries)) }
+        let merged = Result { try store.merge(batch) }
         // The one metrics hook on the commit path: once per commit, counts by batch size.
         commitMetrics.record(
-            elapsed: .now - commitStarted, local: local.reduce(0) { $0 + $1.entries.count }, remote: remote.count,
+            elapsed: .now - commitStarted, local: localCount, remote: remoteCount,
             succeeded: (try? merged.get()) != nil)
         let winners: [Entry]
         do {
             winners = try merged.get()
         } catch {
-            commitFailed(error, local: writes, remote: remote)
+            commitFailed(error, local: writes, remoteCount: remoteCount)
             return
         }
         // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
@@ -60,27 +67,34 @@ extension Replica {
         // costs a hash per entry on the hot path, so none is built when nobody observes).
         var remoteOrigin: [ExactKey: NodeID] = [:]
         if !observers.isEmpty {
-            remoteOrigin.reserveCapacity(remote.count)
-            for item in remote { remoteOrigin[ExactKey(item.entry.key)] = item.from }
+            remoteOrigin.reserveCapacity(remoteCount)
+            for (position, source) in sources.enumerated() { remoteOrigin[ExactKey(batch[position].key)] = source }
         }
-        // Local writes carry unique timestamps of this node: that is how a winner is known as ours.
-        var localStamps = Set<HybridTimestamp>()
-        if !local.isEmpty {
-            localStamps.reserveCapacity(local.reduce(0) { $0 + $1.entries.count })
-            for write in local { for entry in write.entries { localStamps.insert(entry.version.timestamp) } }
-        }
-        if !remote.isEmpty && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, localStamps: localStamps) }
+        // A winner is ours if it carries this node's id and a stamp of this commit: the clock took
+        // every received entry in before the first local stamp (`accept`), and stamps only grow,
+        // so every other entry of this node's id (its own earlier writes, come back) is below it.
+        let firstLocalStamp = localCount > 0 ? batch[remoteCount].version.timestamp : nil
         func isLocal(_ entry: Entry) -> Bool {
-            entry.version.node == identity.node && localStamps.contains(entry.version.timestamp)
+            guard let firstLocalStamp else { return false }
+            return entry.version.node == identity.node && entry.version.timestamp >= firstLocalStamp
         }
-        var published: [Entry] = []
-        published.reserveCapacity(localStamps.count)
-        for entry in winners {
-            if isLocal(entry) {
-                published.append(entry)
-            } else {
-                counters.updatesApplied += 1
+        if remoteCount > 0 && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, isLocal: isLocal) }
+        let published: ArraySlice<Entry>
+        if winners.count == batch.count {
+            // Every entry won (the usual case): the winners are the batch, local ones last.
+            published = winners[remoteCount...]
+            counters.updatesApplied += remoteCount
+        } else {
+            var mine: [Entry] = []
+            mine.reserveCapacity(localCount)
+            for entry in winners {
+                if isLocal(entry) {
+                    mine.append(entry)
+                } else {
+                    counters.updatesApplied += 1
+                }
             }
+            published = mine[...]
         }
         // Members first (the latency that matters is theirs), then observers, then writers.
         publish(published)
@@ -94,10 +108,10 @@ extension Replica {
 
     /// Nothing of the batch was written. Writers get the error (nothing of theirs is published);
     /// received entries are dropped, to be fetched again by a catch-up sync once commits work.
-    private func commitFailed(_ error: any Error, local: [CommitQueue.PendingWrite], remote: [CommitQueue.Inbound]) {
+    private func commitFailed(_ error: any Error, local: [CommitQueue.PendingWrite], remoteCount: Int) {
         let reason = "\(error)"
         if commits.failed(reason, now: .now) {
-            logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remote.count)", "error": "\(reason)"])
+            logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remoteCount)", "error": "\(reason)"])
         } else if case let (true, suppressed) = warnings.admit("commit", now: .now) {
             logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
         }
@@ -110,9 +124,9 @@ extension Replica {
         refuse(local) { ReplicaError.saveFailed(key: $0.requests.first?.key ?? "", reason: reason) }
         problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
             + "entries are fetched again once commits work, retried with back-off")
-        if !remote.isEmpty {
+        if remoteCount > 0 {
             forgetSyncMarks()
-            counters.inboundDroppedOnFailedCommit += remote.count
+            counters.inboundDroppedOnFailedCommit += remoteCount
             planner.wantCatchUp(.commitFailed)
         }
     }
@@ -178,7 +192,7 @@ extension Replica {
 
     /// Publishes this commit's local winners: in batches of consecutive sequences, each cut at
     /// `maxBatchBytes` (a lone update goes as a single update, which every version reads).
-    private func publish(_ entries: [Entry]) {
+    private func publish(_ entries: ArraySlice<Entry>) {
         guard !entries.isEmpty else { return }
         // Recorded once the sequences are taken: a sync reply leaves out what members report
         // holding of our stream (`PublishedStamps`).

@@ -40,9 +40,9 @@ extension Replica {
 
     /// A remote entry replaced one of our cached slot totals (a restored backup of this data
     /// directory, say): read it from the store next time.
-    func forgetCounterSlots(overwrittenBy winners: [Entry], localStamps: Set<HybridTimestamp>) {
+    func forgetCounterSlots(overwrittenBy winners: [Entry], isLocal: (Entry) -> Bool) {
         for entry in winners where counterSlots[ExactKey(entry.key)] != nil {
-            if entry.version.node == identity.node && localStamps.contains(entry.version.timestamp) { continue }
+            if isLocal(entry) { continue }
             counterSlots[ExactKey(entry.key)] = nil
         }
     }

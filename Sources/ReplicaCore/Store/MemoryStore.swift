@@ -12,9 +12,10 @@ public final class MemoryStore: ReplicaStore {
     private var memberTable: [[UInt8]] = []
 
     final class MemoryTable: StoreReader {
-        /// By the key's bytes, as SQLite compares them (`ExactKey`).
-        let entries = Mutex<[ExactKey: Entry]>([:])
-        func entry(for key: String) -> Entry? { entries.withLock { $0[ExactKey(key)] } }
+        /// By the key's bytes, as SQLite compares them, and by the index's stable hash of them
+        /// (`IndexKey`): a merge stores its winners under the keys the index already hashed.
+        let entries = Mutex<[IndexKey: Entry]>([:])
+        func entry(for key: String) -> Entry? { entries.withLock { $0[IndexKey(key)] } }
         func entries(prefix: String) -> [Entry] {
             entries.withLock { $0.values.filter { $0.key.hasKeyPrefix(prefix) } }
                 .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
@@ -27,7 +28,7 @@ public final class MemoryStore: ReplicaStore {
         }
     }
 
-    private var entries: [ExactKey: Entry] { table.entries.withLock { $0 } }
+    private var entries: [IndexKey: Entry] { table.entries.withLock { $0 } }
 
     public init(node: NodeID, incarnation: UUID = UUID()) {
         identity = StoreIdentity(node: node, incarnation: incarnation)
@@ -97,7 +98,7 @@ public final class MemoryStore: ReplicaStore {
             var bytes = 0
             for (position, key) in keys.enumerated() {
                 if bytes >= maxBytes { return (found, Array(keys[position...])) }
-                guard let entry = entries[ExactKey(key)] else { continue }
+                guard let entry = entries[IndexKey(key)] else { continue }
                 bytes += entry.key.utf8.count + (entry.payload?.count ?? 0)
                 found.append(entry)
             }
@@ -110,18 +111,18 @@ public final class MemoryStore: ReplicaStore {
     public func removeTombstones(before cutoff: HybridTimestamp, limit: Int) -> [String] {
         let keys = Array(index.tombstones(before: cutoff).prefix(limit))
         table.entries.withLock { entries in
-            for key in keys { entries[ExactKey(key)] = nil }
+            for key in keys { entries[IndexKey(key)] = nil }
         }
         for key in keys { index.remove(key) }
         return keys
     }
 
     public func merge(_ batch: [Entry]) -> [Entry] {
-        let winners = index.apply(batch) { table.entry(for: $0) }.entries
+        let applied = index.apply(batch) { table.entry(for: $0) }
         table.entries.withLock { entries in
-            for entry in winners { entries[ExactKey(entry.key)] = entry }
+            for (key, entry) in zip(applied.keys, applied.entries) { entries[key] = entry }
         }
-        return winners
+        return applied.entries
     }
 
     public func makeReader() -> any StoreReader { table }

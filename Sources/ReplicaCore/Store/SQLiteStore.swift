@@ -5,6 +5,9 @@ import GRDBSQLite
 
 /// SQLite copies bound text and blobs at bind time.
 private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
+/// SQLite reads the bound bytes where they are, until the statement is stepped or reset: only
+/// for values that stay in scope until then.
+private let sqliteStatic = unsafeBitCast(0, to: sqlite3_destructor_type.self)
 
 /// The durable store: one SQLite file in WAL mode, written through GRDB.
 ///
@@ -887,31 +890,43 @@ public final class SQLiteStore: ReplicaStore {
                     sqlite3_reset(handle)
                     var key = entry.key
                     var node = entry.version.node.rawValue
+                    // Bound without a copy (SQLITE_STATIC) and stepped while the buffers are in
+                    // scope: a transient bind is a malloc and a memcpy per value, three per row.
                     // A bind that fails (out of memory) leaves its parameter NULL: for the
                     // payload, a tombstone stored where the index records a value. Every result
                     // is checked, with one branch in all.
-                    var bound = key.withUTF8 { sqlite3_bind_text(handle, 1, $0.baseAddress, Int32($0.count), sqliteTransient) }
-                    bound |= sqlite3_bind_int64(handle, 2, Int64(bitPattern: entry.version.timestamp.rawValue))
-                    bound |= node.withUTF8 { sqlite3_bind_text(handle, 3, $0.baseAddress, Int32($0.count), sqliteTransient) }
-                    bound |= sqlite3_bind_int64(handle, 4, Int64(entry.schema))
-                    if let payload = entry.payload {
-                        // A zero-length blob must not bind as NULL (which means tombstone).
-                        bound |= payload.withUnsafeBytes { bytes in
-                            bytes.count == 0
-                                ? sqlite3_bind_zeroblob(handle, 5, 0)
-                                : sqlite3_bind_blob(handle, 5, bytes.baseAddress, Int32(bytes.count), sqliteTransient)
+                    let code = key.withUTF8 { key in
+                        node.withUTF8 { node in
+                            Self.withPayloadBytes(entry.payload) { payload in
+                                var bound = sqlite3_bind_text(handle, 1, key.baseAddress, Int32(key.count), sqliteStatic)
+                                bound |= sqlite3_bind_int64(handle, 2, Int64(bitPattern: entry.version.timestamp.rawValue))
+                                bound |= sqlite3_bind_text(handle, 3, node.baseAddress, Int32(node.count), sqliteStatic)
+                                bound |= sqlite3_bind_int64(handle, 4, Int64(entry.schema))
+                                if let payload {
+                                    // A zero-length blob must not bind as NULL (which means tombstone).
+                                    bound |= payload.count == 0
+                                        ? sqlite3_bind_zeroblob(handle, 5, 0)
+                                        : sqlite3_bind_blob(handle, 5, payload.baseAddress, Int32(payload.count), sqliteStatic)
+                                } else {
+                                    bound |= sqlite3_bind_null(handle, 5)
+                                }
+                                // SQLITE_OK is 0: any failed bind leaves a bit set.
+                                return bound == SQLITE_OK ? sqlite3_step(handle) : bound
+                            }
                         }
-                    } else {
-                        bound |= sqlite3_bind_null(handle, 5)
                     }
-                    // SQLITE_OK is 0: any failed bind leaves a bit set.
-                    let code = bound == SQLITE_OK ? sqlite3_step(handle) : bound
                     guard code == SQLITE_DONE else {
                         throw DatabaseError(resultCode: ResultCode(rawValue: code), message: String(cString: sqlite3_errmsg(db.sqliteConnection)))
                     }
                 }
             }
         }
+    }
+
+    /// The payload's bytes (nil for a tombstone), valid inside `body` only.
+    private static func withPayloadBytes<Result>(_ payload: [UInt8]?, _ body: (UnsafeRawBufferPointer?) -> Result) -> Result {
+        guard let payload else { return body(nil) }
+        return payload.withUnsafeBytes { body($0) }
     }
 
     /// BEGIN IMMEDIATE ... COMMIT through SQLite's C API, rolled back if `body` or the commit

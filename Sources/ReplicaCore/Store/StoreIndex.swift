@@ -76,8 +76,10 @@ struct StoreIndex {
     /// The winners of a batch, already recorded in the index, and what `undo` needs to forget them.
     struct AppliedBatch {
         /// The entries that won, one per key, in first-seen order: what the store must now write.
+        /// When every entry of the batch won (the usual case), the batch itself, not a copy.
         var entries: [Entry] = []
-        fileprivate var keys: [IndexKey] = []
+        /// The key of each of `entries`, hashed: a store keyed by `IndexKey` hashes nothing again.
+        fileprivate(set) var keys: [IndexKey] = []
         /// Each recorded key with the slot it replaced, in recording order.
         fileprivate var replaced: [(key: IndexKey, old: Slot?)] = []
         fileprivate var serialBefore: UInt64 = 0
@@ -89,50 +91,59 @@ struct StoreIndex {
     /// per key in first-seen order, and records them as stored (one serial for the batch).
     /// `stored` reads the current entry for a version tie; if it throws, nothing stays recorded.
     /// The store must write `entries` and, if that fails, call `undo`.
+    ///
+    /// The batch is read in place and the winners are kept as positions in it: an entry copied
+    /// out of an array costs a retain and a release of its payload, which were the largest
+    /// items of the memory store's merge.
     mutating func apply(_ batch: [Entry], stored: (String) throws -> Entry?) rethrows -> AppliedBatch {
         var applied = AppliedBatch(serialBefore: serial, highestBefore: highestTimestamp, liveCountBefore: liveCount)
-        applied.entries.reserveCapacity(batch.count)
+        // The batch position of each winner, in first-seen order of their keys.
+        var winners: [Int] = []
+        winners.reserveCapacity(batch.count)
         applied.keys.reserveCapacity(batch.count)
         applied.replaced.reserveCapacity(batch.count)
         let batchSerial = serial + 1
-        // Where each key sits in `entries`: built only when a key repeats within the batch.
+        // Where each key sits in `winners`: built only when a key repeats within the batch.
         var positions: [IndexKey: Int]?
         do {
-            for entry in batch {
-                let key = IndexKey(entry.key)
-                if let slot = slots[key] {
-                    if slot.storedSerial == batchSerial {
-                        // Recorded earlier in this batch: compare with that entry, not the store.
-                        if positions == nil {
-                            positions = Dictionary(uniqueKeysWithValues: zip(applied.keys, applied.keys.indices))
+            try batch.withUnsafeBufferPointer { batch in
+                for position in batch.indices {
+                    let key = IndexKey(batch[position].key)
+                    if let slot = slots[key] {
+                        if slot.storedSerial == batchSerial {
+                            // Recorded earlier in this batch: compare with that entry, not the store.
+                            if positions == nil {
+                                positions = Dictionary(uniqueKeysWithValues: zip(applied.keys, applied.keys.indices))
+                            }
+                            let winner = positions![key]!
+                            guard batch[position].supersedes(batch[winners[winner]]) else { continue }
+                            winners[winner] = position
+                            applied.replaced.append((key, record(Self.slotFields(of: batch[position]), key: key, serial: batchSerial)))
+                            continue
                         }
-                        let position = positions![key]!
-                        guard entry.supersedes(applied.entries[position]) else { continue }
-                        applied.entries[position] = entry
-                        applied.replaced.append((key, record(entry, key: key, serial: batchSerial)))
-                        continue
-                    }
-                    if slot.timestamp != entry.version.timestamp {
-                        guard slot.timestamp < entry.version.timestamp else { continue }
-                    } else {
-                        let node = nodes[slot.node]
-                        if entry.version.node != node {
-                            guard node < entry.version.node else { continue }
+                        if slot.timestamp != batch[position].version.timestamp {
+                            guard slot.timestamp < batch[position].version.timestamp else { continue }
                         } else {
-                            guard let current = try stored(entry.key), entry.supersedes(current) else { continue }
+                            let node = nodes[slot.node]
+                            if batch[position].version.node != node {
+                                guard node < batch[position].version.node else { continue }
+                            } else {
+                                guard let current = try stored(batch[position].key), batch[position].supersedes(current) else { continue }
+                            }
                         }
                     }
+                    positions?[key] = winners.count
+                    winners.append(position)
+                    applied.keys.append(key)
+                    applied.replaced.append((key, record(Self.slotFields(of: batch[position]), key: key, serial: batchSerial)))
                 }
-                positions?[key] = applied.entries.count
-                applied.entries.append(entry)
-                applied.keys.append(key)
-                applied.replaced.append((key, record(entry, key: key, serial: batchSerial)))
             }
         } catch {
             restore(applied)
             throw error
         }
-        if !applied.entries.isEmpty { serial = batchSerial }
+        applied.entries = winners.count == batch.count ? batch : winners.map { batch[$0] }
+        if !winners.isEmpty { serial = batchSerial }
         return applied
     }
 
@@ -166,16 +177,34 @@ struct StoreIndex {
     /// Records `entry` for `key` and returns the slot it replaced.
     @discardableResult
     private mutating func record(_ entry: Entry, key: IndexKey, serial: UInt64) -> Slot? {
-        let hash = StoreDigest.hash(of: entry)
+        record(Self.slotFields(of: entry), key: key, serial: serial)
+    }
+
+    /// What a slot keeps of `entry`, read without changing the index: `apply` reads it from the
+    /// batch in place, and passing the entry itself to a mutating method made the compiler copy
+    /// it first (a retain and a release of its payload per entry, a large item of the profile).
+    private static func slotFields(of entry: Entry) -> (timestamp: HybridTimestamp, hash: UInt64, node: NodeID, isTombstone: Bool) {
+        (entry.version.timestamp, StoreDigest.hash(of: entry), entry.version.node, entry.isTombstone)
+    }
+
+    private mutating func record(
+        _ fields: (timestamp: HybridTimestamp, hash: UInt64, node: NodeID, isTombstone: Bool), key: IndexKey, serial: UInt64
+    ) -> Slot? {
+        record(
+            Slot(timestamp: fields.timestamp, hash: fields.hash, storedSerial: serial, node: nodes.number(for: fields.node), isTombstone: fields.isTombstone),
+            key: key)
+    }
+
+    /// Records `slot` for `key` and returns the slot it replaced. (Apart from the entry: what
+    /// this does with the dictionaries held the entry's payload alive with a retain and a release
+    /// per record, one of the larger items of the merge's profile.)
+    private mutating func record(_ slot: Slot, key: IndexKey) -> Slot? {
         let bucket = key.bucket
-        let slot = Slot(
-            timestamp: entry.version.timestamp, hash: hash, storedSerial: serial,
-            node: nodes.number(for: entry.version.node), isTombstone: entry.isTombstone)
         let old = slots.updateValue(slot, forKey: key)
-        digest.replace(oldHash: old?.hash, newHash: hash, bucket: bucket)
-        if old == nil { bucketKeys[bucket].append(entry.key) }
-        highestTimestamp = max(highestTimestamp, entry.version.timestamp)
-        liveCount += (entry.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
+        digest.replace(oldHash: old?.hash, newHash: slot.hash, bucket: bucket)
+        if old == nil { bucketKeys[bucket].append(key.key) }
+        highestTimestamp = max(highestTimestamp, slot.timestamp)
+        liveCount += (slot.isTombstone ? 0 : 1) - ((old.map { $0.isTombstone ? 0 : 1 }) ?? 0)
         return old
     }
 

@@ -627,6 +627,19 @@ extension SyncResponder {
         #expect(queue.failure == nil)
     }
 
+    /// The commit takes what was received whole: each entry with the member it came through,
+    /// in arrival order, and the queue starts empty again (it keeps no share of the arrays the
+    /// commit appends its local writes to).
+    @Test func aBatchHandsOverEntriesWithTheirSources() {
+        var queue = CommitQueue()
+        let second = Entry(key: "j", version: Version(timestamp: .zero, node: "m"), payload: nil)
+        #expect(queue.accept(entry, from: "b", now: now) && queue.accept(second, from: "c", now: now))
+        let (writes, inbound) = queue.takeBatch()
+        #expect(writes.isEmpty)
+        #expect(inbound.entries == [entry, second] && inbound.sources == ["b", "c"])
+        #expect(queue.isEmpty && queue.inbound.isEmpty)
+    }
+
     @Test func theBackOffIsCapped() {
         var queue = CommitQueue()
         for _ in 0..<20 { _ = queue.failed("disk full", now: now) }

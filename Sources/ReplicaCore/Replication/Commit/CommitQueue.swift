@@ -18,10 +18,16 @@ struct CommitQueue: Sendable {
         var completion: WriteCompletion
     }
 
+    /// Received entries waiting for the commit, with the member each came through. Two arrays,
+    /// not an array of pairs: the commit takes `entries` whole as the start of its batch (moved,
+    /// not copied entry by entry).
     struct Inbound: Sendable {
-        var entry: Entry
-        /// The member it came from (for observers).
-        var from: NodeID
+        var entries: [Entry] = []
+        /// The member each of `entries` came from (for observers).
+        var sources: [NodeID] = []
+
+        var count: Int { entries.count }
+        var isEmpty: Bool { entries.isEmpty }
     }
 
     /// A store that failed its last commit.
@@ -51,7 +57,7 @@ struct CommitQueue: Sendable {
     static let maxRefetchBackoff: Duration = .seconds(60)
 
     private(set) var writes: [PendingWrite] = []
-    private(set) var inbound: [Inbound] = []
+    private(set) var inbound = Inbound()
     private(set) var failure: Failure?
     /// The fetch back-off of the failure that ended last, and until when it still counts: a
     /// store that fails again soon after (a disk with room for a small commit but not for a
@@ -78,18 +84,20 @@ struct CommitQueue: Sendable {
     /// returns whether it was queued.
     mutating func accept(_ entry: Entry, from node: NodeID, now: ContinuousClock.Instant) -> Bool {
         if let failure, now < failure.retryAt { return false }  // counted by the replica
-        inbound.append(Inbound(entry: entry, from: node))
+        inbound.entries.append(entry)
+        inbound.sources.append(node)
         return true
     }
 
     /// Everything queued, to commit now; with `holdingWrites`, the received entries only (local
     /// writes wait, e.g. for the clock check).
-    mutating func takeBatch(holdingWrites: Bool = false) -> (writes: [PendingWrite], inbound: [Inbound]) {
-        defer {
-            if !holdingWrites { writes.removeAll(keepingCapacity: true) }
-            inbound.removeAll(keepingCapacity: true)
-        }
-        return (holdingWrites ? [] : writes, inbound)
+    mutating func takeBatch(holdingWrites: Bool = false) -> (writes: [PendingWrite], inbound: Inbound) {
+        defer { if !holdingWrites { writes.removeAll(keepingCapacity: true) } }
+        // Handed over, not shared: the queue starts a new one, so the caller holds the only
+        // reference and can append to it in place.
+        var taken = Inbound()
+        swap(&taken, &inbound)
+        return (holdingWrites ? [] : writes, taken)
     }
 
     /// Takes the queued local writes out (to fail them).
