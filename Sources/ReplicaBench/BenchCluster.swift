@@ -77,3 +77,19 @@ func waitFor(_ what: String, timeout: Duration = .seconds(120), _ condition: () 
         try await Task.sleep(for: .milliseconds(1))
     }
 }
+
+/// Waits on a semaphore off the cooperative pool (a blocked pool thread would starve it);
+/// returns whether it was signalled before `timeout` (nil: waits for good).
+@discardableResult
+func waitOffThePool(for semaphore: DispatchSemaphore, timeout: Duration? = nil) async -> Bool {
+    await withCheckedContinuation { continuation in
+        DispatchQueue.global().async {
+            guard let timeout else {
+                semaphore.wait()
+                return continuation.resume(returning: true)
+            }
+            let result = semaphore.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1))))
+            continuation.resume(returning: result == .success)
+        }
+    }
+}

@@ -76,8 +76,8 @@ enum LatencyBench {
             generatorDone.signal()
         }
         generator.start()
-        await wait(for: generatorDone)
-        let everything = await wait(for: allSeen, timeout: .seconds(60))
+        await waitOffThePool(for: generatorDone)
+        let everything = await waitOffThePool(for: allSeen, timeout: .seconds(60))
         await pair.b.stopObserving(observer)
         await pair.close()
         guard failures.load(ordering: .relaxed) == 0 else { throw BenchError("\(failures.load(ordering: .relaxed)) saves failed") }
@@ -90,20 +90,5 @@ enum LatencyBench {
             p50Micros: result.valueAtPercentile(50), p99Micros: result.valueAtPercentile(99),
             p999Micros: result.valueAtPercentile(99.9), maxMicros: result.max,
             durableOnAP50Micros: onA.valueAtPercentile(50), durableOnAP99Micros: onA.valueAtPercentile(99))
-    }
-
-    /// Waits on a semaphore off the cooperative pool (a blocked pool thread would starve it).
-    @discardableResult
-    private static func wait(for semaphore: DispatchSemaphore, timeout: Duration? = nil) async -> Bool {
-        await withCheckedContinuation { continuation in
-            DispatchQueue.global().async {
-                guard let timeout else {
-                    semaphore.wait()
-                    return continuation.resume(returning: true)
-                }
-                let result = semaphore.wait(timeout: .now() + .milliseconds(Int(timeout / .milliseconds(1))))
-                continuation.resume(returning: result == .success)
-            }
-        }
     }
 }

@@ -197,6 +197,26 @@ import Testing
         #expect(throws: WireError.invalidField("key (contains U+0000)")) { try WireLimits.standard.validate(key: "\u{0}") }
     }
 
+    /// Keys decode to exactly their bytes: multi-byte UTF-8 (a decomposed accent, an emoji)
+    /// comes back as sent, and a key that is not UTF-8 (a stray continuation byte, a truncated
+    /// sequence, an overlong form, a surrogate, U+FFFD's own bytes cut short) is malformed, never
+    /// repaired into another key.
+    @Test func keysDecodeToExactlyTheirBytes() throws {
+        for key in ["caf\u{E9}", "cafe\u{301}", "\u{1F600}/x", "\u{FFFD}"] {
+            let update = Update(origin: "node1", sequence: 1, entry: Entry(key: key, version: Self.version, payload: [1]))
+            guard case .update(let decoded) = try codec.decode(codec.encode(.update(update))) else { Issue.record("not an update"); continue }
+            #expect(Array(decoded.entry.key.utf8) == Array(key.utf8))
+        }
+        let placeholder = Update(origin: "node1", sequence: 1, entry: Entry(key: "ab", version: Self.version, payload: [1]))
+        let encoded = codec.encode(.update(placeholder))
+        let at = encoded.count - 4 - 1 - 2  // the key's 2 bytes, before the payload's length and byte
+        for bad: [UInt8] in [[0x80, 0x61], [0x61, 0xC3], [0xC0, 0xAF], [0xED, 0xA0], [0xEF, 0xBF], [0xFF, 0x61]] {
+            var bytes = encoded
+            bytes.replaceSubrange(at..<at + 2, with: bad)
+            #expect(throws: WireError.invalidField("key (not UTF-8)")) { try codec.decode(bytes) }
+        }
+    }
+
     @Test func anUpdateMustBeWrittenByItsOrigin() {
         let forged = codec.encode(.update(Update(origin: "node1", sequence: 1, entry: Entry(key: "k", version: Version(timestamp: .zero, node: "node2"), payload: [1]))))
         #expect(throws: WireError.invalidField("update written by another node")) { try codec.decode(forged) }

@@ -423,7 +423,9 @@ public struct WireCodec: Sendable {
             throw .tooLarge(field: "key", size: keyLength, limit: limits.maxKeyBytes)
         }
         guard let key = try reader.readString(keyLength) else { throw .invalidField("key (not UTF-8)") }
-        guard !key.utf8.contains(0) else { throw .invalidField(WireLimits.nulInKey) }
+        guard key.utf8.withContiguousStorageIfAvailable({ !$0.contains(0) }) ?? !key.utf8.contains(0) else {
+            throw .invalidField(WireLimits.nulInKey)
+        }
         var payload: [UInt8]?
         if flags == 0 {
             let length = Int(try reader.readUInt32())
