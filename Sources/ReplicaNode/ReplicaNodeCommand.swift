@@ -25,7 +25,7 @@ struct ReplicaNodeCommand: AsyncParsableCommand {
               replica-node get greeting --data cluster-data/node3
               replica-node status --data cluster-data/node3
             """,
-        version: "replica-node 0.33.0",
+        version: "replica-node 0.34.0",
         subcommands: [
             Serve.self, Get.self, SetCommand.self, Delete.self, Keys.self, Export.self, Import.self,
             Incr.self, CounterCommand.self, Drinks.self,
