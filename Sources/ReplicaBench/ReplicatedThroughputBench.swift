@@ -28,7 +28,8 @@ enum ReplicatedThroughputBench {
             while !Task.isCancelled {
                 let count = await pair.b.counterSnapshot().updatesApplied
                 applied.store(count, ordering: .relaxed)
-                if count >= saves { break }
+                // A refused batch never reaches B: stop, and fail below instead of waiting.
+                if count >= saves || failures.load(ordering: .relaxed) > 0 { break }
                 try? await Task.sleep(for: .milliseconds(1))
             }
         }
@@ -46,7 +47,7 @@ enum ReplicatedThroughputBench {
                 }
                 let batch = (issued..<min(issued + batchSize, saves)).map { index in
                     var bytes = value
-                    bytes[0] = UInt8(truncatingIfNeeded: index)
+                    if !bytes.isEmpty { bytes[0] = UInt8(truncatingIfNeeded: index) }
                     return Replica.WriteRequest(key: "k\(index)", payload: bytes)
                 }
                 replica.submit(batch) { result in

@@ -132,20 +132,34 @@ import Testing
         let before = await replica.status().counters
         let aSecondAgo = UInt64(Date().timeIntervalSince1970 * 1000) - 1000
         let earlier = Entry(key: "own/earlier", version: Version(timestamp: HybridTimestamp(wallMillis: aSecondAgo, logical: 0), node: "r1"), payload: [1])
-        await replica.commitInOneTurn(received: earlier, from: "r2", writing: [Replica.WriteRequest(key: "own/new", payload: [2])])
+        await replica.commitInOneTurn(received: [earlier], from: "r2", writing: [Replica.WriteRequest(key: "own/new", payload: [2])])
         let after = await replica.status().counters
         #expect(after.updatesPublished - before.updatesPublished == 1, "the new write only")
         #expect(after.updatesApplied - before.updatesApplied == 1)
         #expect(origins.value == ["own/earlier": .remote("r2"), "own/new": .local])
         #expect(try await replica.entry(for: "own/earlier")?.payload == [1])
+
+        // The same with a received entry that loses (a stale copy of a stored key): the winners
+        // are then picked out one by one, by the rule alone.
+        var stale = try await replica.write("own/stale", payload: [3])
+        stale.version.timestamp = HybridTimestamp(wallMillis: aSecondAgo, logical: 0)
+        stale.payload = [4]
+        let again = Entry(key: "own/again", version: Version(timestamp: HybridTimestamp(wallMillis: aSecondAgo, logical: 1), node: "r1"), payload: [5])
+        let beforeSlow = await replica.status().counters
+        await replica.commitInOneTurn(received: [stale, again], from: "r2", writing: [Replica.WriteRequest(key: "own/newer", payload: [6])])
+        let afterSlow = await replica.status().counters
+        #expect(afterSlow.updatesPublished - beforeSlow.updatesPublished == 1, "the new write only")
+        #expect(afterSlow.updatesApplied - beforeSlow.updatesApplied == 1, "own/again; the stale copy lost")
+        #expect(origins.value["own/again"] == .remote("r2") && origins.value["own/newer"] == .local)
+        #expect(try await replica.entry(for: "own/stale")?.payload == [3])
     }
 }
 
 extension Replica {
     /// Queues `received` and `requests` and commits them in one flush, as one loop turn that
     /// read a member's message and took a write would.
-    fileprivate func commitInOneTurn(received: Entry, from node: NodeID, writing requests: [WriteRequest]) {
-        accept([received], from: node)
+    fileprivate func commitInOneTurn(received: [Entry], from node: NodeID, writing requests: [WriteRequest]) {
+        accept(received, from: node)
         commits.enqueue(CommitQueue.PendingWrite(requests: requests, completion: .handler { _ in }))
         flush()
     }

@@ -207,12 +207,24 @@ import Testing
             guard case .update(let decoded) = try codec.decode(codec.encode(.update(update))) else { Issue.record("not an update"); continue }
             #expect(Array(decoded.entry.key.utf8) == Array(key.utf8))
         }
-        let placeholder = Update(origin: "node1", sequence: 1, entry: Entry(key: "ab", version: Self.version, payload: [1]))
+        let placeholder = Update(origin: "node1", sequence: 1, entry: Entry(key: "abcd", version: Self.version, payload: [1]))
         let encoded = codec.encode(.update(placeholder))
-        let at = encoded.count - 4 - 1 - 2  // the key's 2 bytes, before the payload's length and byte
-        for bad: [UInt8] in [[0x80, 0x61], [0x61, 0xC3], [0xC0, 0xAF], [0xED, 0xA0], [0xEF, 0xBF], [0xFF, 0x61]] {
+        let at = encoded.count - 4 - 1 - 4  // the key's 4 bytes, before the payload's length and byte
+        let notUTF8: [[UInt8]] = [
+            [0x80, 0x61, 0x61, 0x61],  // a continuation byte with nothing before it
+            [0x61, 0x61, 0x61, 0xC3],  // a 2-byte sequence cut short
+            [0x61, 0xE2, 0x82, 0x61],  // a 3-byte sequence cut short
+            [0xC0, 0xAF, 0x61, 0x61],  // an overlong "/"
+            [0xE0, 0x80, 0xAF, 0x61],  // an overlong "/" in 3 bytes
+            [0xF0, 0x80, 0x80, 0xAF],  // an overlong "/" in 4 bytes
+            [0xED, 0xA0, 0x80, 0x61],  // a surrogate (U+D800)
+            [0xF4, 0x90, 0x80, 0x80],  // above U+10FFFF
+            [0xF5, 0x80, 0x80, 0x80],  // a lead byte no sequence has
+            [0x61, 0xFF, 0x61, 0x61],
+        ]
+        for bad in notUTF8 {
             var bytes = encoded
-            bytes.replaceSubrange(at..<at + 2, with: bad)
+            bytes.replaceSubrange(at..<at + 4, with: bad)
             #expect(throws: WireError.invalidField("key (not UTF-8)")) { try codec.decode(bytes) }
         }
     }

@@ -69,7 +69,9 @@ public protocol ReplicaStore: AnyObject {
     /// and returns their keys. All-or-nothing, like `merge`. See docs/sharing.md, "Tombstone
     /// retention".
     func removeTombstones(before cutoff: HybridTimestamp, limit: Int) throws -> [String]
-    /// Applies a batch in one transaction; returns the entries that won and were written.
+    /// Applies a batch in one transaction; returns the entries that won and were written, one
+    /// per key, in the order each key first won. A result as long as the batch is the batch
+    /// itself, in its order: the commit relies on that (its local writes are last).
     func merge(_ batch: [Entry]) throws -> [Entry]
 
     /// The owner stops writing (it shut down): the data directory is released for another

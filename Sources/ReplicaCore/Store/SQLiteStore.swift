@@ -5,8 +5,9 @@ import GRDBSQLite
 
 /// SQLite copies bound text and blobs at bind time.
 private let sqliteTransient = unsafeBitCast(-1, to: sqlite3_destructor_type.self)
-/// SQLite reads the bound bytes where they are, until the statement is stepped or reset: only
-/// for values that stay in scope until then.
+/// SQLite reads the bound bytes where they are, for as long as they stay bound (until rebound,
+/// cleared or finalized; a trace or `sqlite3_expanded_sql` may read them any time before): for
+/// values in scope while the statement steps, whose bindings are cleared before they go.
 private let sqliteStatic = unsafeBitCast(0, to: sqlite3_destructor_type.self)
 
 /// The durable store: one SQLite file in WAL mode, written through GRDB.
@@ -885,6 +886,8 @@ public final class SQLiteStore: ReplicaStore {
                 // GRDB's per-row StatementArguments (boxed values, a Data copy of every payload)
                 // cost more than the insert itself.
                 let handle = statement.sqliteStatement
+                // Clearing the bindings is what makes the static binds below safe: the cached
+                // statement outlives the bytes they point at.
                 defer { sqlite3_reset(handle); sqlite3_clear_bindings(handle) }
                 for entry in winners {
                     sqlite3_reset(handle)

@@ -638,6 +638,15 @@ extension SyncResponder {
         #expect(writes.isEmpty)
         #expect(inbound.entries == [entry, second] && inbound.sources == ["b", "c"])
         #expect(queue.isEmpty && queue.inbound.isEmpty)
+
+        // Writes held (for the clock check): the received entries go, the writes stay queued.
+        queue.enqueue(CommitQueue.PendingWrite(requests: [Replica.WriteRequest(key: "w", payload: [1])], completion: .handler { _ in }))
+        let queued = queue.accept(entry, from: "b", now: now)
+        #expect(queued)
+        let held = queue.takeBatch(holdingWrites: true)
+        #expect(held.writes.isEmpty && held.inbound.entries == [entry] && held.inbound.sources == ["b"])
+        #expect(queue.writes.count == 1 && queue.inbound.isEmpty)
+        #expect(queue.takeBatch().writes.count == 1)
     }
 
     @Test func theBackOffIsCapped() {

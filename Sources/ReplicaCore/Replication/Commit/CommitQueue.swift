@@ -97,6 +97,10 @@ struct CommitQueue: Sendable {
         // reference and can append to it in place.
         var taken = Inbound()
         swap(&taken, &inbound)
+        // Room for as many as this batch had: under load the next is alike, and an array grown
+        // from empty is reallocated a dozen times on the way to a few thousand entries.
+        inbound.entries.reserveCapacity(taken.count)
+        inbound.sources.reserveCapacity(taken.count)
         return (holdingWrites ? [] : writes, taken)
     }
 
