@@ -33,6 +33,13 @@ struct BenchReport: Codable {
         var durableOnAP99Micros: UInt64?
     }
 
+    /// A memory store grown from empty, one new key per commit.
+    struct Growth: Codable {
+        var keys: Int
+        var longestCommitMicros: Double
+        var seconds: Double
+    }
+
     struct CatchUp: Codable {
         var keys: Int
         var seconds: Double
@@ -92,6 +99,7 @@ struct BenchReport: Codable {
     var store: [String: Throughput] = [:]
     /// The same merge with one entry per transaction.
     var storeSingle: [String: Throughput] = [:]
+    var storeGrowth: Growth?
     var replicated: [String: Throughput] = [:]
     /// At each offered rate, open loop: a save on A until applied on B, and one raw libzmq
     /// PUB/SUB hop at the same rate (the floor under it).
@@ -120,6 +128,10 @@ struct BenchReport: Codable {
         for (name, result) in storeSingle.sorted(by: { $0.key > $1.key }) {
             row("store merge alone (\(name)), one per commit", String(format: "%.1f us/commit", 1e6 / result.perSecond),
                 "the fixed cost a save pays at low load")
+        }
+        if let storeGrowth {
+            row("store growth (memory), to \(storeGrowth.keys) keys", String(format: "longest commit %.0f us", storeGrowth.longestCommitMicros),
+                String(format: "one new key a commit, %.1f s in all; what a growing store stops its loop for at once", storeGrowth.seconds))
         }
         for (name, goal) in [("sqlite", 25.0), ("memory", 40.0), ("sqlite+curve", 50.0)] {
             guard let result = replicated[name] else { continue }

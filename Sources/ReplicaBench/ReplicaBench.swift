@@ -55,6 +55,8 @@ struct ReplicaBench: AsyncParsableCommand {
                 // One entry per transaction: the fixed cost of a commit, which a save at low load pays.
                 report.storeSingle[storage] = try StoreBench.run(entries: sizes.replicatedSaves / 25, payload: payload, storage: storage, batchSize: 1)
             }
+            progress.say("store growth (memory) to \(sizes.growthKeys) keys ...")
+            report.storeGrowth = StoreBench.longestCommitWhileGrowing(keys: sizes.growthKeys, payload: payload)
         }
         if wanted("replicated") {
             for (name, storage, curve) in [("sqlite", "sqlite", false), ("memory", "memory", false), ("sqlite+curve", "sqlite", true)]
@@ -113,11 +115,12 @@ struct BenchSizes {
     var memoryKeys: Int
     var commandRuns: Int
     var importKeys: Int
+    var growthKeys: Int
 
     static let full = BenchSizes(rawMessages: 2_000_000, replicatedSaves: 500_000, latencySeconds: 5, latencyRates: [1_000, 10_000, 50_000],
-                                 catchUpKeys: [10_000, 100_000], memoryKeys: 100_000, commandRuns: 50, importKeys: 100_000)
+                                 catchUpKeys: [10_000, 100_000], memoryKeys: 100_000, commandRuns: 50, importKeys: 100_000, growthKeys: 1_000_000)
     static let quick = BenchSizes(rawMessages: 100_000, replicatedSaves: 20_000, latencySeconds: 0.5, latencyRates: [10_000],
-                                  catchUpKeys: [10_000], memoryKeys: 10_000, commandRuns: 10, importKeys: 10_000)
+                                  catchUpKeys: [10_000], memoryKeys: 10_000, commandRuns: 10, importKeys: 10_000, growthKeys: 50_000)
 }
 
 /// Progress lines on stderr, so long runs show where they are.

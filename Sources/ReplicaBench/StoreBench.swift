@@ -19,4 +19,24 @@ enum StoreBench {
         }
         return BenchReport.Throughput(messages: entries, seconds: (ContinuousClock.now - start) / .seconds(1))
     }
+
+    /// The longest single commit while a memory store grows from empty to `keys` keys, one new
+    /// key per commit: what a growing store costs its loop at once. (Tables that double by
+    /// copying every entry stopped it for 224-279 ms at a million keys; they are in shards now,
+    /// `ShardedTable`.)
+    static func longestCommitWhileGrowing(keys: Int, payload: Int) -> BenchReport.Growth {
+        let store = MemoryStore(node: "a")
+        let value = [UInt8](repeating: 0x61, count: payload)
+        var clock = HybridLogicalClock()
+        var longest = Duration.zero
+        let start = ContinuousClock.now
+        for index in 0..<keys {
+            let entry = Entry(key: "k\(index)", version: Version(timestamp: clock.tick(), node: "b"), payload: value)
+            let began = ContinuousClock.now
+            _ = store.merge([entry])
+            longest = max(longest, .now - began)
+        }
+        return BenchReport.Growth(keys: keys, longestCommitMicros: longest / .microseconds(1), seconds: (ContinuousClock.now - start) / .seconds(1))
+    }
 }
+

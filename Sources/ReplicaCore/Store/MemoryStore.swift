@@ -13,8 +13,9 @@ public final class MemoryStore: ReplicaStore {
 
     final class MemoryTable: StoreReader {
         /// By the key's bytes, as SQLite compares them, and by the index's stable hash of them
-        /// (`IndexKey`): a merge stores its winners under the keys the index already hashed.
-        let entries = Mutex<[IndexKey: Entry]>([:])
+        /// (`IndexKey`): a merge stores its winners under the keys the index already hashed. In
+        /// shards, as the index is, so that growing never stops the loop for long.
+        let entries = Mutex(ShardedTable<Entry>())
         func entry(for key: String) -> Entry? { entries.withLock { $0[IndexKey(key)] } }
         func entries(prefix: String) -> [Entry] {
             entries.withLock { $0.values.filter { $0.key.hasKeyPrefix(prefix) } }
@@ -28,7 +29,7 @@ public final class MemoryStore: ReplicaStore {
         }
     }
 
-    private var entries: [IndexKey: Entry] { table.entries.withLock { $0 } }
+    private var entries: ShardedTable<Entry> { table.entries.withLock { $0 } }
 
     public init(node: NodeID, incarnation: UUID = UUID()) {
         identity = StoreIdentity(node: node, incarnation: incarnation)

@@ -46,7 +46,9 @@ struct StoreIndex {
         var isTombstone: Bool
     }
 
-    private var slots: [IndexKey: Slot] = [:]
+    /// In shards (`ShardedTable`): one dictionary of millions of slots doubling at once would
+    /// stop the loop, inside a commit, for a second or more.
+    private var slots = ShardedTable<Slot>()
     private var nodes = NodeNumbers()
     /// The keys of each digest bucket (unordered), so that a sync reply lists one bucket's keys
     /// without scanning every key. Grows only when a key is new; shrinks when one is removed.
@@ -65,7 +67,7 @@ struct StoreIndex {
     /// scan of every slot: for rare questions, such as what a leaving node must hand over).
     func holdsVersions(by node: NodeID, through timestamp: HybridTimestamp) -> Bool {
         guard let number = nodes.existingNumber(for: node) else { return false }
-        return slots.values.contains { $0.node == number && $0.timestamp <= timestamp }
+        return slots.contains { $0.value.node == number && $0.value.timestamp <= timestamp }
     }
 
     /// The version recorded for `key`.
