@@ -29,9 +29,10 @@ extension Replica {
         let now = ContinuousClock.now
         let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: now)
         if !commits.inbound.isEmpty || writesReady || responder.hasReplyReady(now: now) { return .zero }
-        // Wake at least every 100 ms to age peer states and start syncs, and when a reply
-        // waiting for its requester's queue is offered again.
-        let wake = min(max(.zero, nextHeartbeat - now), .milliseconds(100))
+        // Wake at least every 100 ms to age peer states and start syncs, when a reply waiting
+        // for its requester's queue is offered again, and for housekeeping a busy turn skipped.
+        var wake = min(max(.zero, nextHeartbeat - now), .milliseconds(100))
+        if let owed = housekeeping.wake(now: now) { wake = min(wake, owed) }
         return responder.nextRetry.map { min(wake, max(.zero, $0 - now)) } ?? wake
     }
 
@@ -136,10 +137,6 @@ extension Replica {
             nextTombstoneSweep = now + configuration.tombstoneSweepInterval
             collectTombstones()  // sooner again if it left some
         }
-        checkClock(now: now)
-        retakeForgottenStamps()
-        noteContact()
-        judgeIdentityClash(now: now)
         if now >= nextStoreFileCheck {
             nextStoreFileCheck = now + .seconds(2)
             checkStoreFileInPlace()
@@ -154,12 +151,25 @@ extension Replica {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
             planner.wantCatchUp(.commitFailed)
         }
+        if housekeeping.runs(now: now) { keepHouse(now: now) }
+    }
+
+    /// What every turn used to do, now at most once per `HousekeepingSchedule.interval`: the
+    /// members' timers, then what is judged from their states (clocks, identity, relays), syncs,
+    /// seeds and a departure's deadline. The timers come first, so that a member found down in
+    /// this run is judged down in it too (its clock no longer listed, say), with no moment
+    /// between the two for a `status` to see.
+    func keepHouse(now: ContinuousClock.Instant) {
         // Only active members have timers (`PeerSession.tick`); those that left keep a session
         // for `status`, and there may be thousands of them.
         for node in membership.active.map(\.node) {
             guard let actions = sessions[node]?.tick(now: now, base: timing, holdRepairs: planner.holdsRepairs) else { continue }
             perform(actions, for: node, now: now)
         }
+        checkClock(now: now)
+        retakeForgottenStamps()
+        noteContact()
+        judgeIdentityClash(now: now)
         planRelays(now: now)
         if let expired = planner.expire(now: now, timeout: timing.requestTimeout) {
             let patience = planner.timeout(for: expired.peer, base: timing.requestTimeout)

@@ -80,6 +80,7 @@ public actor Replica: PollLoopOwner {
     var nextTombstoneSweep: ContinuousClock.Instant
     var lastRequestCollection = ContinuousClock.now - .seconds(1)
     var nextBeacon = ContinuousClock.now
+    var housekeeping = HousekeepingSchedule(now: .now)
     var lastTurn = ContinuousClock.now
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
