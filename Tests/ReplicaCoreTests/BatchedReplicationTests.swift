@@ -155,7 +155,31 @@ import Testing
     }
 }
 
+/// The loop's housekeeping (`HousekeepingSchedule`) as the replica wires it: a turn that skipped
+/// it has the loop wake for it within the interval, and an event it judges within no time.
+@Suite struct HousekeepingWiringTests {
+    @Test func aSkippedTurnHasTheLoopWakeForItWithinTheInterval() async throws {
+        var configuration = ReplicaConfiguration(node: "r1", listen: Endpoint(host: "127.0.0.1", port: testPorts.pair()), storage: .memory)
+        configuration.heartbeatInterval = .seconds(10)  // no heartbeat to wake it sooner
+        let replica = try Replica(configuration)
+        let (afterSkip, afterEvent) = await replica.timeoutsAroundHousekeeping()
+        #expect(afterSkip <= HousekeepingSchedule.interval, "without it, the loop slept up to 100 ms")
+        #expect(afterEvent == .zero)
+        await replica.shutdown()
+    }
+}
+
 extension Replica {
+    /// Two turns' timers back to back (the second skips the housekeeping the first ran or that
+    /// ran just before), then the poll's timeout; then an event, and the timeout again.
+    fileprivate func timeoutsAroundHousekeeping() -> (afterSkip: Duration, afterEvent: Duration) {
+        runTimers(now: .now)
+        runTimers(now: .now)
+        let afterSkip = pollTimeout ?? .seconds(3600)
+        housekeeping.runSoon()
+        return (afterSkip, pollTimeout ?? .seconds(3600))
+    }
+
     /// Queues `received` and `requests` and commits them in one flush, as one loop turn that
     /// read a member's message and took a write would.
     fileprivate func commitInOneTurn(received: [Entry], from node: NodeID, writing requests: [WriteRequest]) {

@@ -26,6 +26,27 @@ import Testing
         }
     }
 
+    /// Thousands of keys, so that every shard holds many, grows and loses some: writes,
+    /// overwrites and removals answer as one dictionary's, and iteration sees each key once.
+    @Test func everyShardGrowsAndShrinksAsADictionaryWould() {
+        var table = ShardedTable<Int>()
+        var model: [String: Int] = [:]
+        var generator = SystemRandomNumberGenerator()
+        for step in 0..<60_000 {
+            let key = "key\(Int.random(in: 0..<8_000, using: &generator))"
+            if step % 5 == 4 {
+                #expect(table.removeValue(forKey: IndexKey(key)) == model.removeValue(forKey: key))
+            } else {
+                #expect(table.updateValue(step, forKey: IndexKey(key)) == model.updateValue(step, forKey: key))
+            }
+        }
+        #expect(table.count == model.count)
+        let listed = table.map { ($0.key.key, $0.value) }
+        #expect(listed.count == model.count)
+        #expect(Dictionary(uniqueKeysWithValues: listed) == model)
+        #expect(model.keys.allSatisfy { table[IndexKey($0)] == model[$0] })
+    }
+
     /// Keys that are equal strings but different bytes are two keys, as in the store.
     @Test func canonicallyEqualKeysAreTwoKeys() {
         var table = ShardedTable<Int>()

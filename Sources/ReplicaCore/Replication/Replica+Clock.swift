@@ -4,8 +4,6 @@ import Foundation
 /// raises, and what changes when the wall clock is stepped.
 extension Replica {
     func checkClock(now: ContinuousClock.Instant) {
-        // Both clocks read together: a step shows as their difference, not as a turn's length.
-        noticeClockStep(wall: configuration.wallClock(), now: .now)
         var offsets: [Int64] = []
         var measured: [(node: NodeID, offset: Int64)] = []
         var unmeasured = 0
@@ -208,7 +206,13 @@ extension Replica {
     /// The wall clock moved differently from the monotonic clock (stepped by an operator or
     /// NTP): offsets measured before are void, so a fixed clock is trusted again within a few
     /// heartbeats instead of after every old sample has aged out.
-    private func noticeClockStep(wall: UInt64, now: ContinuousClock.Instant) {
+    ///
+    /// Looked at every turn, before the turn's commit (two clock reads), not with the rest of the
+    /// clock check every 10 ms: a step found is judged at once (`checkClock`), so that no write of
+    /// that turn is stamped by a clock just stepped before the members' clocks are measured again.
+    func noticeClockStep() {
+        // Both clocks read together: a step shows as their difference, not as a turn's length.
+        let (wall, now) = (configuration.wallClock(), ContinuousClock.now)
         defer { lastClockReading = (wall, now) }
         guard let (lastWall, lastNow) = lastClockReading else { return }
         let wallElapsed = Int64(bitPattern: wall &- lastWall)
@@ -216,5 +220,7 @@ extension Replica {
         guard abs(wallElapsed - elapsed) > 1000 else { return }
         logger.warning("the wall clock was stepped by \(wallElapsed - elapsed) ms; measuring the members' clocks afresh")
         for node in sessions.keys { sessions[node]?.resetClock() }
+        checkClock(now: now)
+        housekeeping.runSoon()
     }
 }

@@ -40,7 +40,7 @@ extension Replica {
         link.close()
         problems.clear(.handshake, link.address.description)
         pollItemsCache = nil
-        // Relays taken through it are chosen again on the next turn.
+        // Relays taken through it are chosen again at the next housekeeping (`keepHouse`).
         relaysTaken = relaysTaken.filter { $0.value != node }
     }
 

@@ -133,7 +133,8 @@ extension Replica {
     /// A member that left or was forgotten: hung up on, asked for nothing more, and its clock
     /// no longer a problem of ours.
     private func stopAsking(_ node: NodeID) {
-        // Not waited for by our own leave either (acted on at the next tick, not amid a merge).
+        // Not waited for by our own leave either (acted on at the next housekeeping, not amid a
+        // merge).
         leaving?.memberDeparted(node)
         closeLink(to: node)
         planner.remove(node)

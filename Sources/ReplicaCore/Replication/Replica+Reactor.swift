@@ -39,6 +39,7 @@ extension Replica {
     public func pollDidReturn(ready: [SocketRole]) {
         guard !isShutDown else { return }
         noticeStall()
+        noticeClockStep()
         var intakeFull = false
         // One turn's intake from members is bounded in messages and in time, so that a node
         // reading a backlog (after a pause, a partition) still commits, heartbeats and serves

@@ -119,6 +119,8 @@ extension Replica {
     }
 
     private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: ContinuousClock.Instant) {
+        // What housekeeping judges (clocks, liveness, reports, relays) moves with heartbeats.
+        housekeeping.runSoon()
         // A heartbeat is not data: its timestamp does not move our clock (but while this node's
         // store may lack stamps of its own, see `ForgottenStamps`). From a member whose clock
         // is beyond the limit ahead of ours it keeps the member alive and measures its clock (so

@@ -138,6 +138,8 @@ extension Replica {
             planner.wantCatchUp(.repairUnavailable, preferring: node)
             return
         case .progress, .completed:
+            // A repair that completes lets the next one, or a sync, start at the next turn.
+            housekeeping.runSoon()
             session.countBytes(repair: bytes)
             sessions[node] = session
             accept(chunk.entries, from: node)
@@ -160,6 +162,7 @@ extension Replica {
                 logger.info("sync from \(node) in progress: \(sync.entries) entries, \(sync.bytes) bytes")
             }
         case .completed(let sync):
+            housekeeping.runSoon()  // the next sync starts at the next turn
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)

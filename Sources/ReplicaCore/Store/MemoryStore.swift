@@ -17,19 +17,22 @@ public final class MemoryStore: ReplicaStore {
         /// shards, as the index is, so that growing never stops the loop for long.
         let entries = Mutex(ShardedTable<Entry>())
         func entry(for key: String) -> Entry? { entries.withLock { $0[IndexKey(key)] } }
+        /// The table as it is now, a copy that shares its storage: a listing reads it outside the
+        /// lock, so the loop's next merge waits for no scan (it copies the shards it changes).
+        var snapshot: ShardedTable<Entry> { entries.withLock { $0 } }
         func entries(prefix: String) -> [Entry] {
-            entries.withLock { $0.values.filter { $0.key.hasKeyPrefix(prefix) } }
+            snapshot.lazy.map(\.value).filter { $0.key.hasKeyPrefix(prefix) }
                 .sorted { $0.key.utf8.lexicographicallyPrecedes($1.key.utf8) }
         }
         func liveKeys(_ page: LivePage) -> ListedPage<String> {
-            page.listed(from: entries.withLock { $0.values }) { ($0.key, $0.key.utf8.count) }
+            page.listed(from: snapshot.lazy.map(\.value)) { ($0.key, $0.key.utf8.count) }
         }
         func liveEntries(_ page: LivePage) -> ListedPage<Entry> {
-            page.listed(from: entries.withLock { $0.values }) { ($0, $0.key.utf8.count + ($0.payload?.count ?? 0)) }
+            page.listed(from: snapshot.lazy.map(\.value)) { ($0, $0.key.utf8.count + ($0.payload?.count ?? 0)) }
         }
     }
 
-    private var entries: ShardedTable<Entry> { table.entries.withLock { $0 } }
+    private var entries: ShardedTable<Entry> { table.snapshot }
 
     public init(node: NodeID, incarnation: UUID = UUID()) {
         identity = StoreIdentity(node: node, incarnation: incarnation)

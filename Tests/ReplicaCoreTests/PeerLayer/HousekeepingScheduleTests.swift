@@ -37,6 +37,22 @@ import Testing
         #expect(schedule.wake(now: start + .microseconds(9_000)) == .milliseconds(1))
     }
 
+    /// An event it judges (a heartbeat, a finished sync) has the next turn run it, due or not,
+    /// and the loop not sleep before that turn.
+    @Test func anEventHasTheNextTurnRunIt() {
+        var schedule = HousekeepingSchedule(now: start)
+        let first = schedule.runs(now: at(0)), skipped = schedule.runs(now: at(1))
+        #expect(first && !skipped)
+        schedule.runSoon()
+        #expect(schedule.wake(now: at(2)) == .zero)
+        let asked = schedule.runs(now: at(2))
+        #expect(asked, "not due until 10 ms, but asked for")
+        #expect(schedule.wake(now: at(2)) == nil)
+        let afterIt = schedule.runs(now: at(3)), due = schedule.runs(now: at(12))
+        #expect(!afterIt, "the interval counts from that run")
+        #expect(due)
+    }
+
     /// Owed but asked for late (the loop slept past it): wake at once, not at a negative time.
     @Test func anOverdueWakeIsNow() {
         var schedule = HousekeepingSchedule(now: start)
