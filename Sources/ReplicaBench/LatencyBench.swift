@@ -19,8 +19,8 @@ import Synchronization
 enum LatencyBench {
     static let window = 5_000
 
-    static func run(seconds: Double, rate: Int?, payload: Int) async throws -> BenchReport.Latency {
-        let (pair, _, _) = try await BenchPair.make(storage: "sqlite")
+    static func run(seconds: Double, rate: Int?, payload: Int, storage: String = "sqlite") async throws -> BenchReport.Latency {
+        let (pair, _, _) = try await BenchPair.make(storage: storage)
         guard let pair else { throw BenchError("no pair") }
         let saves = rate.map { Int(Double($0) * seconds) } ?? Int(60_000 * seconds)
         let clockOrigin = ContinuousClock.now
@@ -86,7 +86,7 @@ enum LatencyBench {
         let result = histogram.withLock { $0 }
         let onA = local.withLock { $0 }
         return BenchReport.Latency(
-            offeredPerSecond: rate, achievedPerSecond: Double(saves) / (issued / .seconds(1)), samples: Int(result.totalCount),
+            storage: storage, offeredPerSecond: rate, achievedPerSecond: Double(saves) / (issued / .seconds(1)), samples: Int(result.totalCount),
             p50Micros: result.valueAtPercentile(50), p99Micros: result.valueAtPercentile(99),
             p999Micros: result.valueAtPercentile(99.9), maxMicros: result.max,
             durableOnAP50Micros: onA.valueAtPercentile(50), durableOnAP99Micros: onA.valueAtPercentile(99))

@@ -25,6 +25,9 @@ struct ReplicaBench: AsyncParsableCommand {
     @Option(help: "Replicated-throughput rows for these stores only (comma-separated): sqlite, memory, sqlite+curve.")
     var stores: String?
 
+    /// The offered rate of the latency goal (p50 <= 150 us, p99 <= 600 us).
+    static let latencyGoalRate = 10_000
+
     func validate() throws {
         if let rates, rates.split(separator: ",").contains(where: { Int($0).map { $0 <= 0 } ?? true }) {
             throw ValidationError("--rates takes positive whole numbers, such as --rates 1000,10000")
@@ -72,6 +75,13 @@ struct ReplicaBench: AsyncParsableCommand {
                 report.rawLatency.append(try RawLatencyBench.run(seconds: sizes.latencySeconds, rate: rate, payload: payload))
                 progress.say("latency at \(rate) saves/s offered ...")
                 report.latency.append(try await LatencyBench.run(seconds: sizes.latencySeconds, rate: rate, payload: payload))
+            }
+            if sizes.latencyRates.contains(Self.latencyGoalRate) {
+                // The same row with memory stores on both sides: how much of the goal's figure
+                // is the two one-row SQLite commits, and how much the replication path.
+                progress.say("latency at \(Self.latencyGoalRate) saves/s offered, memory stores ...")
+                report.latency.append(try await LatencyBench.run(
+                    seconds: sizes.latencySeconds, rate: Self.latencyGoalRate, payload: payload, storage: "memory"))
             }
             progress.say("latency at saturation ...")
             report.latencySaturated = try await LatencyBench.run(seconds: sizes.latencySeconds, rate: nil, payload: payload)
