@@ -39,4 +39,3 @@ enum StoreBench {
         return BenchReport.Growth(keys: keys, longestCommitMicros: longest / .microseconds(1), seconds: (ContinuousClock.now - start) / .seconds(1))
     }
 }
-

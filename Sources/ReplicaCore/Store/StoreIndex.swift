@@ -120,7 +120,7 @@ struct StoreIndex {
                             let winner = positions![key]!
                             guard batch[position].supersedes(batch[winners[winner]]) else { continue }
                             winners[winner] = position
-                            applied.replaced.append((key, record(Self.slotFields(of: batch[position]), key: key, serial: batchSerial)))
+                            applied.replaced.append((key, record(Recorded(batch[position]), key: key, serial: batchSerial)))
                             continue
                         }
                         if slot.timestamp != batch[position].version.timestamp {
@@ -137,7 +137,7 @@ struct StoreIndex {
                     positions?[key] = winners.count
                     winners.append(position)
                     applied.keys.append(key)
-                    applied.replaced.append((key, record(Self.slotFields(of: batch[position]), key: key, serial: batchSerial)))
+                    applied.replaced.append((key, record(Recorded(batch[position]), key: key, serial: batchSerial)))
                 }
             }
         } catch {
@@ -173,34 +173,30 @@ struct StoreIndex {
 
     /// Records an entry held since before this process started (serial 0).
     mutating func record(_ entry: Entry) {
-        record(entry, key: IndexKey(entry.key), serial: 0)
+        record(Recorded(entry), key: IndexKey(entry.key), serial: 0)
     }
 
-    /// Records `entry` for `key` and returns the slot it replaced.
+    /// What a slot keeps of an entry, read without changing the index: `apply` reads it from
+    /// the batch in place, and passing the entry itself to a mutating method made the compiler
+    /// copy it first (a retain and a release of its payload per entry, a large item of the
+    /// merge's profile).
+    private struct Recorded {
+        var timestamp: HybridTimestamp
+        var hash: UInt64
+        var node: NodeID
+        var isTombstone: Bool
+
+        init(_ entry: Entry) {
+            (timestamp, hash, node, isTombstone) = (entry.version.timestamp, StoreDigest.hash(of: entry), entry.version.node, entry.isTombstone)
+        }
+    }
+
+    /// Records `version` for `key` and returns the slot it replaced.
     @discardableResult
-    private mutating func record(_ entry: Entry, key: IndexKey, serial: UInt64) -> Slot? {
-        record(Self.slotFields(of: entry), key: key, serial: serial)
-    }
-
-    /// What a slot keeps of `entry`, read without changing the index: `apply` reads it from the
-    /// batch in place, and passing the entry itself to a mutating method made the compiler copy
-    /// it first (a retain and a release of its payload per entry, a large item of the profile).
-    private static func slotFields(of entry: Entry) -> (timestamp: HybridTimestamp, hash: UInt64, node: NodeID, isTombstone: Bool) {
-        (entry.version.timestamp, StoreDigest.hash(of: entry), entry.version.node, entry.isTombstone)
-    }
-
-    private mutating func record(
-        _ fields: (timestamp: HybridTimestamp, hash: UInt64, node: NodeID, isTombstone: Bool), key: IndexKey, serial: UInt64
-    ) -> Slot? {
-        record(
-            Slot(timestamp: fields.timestamp, hash: fields.hash, storedSerial: serial, node: nodes.number(for: fields.node), isTombstone: fields.isTombstone),
-            key: key)
-    }
-
-    /// Records `slot` for `key` and returns the slot it replaced. (Apart from the entry: what
-    /// this does with the dictionaries held the entry's payload alive with a retain and a release
-    /// per record, one of the larger items of the merge's profile.)
-    private mutating func record(_ slot: Slot, key: IndexKey) -> Slot? {
+    private mutating func record(_ version: Recorded, key: IndexKey, serial: UInt64) -> Slot? {
+        let slot = Slot(
+            timestamp: version.timestamp, hash: version.hash, storedSerial: serial, node: nodes.number(for: version.node),
+            isTombstone: version.isTombstone)
         let bucket = key.bucket
         let old = slots.updateValue(slot, forKey: key)
         digest.replace(oldHash: old?.hash, newHash: slot.hash, bucket: bucket)
