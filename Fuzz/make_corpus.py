@@ -45,10 +45,27 @@ seeds = {
     "updates-batch": header(8, "node1") + struct.pack(">QH", 45, 3) + batched(hlc, "greeting", b'"hi"', 2) + batched(hlc, "gone", None)
         + batched(hlc + 1, "ü-ключ", b""),
 }
+# Numbers at their edges (docs/protocol.md, "Limits"): the largest epoch and sequence a message
+# may carry, and one past each, which the codec refuses.
+E48, S53, MAX = (1 << 48) - 1, (1 << 53) - 1, (1 << 64) - 1
+seeds.update({
+    "heartbeat-edges": header(2, "node2") + uuid.UUID(int=7).bytes + struct.pack(">QQQQQQQQH", E48, S53, MAX, E48, MAX, MAX, MAX, MAX, 3)
+        + report("node1", E48, S53, E48, (1 << 32) - 1, True) + report("node2", 0, 0, 0, 0, False) + report("node3", 1, 1 << 31, 1, 0, True),
+    "heartbeat-refused": header(2, "node2") + uuid.UUID(int=7).bytes + struct.pack(">QQQQQQQQH", E48 + 1, MAX, MAX, E48, 0, 0, 0, 0, 1)
+        + report("node1", MAX, MAX, E48, 0, True),
+    "members-edges": header(6, "node1") + bytes([1]) + struct.pack(">H", 4) + record("node2", E48, 3, "127.0.0.2", 1)
+        + record("node2", 0, 1, "127.0.0.1", 65534) + record("node3", 1 << 31, 2, "h", 7000) + record("node1", E48 - 1, 1, "::1", 7000),
+    "update-edge": header(1, "node1") + struct.pack(">Q", S53) + entry(hlc, "node1", "k", b"1"),
+    "updates-batch-edge": header(8, "node1") + struct.pack(">QH", S53 - 1, 2) + batched(hlc, "a", b"1") + batched(hlc, "b", None),
+    "relay-edge": header(7, "node2") + node("node1") + struct.pack(">QQ", E48, S53) + entry(hlc, "node1", "k", b"1"),
+    "sync-chunk-edge": header(4, "node1") + struct.pack(">QIB", MAX, (1 << 32) - 1, 1) + mark(E48, MAX) + struct.pack(">QH", S53, 0),
+    "repair-request-edge": header(5, "node2") + struct.pack(">QQQ", MAX, 1, S53),
+})
 for name, body in seeds.items():
     with open(os.path.join(out, name), "wb") as f: f.write(body)
     # The same message as sent on PUB/SUB: its topic, then its body, in one frame.
-    topic = {"update-value": b"u", "update-tombstone": b"u", "heartbeat": b"h", "members-announce": b"m", "relay": b"rnode1\x00", "updates-batch": b"u"}.get(name)
+    topic = {"update-value": b"u", "update-tombstone": b"u", "heartbeat": b"h", "members-announce": b"m", "relay": b"rnode1\x00", "updates-batch": b"u",
+             "heartbeat-edges": b"h", "members-edges": b"m", "update-edge": b"u", "updates-batch-edge": b"u", "relay-edge": b"rnode1\x00"}.get(name)
     if topic:
         with open(os.path.join(out, name + "-published"), "wb") as f: f.write(topic + body)
 print(f"wrote {len(os.listdir(out))} seeds to {out}")

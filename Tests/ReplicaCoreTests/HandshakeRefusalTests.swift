@@ -23,6 +23,42 @@ import Testing
         #expect(HandshakeFailure(event: ZMQ_EVENT_HANDSHAKE_SUCCEEDED, value: 0) == nil)
     }
 
+    /// Ten kinds of garbage at a listening socket, each on a connection of its own that then
+    /// closes: every one is a failed handshake. (Three in ten went uncounted: a connection
+    /// closed before or during the greeting gets no failure event from libzmq, only its close.)
+    @Test func everyMalformedHandshakeIsCounted() async throws {
+        let node = try ReplicaLayout(count: 1).start(0)
+        let port = node.configuration.listen.port
+        let signature: [UInt8] = [0xFF] + [UInt8](repeating: 0, count: 8) + [0x7F]
+        func greeting(major: UInt8, mechanism: String) -> [UInt8] {
+            signature + [major, 0] + Array(mechanism.utf8) + [UInt8](repeating: 0, count: 20 - mechanism.utf8.count) + [0] + [UInt8](repeating: 0, count: 31)
+        }
+        let garbage: [[UInt8]] = [
+            [], [0x01], Array(signature.prefix(5)), signature, signature.dropLast() + [0x00],
+            greeting(major: 3, mechanism: "FOO"), Array("GET / HTTP/1.0\r\n\r\n".utf8), [UInt8](repeating: 0, count: 1024),
+            greeting(major: 1, mechanism: "NULL"), greeting(major: 3, mechanism: "NULL") + [0x04, 0x05, 0x41, 0x42, 0x43, 0x44, 0x45],
+        ]
+        for bytes in garbage {
+            let fd = socket(AF_INET, Int32(SOCK_STREAM.rawValue), 0)
+            var address = sockaddr_in()
+            address.sin_family = sa_family_t(AF_INET)
+            address.sin_port = port.bigEndian
+            address.sin_addr.s_addr = inet_addr("127.0.0.1")
+            let connected = withUnsafePointer(to: &address) {
+                $0.withMemoryRebound(to: sockaddr.self, capacity: 1) { Glibc.connect(fd, $0, socklen_t(MemoryLayout<sockaddr_in>.size)) }
+            }
+            #expect(connected == 0)
+            if !bytes.isEmpty { _ = bytes.withUnsafeBytes { Glibc.send(fd, $0.baseAddress, bytes.count, 0) } }
+            // libzmq has read it (and answered what it answers) before the close.
+            try await Task.sleep(for: .milliseconds(50))
+            close(fd)
+        }
+        let counted = await eventually(timeout: .seconds(10)) { await node.counterSnapshot().handshakesFailed >= garbage.count }
+        let failed = await node.counterSnapshot().handshakesFailed
+        #expect(counted, "\(failed) of \(garbage.count) counted")
+        await node.shutdown()
+    }
+
     /// r1 uses CURVE, r2 does not; each has the other as its seed. Each lists the other's
     /// address as a `handshake` problem naming the mismatch from its own side, and each
     /// listener counts the other's connections as failed handshakes.

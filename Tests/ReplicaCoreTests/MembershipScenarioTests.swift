@@ -157,7 +157,7 @@ import Testing
                          address: Endpoint(host: "127.0.0.1", port: 9), publicKey: nil)
         }
         // Their ids sort before the active members': only the order of the split puts those first.
-        await a.mergeMembers(departed, from: "0-gone-0")
+        await a.mergeMembers(departed, from: "0-gone-0", sender: nil)
         #expect(await eventually { await b.status().peers.filter { $0.state == .left }.count == 30 })
 
         let c = try Self.replica("c", seeds: [port], storage: .memory, limits: limits)
@@ -258,7 +258,7 @@ import Testing
             MemberRecord(node: NodeID(rawValue: "gone-\(index)")!, epoch: now - 1_000, incarnation: UUID(), status: .left,
                          address: Endpoint(host: "127.0.0.1", port: 9), publicKey: nil)
         }
-        await a.mergeMembers(departed, from: "gone-0")  // a's table is now one message c and b refuse
+        await a.mergeMembers(departed, from: "gone-0", sender: nil)  // a's table is now one message c and b refuse
         let b = try Self.replica("b", seeds: [ports.0, ports.2], storage: .memory, limits: small)
         #expect(await eventually {
             let status = await b.status()

@@ -74,6 +74,7 @@ public struct ReplicaMetricsReporter: Sendable {
             total(Name.dropped, [("cause", "failed_handshake")]) { $0.counters.handshakesFailed },
             total(Name.dropped, [("cause", "untrusted_key")]) { $0.counters.untrustedHandshakesRefused },
             total(Name.dropped, [("cause", "revoked_key")]) { $0.counters.revokedConnectionsEnded },
+            total(Name.dropped, [("cause", "member_record")]) { $0.counters.memberRecordsRefused },
         ]
         func gauge(_ label: String) -> Gauge { Gauge(label: label, dimensions: [node], factory: factory) }
         entries = gauge(Name.entries)

@@ -65,6 +65,13 @@ extension Replica {
         return true
     }
 
+    /// The member whose CURVE key authenticated a message's connection, as the trust names it
+    /// (nil insecure, or for a key trusted under no id).
+    func keyOwner(of sender: MessageSender?) -> NodeID? {
+        guard curve != nil, let key = sender?.userID, let raw = CurveKeyPair.rawBytes(ofZ85: key) else { return nil }
+        return keyOwners[raw]
+    }
+
     /// Ends the connections made with keys that are no longer trusted (after a trust change).
     func cutRevokedConnections() {
         endConnections(acceptedConnections.revoke { isTrusted(z85: $0) })

@@ -164,7 +164,7 @@ extension Replica {
         // `leave` began): committed after the departure, they were acknowledged and reached no
         // member (helper-69).
         if leaving != nil || membership.local.status != .active { return .leaving }
-        if let rival = identityClash.rival { return .identityClash(address: rival.address.description) }
+        if let rival = identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
         case .hold: return nil
@@ -220,7 +220,16 @@ extension Replica {
                 retransmit.record(entry.key, sequence: sequence)
             }
             let frame: [UInt8]
-            if batch.count == 1 {
+            if batch.count == 1 && !codec.publishesInline(batch[start]) {
+                // Queued per subscriber, a large value would cost its size for each one that
+                // reads slowly or not at all: it takes the sequence and stays unpublished, and
+                // members fetch it by a repair (kind 5) on seeing the gap, which the heartbeat
+                // sent at the next turn shows at once.
+                counters.largeUpdatesWithheld += 1
+                nextHeartbeat = .now
+                start = end
+                continue
+            } else if batch.count == 1 {
                 frame = codec.publishFrame(.update(Update(origin: identity.node, sequence: first, entry: batch[start])))
             } else {
                 // Moved out of the property and back after the send: a uniquely held buffer is

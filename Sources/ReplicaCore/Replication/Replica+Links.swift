@@ -20,6 +20,36 @@ extension Replica {
         return .curve(curve.keys, serverKey: text)
     }
 
+    /// Opens the links to a member, unless it has never been heard here and the places for
+    /// such members are taken (`UnheardDials`): then it waits its turn.
+    func dial(_ record: MemberRecord, now: ContinuousClock.Instant) {
+        let heard = sessions[record.node]?.liveness.lastHeard != nil
+        guard heard || record.status != .active || !isAdmitted(record) || unheardDials.admit(record.node, now: now) else {
+            closeLink(to: record.node)
+            return
+        }
+        openLink(to: record, now: now)
+    }
+
+    /// Members heard since they were dialled leave the count of unheard ones; links unheard
+    /// for too long give their places to members waiting (`UnheardDials`).
+    func maintainUnheardDials(now: ContinuousClock.Instant) {
+        for node in unheardDials.dialling.keys where sessions[node]?.liveness.lastHeard != nil { unheardDials.heard(node) }
+        for action in unheardDials.tick(now: now) {
+            switch action {
+            case .close(let node):
+                logger.info("member \(node) was not heard in \(unheardDials.attempt) since it was dialled; hanging up until it may be dialled again")
+                closeLink(to: node)
+            case .open(let node):
+                guard let record = membership[node], record.status == .active, isAdmitted(record) else {
+                    unheardDials.remove(node)
+                    continue
+                }
+                openLink(to: record, now: now)
+            }
+        }
+    }
+
     /// Opens the sockets to a member (closing any to an old address first).
     func openLink(to record: MemberRecord, now: ContinuousClock.Instant) {
         closeLink(to: record.node)
@@ -65,7 +95,7 @@ extension Replica {
             case (.handshakeFailed, _):
                 // The disconnection that follows re-dials, with back-off.
                 if let failure = notice.failure { noteRefusedHandshake(failure, by: "member \(node)", at: link.address) }
-            case (.other, _): continue
+            case (.accepted, _), (.other, _): continue
             }
         }
     }
@@ -138,7 +168,7 @@ extension Replica {
             case .disconnected: seed.dialer.disconnected(now: now, timing: .adapted(to: nil, silentRedialEvery: timing.silentRedialEvery))
             case .handshakeFailed:
                 if let failure = notice.failure { noteRefusedHandshake(failure, by: "seed", at: seed.address) }
-            case .other: continue
+            case .accepted, .other: continue
             }
         }
     }
@@ -179,7 +209,7 @@ extension Replica {
                     logger.debug("seed \(seed.address) is this node itself")
                 } else {
                     logger.info("joined through seed \(seed.address) (\(members.origin)): \(members.records.count) member records")
-                    mergeMembers(members.records, from: members.origin)
+                    mergeMembers(members.records, from: members.origin, sender: nil)
                 }
                 closeSeed(id)
                 return

@@ -33,7 +33,7 @@ extension Replica {
         guard !records.isEmpty else { return }
         let active = records.filter { $0.status == .active }.count
         logger.info("restored \(records.count) member record(s) saved before this start (\(active) active: dialling them)")
-        mergeMembers(records, from: identity.node)
+        mergeMembers(records, from: identity.node, sender: nil)
     }
 
     /// Saves the table when it changed (at most once a second; at once with `force`, at shutdown).

@@ -3,20 +3,82 @@ import Foundation
 /// Membership: merging gossip, dialling who joined, hanging up on who left, `leave`, `forget`,
 /// trust changes and discovery beacons.
 extension Replica {
-    /// Merges member records (a join reply, an exchange, an announcement) and acts on what changed.
-    func mergeMembers(_ records: [MemberRecord], from source: NodeID) {
+    /// Merges member records (a join reply, an exchange, an announcement) and acts on what
+    /// changed. `sender` is the member they provably come from: the owner of the connection
+    /// they arrived on, or of the CURVE key that delivered them; nil when nothing proves it.
+    func mergeMembers(_ records: [MemberRecord], from source: NodeID, sender: NodeID?) {
         let now = ContinuousClock.now
-        let ours = membership.local
         let result = membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
-                                      keyOwners: keyOwners)
+                                      keyOwners: keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
+        act(on: result, from: source.rawValue, now: now)
+    }
+
+    /// Takes the records held back against members that have fallen silent since (`Membership.releaseHeld`).
+    func releaseHeldRecords(now: ContinuousClock.Instant) {
+        guard let result = membership.releaseHeld(heardDirectly: heardDirectly(now: now), wallMillis: configuration.wallClock(),
+                                                  expiryWallMillis: expiryWallMillis(received: true), keyOwners: keyOwners)
+        else { return }
+        act(on: result, from: "records held while their members were heard", now: now)
+    }
+
+    private func act(on result: Membership.MergeResult, from source: String, now: ContinuousClock.Instant) {
         for impersonation in result.impersonations { noteImpersonation(impersonation, from: source, now: now) }
-        if let rival = result.reassertedAgainst {
-            logger.warning("\(source) holds a record of this node that would replace ours (a forget, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
-            if identityClash.overridden(by: rival, ours: ours, now: now) { raiseIdentityClash(rival) }
+        if !result.refused.isEmpty { noteRefused(result.refused, from: source) }
+        for record in result.held { noteHeld(record, from: source, now: now) }
+        if result.reasserted {
+            logger.warning("\(source) holds a record of this node that would replace ours (a forget, a stale leave, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
         }
         for change in result.changes { apply(change, now: now) }
         if !result.announce.isEmpty { announce(result.announce) }
         if !result.changes.isEmpty { refreshTrustProblems() }
+    }
+
+    /// Members heard on their own connections now: records that end or move them are taken
+    /// from them alone.
+    func heardDirectly(now: ContinuousClock.Instant) -> Set<NodeID> {
+        Set(activeSessions.lazy.filter { $0.hearsDirectly(now: now, base: self.timing) }.map(\.node))
+    }
+
+    /// Records `merge` did not take: counted, and logged (once per reason a while).
+    private func noteRefused(_ refusals: [Membership.Refusal], from source: String) {
+        counters.memberRecordsRefused += refusals.count
+        for refusal in refusals {
+            let record = refusal.record
+            warn("member record \(refusal.reason)", "refused a member record of \(record.node) (\(record.status), at \(record.address), epoch \(record.epoch)) "
+                + "from \(source): \(refusal.reason.rawValue)")
+        }
+    }
+
+    /// A record held back against a member heard directly. A departure is usually the member's
+    /// own word arriving by another way first (on ROUTER, before its announcement on PUB); an
+    /// active record placing it elsewhere that keeps coming lists the member
+    /// (`MemberIdentityClash`). Held records never taken are counted when dropped.
+    private func noteHeld(_ record: MemberRecord, from source: String, now: ContinuousClock.Instant) {
+        logger.debug("held back a member record of \(record.node) (\(record.status), at \(record.address)) from \(source): \(record.node) is heard directly")
+        guard record.status == .active, memberClash.contested(record.node, now: now), let current = membership[record.node] else { return }
+        let message = "member \(record.node) is heard at \(current.address) while records keep placing it at \(record.address) "
+            + "(\(record.status), not sent by \(record.node) itself): another process uses the id \(record.node) (a copied data "
+            + "directory, or --id given twice), or someone sends forged member records. The records are held back while "
+            + "\(record.node) is heard where it is"
+        if problems.raise(.memberIdentity, record.node.rawValue, message) { logger.error("\(message)") }
+    }
+
+    /// A member's heartbeat reported this node: heard directly in another life is evidence of a
+    /// second process with our id (`IdentityClash`).
+    func judgeReport(ofUs report: PeerReport, by member: NodeID, now: ContinuousClock.Instant) {
+        guard identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
+              let rival = identityClash.rival
+        else { return }
+        raiseIdentityClash(rival)
+    }
+
+    /// What shows another process with our id, in an operator's words.
+    static func clashEvidence(_ rival: IdentityClash.Evidence) -> String {
+        "member \(rival.member) hears a process with this id whose life began at \(Self.isoTime(millis: rival.epoch))"
+    }
+
+    static func isoTime(millis: UInt64) -> String {
+        Date(timeIntervalSince1970: Double(millis) / 1000).formatted(.iso8601)
     }
 
     /// Two processes may write as `node` (we, or a member): "its writes" and "its reports" no
@@ -31,21 +93,21 @@ extension Replica {
 
     /// Another process uses our id: listed (health fails) and local writes refused until it stops
     /// (`IdentityClash`).
-    private func raiseIdentityClash(_ rival: MemberRecord) {
-        let message = ReplicaError.identityClash(address: rival.address.description).description
+    private func raiseIdentityClash(_ rival: IdentityClash.Evidence) {
+        let message = ReplicaError.identityClash(evidence: Self.clashEvidence(rival)).description
         problems.raise(.identity, identity.node.rawValue, message)
         doubt(identity.node)
         logger.error("\(message)")
     }
 
-    /// The clash is over once no member has held a rival's record for the window. So is an
-    /// impersonation no member has passed on for as long.
+    /// The clash is over once no member has reported another life of our id for the window. So
+    /// is an impersonation no member has passed on for as long.
     func judgeIdentityClash(now: ContinuousClock.Instant) {
         if identityClash.tick(now: now), problems.clear(.identity, identity.node.rawValue) != nil {
-            logger.info("no other process has claimed id \(identity.node) for \(identityClash.window): writes are accepted again")
+            logger.info("no member has heard another process with id \(identity.node) for \(identityClash.window): writes are accepted again")
         }
         for node in memberClash.tick(now: now) where problems.clear(.memberIdentity, node.rawValue) != nil {
-            logger.info("member \(node) has not moved for \(memberClash.window): no longer listed as used by two processes")
+            logger.info("member \(node) has neither moved nor been contradicted for \(memberClash.window): no longer listed as used by two processes")
         }
         for (subject, last) in impersonations where now - last >= identityClash.window {
             impersonations[subject] = nil
@@ -57,7 +119,7 @@ extension Replica {
     /// `trust` problem, for as long as members pass it on. Writes are not refused: the process
     /// cannot hold this data directory's counter slots without its key, and no member that
     /// knows the key admits it.
-    private func noteImpersonation(_ impersonation: Membership.Impersonation, from source: NodeID, now: ContinuousClock.Instant) {
+    private func noteImpersonation(_ impersonation: Membership.Impersonation, from source: String, now: ContinuousClock.Instant) {
         let record = impersonation.record
         let owner = impersonation.keyOwner
         let subject = "\(record.node) at \(record.address)"
@@ -79,7 +141,7 @@ extension Replica {
             }
             let admitted = isAdmitted(record)
             logger.info("member \(record.node) joined at \(record.address)\(admitted ? "" : " (its key is not trusted here: not dialled)")")
-            openLink(to: record, now: now)
+            dial(record, now: now)
             // It may hold data we lack (a node that had been on its own): one sync, when it is up.
             if admitted { planner.want(.memberJoined, with: record.node) }
         case .restarted(let record):
@@ -106,7 +168,7 @@ extension Replica {
             } else {
                 sessions[record.node]?.moved(to: record, now: now)
             }
-            openLink(to: record, now: now)
+            dial(record, now: now)
         case .left(let record):
             logger.info("member \(record.node) left the cluster")
             if let actions = sessions[record.node]?.recordChanged(record, now: now) { perform(actions, for: record.node, now: now) }
@@ -137,6 +199,7 @@ extension Replica {
         // merge).
         leaving?.memberDeparted(node)
         closeLink(to: node)
+        unheardDials.remove(node)
         planner.remove(node)
         problems.clear(.peerClock, node.rawValue)
         memberClash.forget(node)
@@ -168,8 +231,8 @@ extension Replica {
 
     /// A members message that came in on our ROUTER (a join or an exchange): merged, and answered
     /// with our table if asked.
-    func serveMembers(_ message: MembersMessage, to client: [UInt8], on socket: ZMQSocket) {
-        mergeMembers(message.records, from: message.origin)
+    func serveMembers(_ message: MembersMessage, to client: [UInt8], on socket: ZMQSocket, sender: NodeID?) {
+        mergeMembers(message.records, from: message.origin, sender: sender)
         guard message.wantsReply else { return }
         for reply in membersMessages(wantsReply: false) {
             _ = try? socket.send([client, codec.encode(.members(reply))])
@@ -179,7 +242,7 @@ extension Replica {
     /// A members message that came back on a member's DEALER: the answer to an exchange (or to
     /// our departure: its acknowledgement).
     func receiveMembersReply(_ message: MembersMessage, from node: NodeID) {
-        mergeMembers(message.records, from: message.origin)
+        mergeMembers(message.records, from: message.origin, sender: node)
         if Self.acknowledgesDeparture(message.records, of: identity.node), let action = leaving?.acknowledged(by: node) { perform(action) }
     }
 
@@ -279,6 +342,8 @@ extension Replica {
             let asked = leaving?.asked ?? []
             for node in asked.sorted() { sendMembers(to: node, wantsReply: true) }
             if asked.isEmpty { perform(.finish(left: true)) }
+        case .reask(let nodes):
+            for node in nodes.sorted() { sendMembers(to: node, wantsReply: true) }
         case .finish(let left):
             finishLeaving(left: left)
         }
@@ -348,11 +413,12 @@ extension Replica {
         for record in membership.active {
             let admitted = isAdmitted(record)
             if admitted && links[record.node] == nil {
-                openLink(to: record, now: now)
+                dial(record, now: now)
                 planner.want(.memberJoined, with: record.node)
             } else if !admitted && links[record.node] != nil {
                 logger.warning("member \(record.node)'s key is no longer trusted; hanging up")
                 closeLink(to: record.node)
+                unheardDials.remove(record.node)
                 planner.remove(record.node)
             }
         }

@@ -171,6 +171,8 @@ extension Replica {
         retakeForgottenStamps()
         noteContact()
         judgeIdentityClash(now: now)
+        releaseHeldRecords(now: now)
+        maintainUnheardDials(now: now)
         planRelays(now: now)
         if let expired = planner.expire(now: now, timeout: timing.requestTimeout) {
             let patience = planner.timeout(for: expired.peer, base: timing.requestTimeout)

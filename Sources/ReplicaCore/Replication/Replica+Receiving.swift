@@ -41,7 +41,7 @@ extension Replica {
                     receive(heartbeat, from: node, now: now)
                 case .members(let members):
                     heard(node, bytes: bytes, now: now)
-                    mergeMembers(members.records, from: node)
+                    mergeMembers(members.records, from: node, sender: node)
                 case .relay(let relayed):
                     heard(node, bytes: bytes, now: now)
                     receive(relayed, now: now)
@@ -112,8 +112,7 @@ extension Replica {
             accept(relayed.entry, from: relayed.origin)
             return
         }
-        var actions = sessions[source]?.heardIndirectly(now: now) ?? []
-        actions += sessions[source]?.updateReceived(sequence: relayed.sequence, epoch: relayed.sourceEpoch) ?? []
+        let actions = sessions[source]?.relayReceived(sequence: relayed.sequence, epoch: relayed.sourceEpoch, now: now, base: timing) ?? []
         perform(actions, for: source, now: now)
         accept(relayed.entry, from: source)
     }
@@ -158,6 +157,7 @@ extension Replica {
             }
         }
         leaveHeard(from: node, now: now)
+        if let ofUs = heartbeat.reports.first(where: { $0.node == identity.node }) { judgeReport(ofUs: ofUs, by: node, now: now) }
         // What the member says about the others: whom it hears (indirect liveness), and how far it
         // has their streams (updates of members we cannot hear that we lack).
         for report in heartbeat.reports where report.node != identity.node && report.node != node {

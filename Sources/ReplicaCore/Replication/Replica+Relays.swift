@@ -37,7 +37,8 @@ extension Replica {
             guard admitsConnection(sender) else { continue }
             switch change {
             case .subscribed(let topic):
-                if let source = Self.relaySource(of: topic) { relaysServed.insert(source) }
+                // Bounded like the member table: a subscriber cannot grow it with made-up ids.
+                if let source = Self.relaySource(of: topic), relaysServed.count < codec.limits.maxMembers { relaysServed.insert(source) }
             case .unsubscribed(let topic):
                 if let source = Self.relaySource(of: topic) { relaysServed.remove(source) }
             }
@@ -50,8 +51,10 @@ extension Replica {
     }
 
     /// Passes on an update of `source` (received on its own connection) to the members that asked.
+    /// An update too large to publish (`Replica.publishesInline`) is not relayed either: the
+    /// member fetches it as it fetches any gap in a stream it cannot hear, by a catch-up sync.
     func relay(_ update: Update, epoch: UInt64) {
-        guard let publisher, relaysServed.contains(update.origin) else { return }
+        guard let publisher, relaysServed.contains(update.origin), codec.publishesInline(update.entry) else { return }
         let relayed = RelayedUpdate(origin: identity.node, source: update.origin, sourceEpoch: epoch, sequence: update.sequence, entry: update.entry)
         if (try? publisher.send([codec.publishFrame(.relay(relayed))])) == true { counters.updatesRelayed += 1 }
     }

@@ -2,7 +2,7 @@ import Foundation
 
 extension Replica {
     /// The counters alone: cheap enough to poll.
-    public func counterSnapshot() -> ReplicaStatus.Counters { counters }
+    public func counterSnapshot() -> ReplicaStatus.Counters { countersNow }
 
     /// The digest root alone: equal roots mean equal replicated state.
     public func digestRoot() -> UInt64 { store.digest.root }
@@ -54,7 +54,7 @@ extension Replica {
                     syncsCompleted: session.stats.syncsCompleted,
                     repairsCompleted: session.stats.repairsCompleted,
                     syncInProgress: planner.inFlight?.peer == record.node,
-                    missingUpdates: session.stream.missing.reduce(session.repair?.range.count ?? 0) { $0 + $1.count },
+                    missingUpdates: Int(clamping: session.stream.missingCount.addingSaturated(session.repair.map { OriginStream.length(of: $0.range) } ?? 0)),
                     roundTripMillis: session.clock.smoothedRoundTripMillis,
                     clockOffsetMillis: session.clock.offsetMillis,
                     incarnation: record.incarnation.uuidString,
@@ -65,11 +65,18 @@ extension Replica {
             },
             pendingSeeds: seeds.map(\.address.description),
             refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
-            counters: counters,
+            counters: countersNow,
             clock: clockStatus,
             problems: currentProblems,
             loadErrors: problems.of(.load),
             saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
+    }
+
+    /// The counters, with those the machines keep themselves.
+    var countersNow: ReplicaStatus.Counters {
+        var now = counters
+        now.memberDialsDeferred = unheardDials.deferred
+        return now
     }
 
     /// The data directory, for a store on disk.
@@ -107,6 +114,17 @@ extension Replica {
         if let failure = store.readFailure {
             all.append(Problem(
                 kind: .store, subject: failure.path, message: failure.description, since: failure.since, last: failure.last, count: failure.count))
+        }
+        let now = ContinuousClock.now
+        for session in activeSessions {
+            guard let since = session.claimsUnserved else { continue }
+            let wait = PeerSession.unservedCatchUpWait(afterUnserved: session.unservedRepairs)
+            all.append(Problem(
+                kind: .claims, subject: session.node.rawValue,
+                message: "\(session.node)'s heartbeats claim updates it does not serve: it answered \(session.unservedRepairs) repairs in a row "
+                    + "that it no longer holds them (a bug, or a member that lies). Its claims are chased once every \(wait), not at each "
+                    + "heartbeat; what it does serve still arrives. If it keeps on, stop it and compare its version and logs",
+                since: Date(timeIntervalSinceNow: -Double((now - since) / .milliseconds(1)) / 1000), count: session.unservedRepairs))
         }
         return all
     }

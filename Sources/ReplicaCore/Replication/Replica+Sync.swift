@@ -137,6 +137,12 @@ extension Replica {
             logger.info("\(node) no longer holds the updates we lost; syncing instead")
             planner.wantCatchUp(.repairUnavailable, preferring: node)
             return
+        case .unavailableDeferred:
+            sessions[node] = session
+            counters.repairsUnavailable += 1
+            warn("unserved \(node)", "\(node) answered again that it no longer holds updates its heartbeats claim "
+                + "(\(session.unservedRepairs) times in a row); syncing after \(PeerSession.unservedCatchUpWait(afterUnserved: session.unservedRepairs))")
+            return
         case .progress, .completed:
             // A repair that completes lets the next one, or a sync, start at the next turn.
             housekeeping.runSoon()

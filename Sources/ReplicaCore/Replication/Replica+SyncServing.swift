@@ -25,7 +25,7 @@ extension Replica {
                 switch try codec.decode(message.frames[1]) {
                 case .syncRequest(let request): acceptSync(request, from: client, now: now)
                 case .repairRequest(let request): acceptRepair(request, from: client, on: syncServer, now: now)
-                case .members(let members): serveMembers(members, to: client, on: syncServer)
+                case .members(let members): serveMembers(members, to: client, on: syncServer, sender: keyOwner(of: message.sender))
                 case let other: throw WireError.misplacedKind(other.kind.rawValue, socket: "the sync ROUTER")
                 }
             } catch {

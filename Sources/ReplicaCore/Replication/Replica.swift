@@ -107,9 +107,11 @@ public actor Replica: PollLoopOwner {
     /// the member-by-member trust problems leave alone.
     var troubledTrustSources: Set<String> = []
     /// Whether another process uses our id (`identity` problem; local writes refused meanwhile).
-    var identityClash = IdentityClash(window: .seconds(10))
+    var identityClash = IdentityClash(window: .seconds(10), confirmAfter: .seconds(5))
     /// Members whose id two processes seem to use (`Problem.Kind.memberIdentity`).
     var memberClash = MemberIdentityClash(window: .seconds(30))
+    /// Which members never heard directly hold a link now.
+    var unheardDials = UnheardDials()
     /// Refused member records that announce a node with another node's key, by problem
     /// subject, and when a member last passed one on (`noteImpersonation`).
     var impersonations: [String: ContinuousClock.Instant] = [:]
@@ -241,7 +243,7 @@ public actor Replica: PollLoopOwner {
         absence = AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact())
         isolation = Isolation(limit: configuration.downAfter * 2)
         // Long enough that the rival's next re-assertion (a round of gossip) falls inside it.
-        identityClash = IdentityClash(window: max(configuration.downAfter * 2, .seconds(10)))
+        identityClash = IdentityClash(window: max(configuration.downAfter * 2, .seconds(10)), confirmAfter: configuration.downAfter)
         // Three times the own clash's window: four moves, each one round of re-assertions.
         memberClash = MemberIdentityClash(window: identityClash.window * 3)
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
@@ -256,7 +258,7 @@ public actor Replica: PollLoopOwner {
             node: configuration.node, epoch: epoch, incarnation: identity.incarnation, status: .active,
             address: configuration.advertise ?? configuration.listen,
             publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }),
-            departureRetention: configuration.tombstoneRetentionMillis)
+            departureRetention: configuration.tombstoneRetentionMillis, epochAllowance: max(configuration.maxClockDriftMillis, Membership.yearMillis))
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
             let authenticator = try context.socket(.rep)
@@ -264,9 +266,11 @@ public actor Replica: PollLoopOwner {
             self.authenticator = authenticator
         }
         let publisher = try context.socket(.xpub)
-        // Queued per subscriber before PUB drops: kept well inside the retransmit window, so a
-        // receiver that falls behind finds what it lost still there to repair.
-        try publisher.setHighWaterMarks(send: 20_000, receive: 1000)
+        // Queued per subscriber before PUB drops, whatever the subscriber does: with at most
+        // `maxBatchBytes` in a published update or batch (larger values are repaired, not
+        // published), a subscriber that never reads pins at most about 128 MiB. Well inside
+        // the retransmit window, so a receiver that falls behind finds what it lost there.
+        try publisher.setHighWaterMarks(send: Self.publishQueueDepth, receive: 1000)
         try publisher.setClusterConnectionOptions(connectTimeout: Self.connectTimeout, keepaliveIdle: Self.keepaliveIdle)
         if let curve {
             try publisher.setCurveServer(curve.keys, zapDomain: Self.zapDomain)
@@ -324,6 +328,9 @@ public actor Replica: PollLoopOwner {
     static let maxConcurrentReplies = 16
     /// Chunks queued per requesting connection on the ROUTER before a reply waits.
     static let replyQueueDepth: Int32 = 8
+    /// Messages queued per subscriber on the XPUB before it drops (each at most `maxBatchBytes`
+    /// of entries, or a heartbeat).
+    static let publishQueueDepth: Int32 = 2_000
 
     /// Raw trusted keys and their owners, from CURVE settings.
     static func trust(_ curve: CurveSecurity?) -> (Set<[UInt8]>, [[UInt8]: NodeID]) {

@@ -75,11 +75,15 @@ public struct ReplicaConfiguration: Sendable {
     public var tombstoneRetention: Duration = .seconds(7 * 24 * 3600)
 
     /// `tombstoneRetention` in milliseconds, 0 if negative, clamped to a `UInt64`.
-    var tombstoneRetentionMillis: UInt64 {
-        let components = tombstoneRetention.components
+    var tombstoneRetentionMillis: UInt64 { Self.millis(tombstoneRetention) }
+    /// `maxClockDrift` in milliseconds, likewise.
+    var maxClockDriftMillis: UInt64 { Self.millis(maxClockDrift) }
+
+    static func millis(_ duration: Duration) -> UInt64 {
+        let components = duration.components
         guard components.seconds >= 0 else { return 0 }
         let (millis, overflow) = UInt64(components.seconds).multipliedReportingOverflow(by: 1000)
-        return overflow ? .max : millis + UInt64(components.attoseconds / 1_000_000_000_000_000)
+        return overflow ? .max : millis.addingSaturated(UInt64(components.attoseconds / 1_000_000_000_000_000))
     }
     /// How often expired tombstones are looked for.
     public var tombstoneSweepInterval: Duration = .seconds(60)

@@ -24,7 +24,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
     /// Another process uses this node's id (members hold its record, at `address`): writes are
     /// refused while it does, since two processes writing as one node overwrite each other's
     /// counter slots.
-    case identityClash(address: String)
+    /// `evidence` says who hears the other process, and in which life.
+    case identityClash(evidence: String)
 
     /// Whether the same write may succeed later unchanged: the disk, the clock or the identity
     /// clash may clear by themselves. A `Shared` keeps such a change and saves it again
@@ -47,8 +48,8 @@ public enum ReplicaError: Error, Equatable, Sendable, CustomStringConvertible {
         case .clockUnchecked:
             "this node's clock has not been compared with any member's since it started (none reached yet), and it "
                 + "requires that check: writes are refused until a member is reached"
-        case .identityClash(let address):
-            "another process uses this node's id (members hold its record, at \(address)): writes are refused until one of "
+        case .identityClash(let evidence):
+            "another process uses this node's id (\(evidence)): writes are refused until one of "
                 + "the two stops, since two processes writing as one node overwrite each other's counters. Give each node "
                 + "its own --id and data directory (a copied data directory is the same node)"
         case .clockAhead(let lead, let limit):

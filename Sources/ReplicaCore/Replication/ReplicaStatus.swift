@@ -119,6 +119,19 @@ public struct ReplicaStatus: Sendable, Codable, Equatable {
         /// Received entries dropped because the store could not commit them: by a failed commit,
         /// or unread during its back-off (fetched again later).
         public var inboundDroppedOnFailedCommit = 0
+        /// Member records not taken: dated ahead of this node's clock by more than the drift
+        /// limit, contradicting a member heard directly (held back until it falls silent), or
+        /// beyond the member table's capacity (since 0.35.0).
+        public var memberRecordsRefused = 0
+        /// Times a member never heard directly waited for a place among those dialled (at most
+        /// 32 at once; each gives its place up after 30 s unheard, and waits a back-off): a
+        /// cluster starting many nodes at once shows a few, a flood of records for nodes that do
+        /// not exist shows many (since 0.35.0).
+        public var memberDialsDeferred = 0
+        /// Local writes whose entry was larger than 64 KiB (the batch limit): not published on
+        /// PUB, where each subscriber's queue would hold a copy; members fetch them by a repair
+        /// after the heartbeat that follows (since 0.35.0).
+        public var largeUpdatesWithheld = 0
 
         /// Every counter at 0.
         public init() {}
@@ -220,5 +233,8 @@ extension ReplicaStatus.Counters {
         untrustedHandshakesRefused = try count(.untrustedHandshakesRefused)
         revokedConnectionsEnded = try count(.revokedConnectionsEnded)
         inboundDroppedOnFailedCommit = try count(.inboundDroppedOnFailedCommit)
+        memberRecordsRefused = try count(.memberRecordsRefused)
+        memberDialsDeferred = try count(.memberDialsDeferred)
+        largeUpdatesWithheld = try count(.largeUpdatesWithheld)
     }
 }

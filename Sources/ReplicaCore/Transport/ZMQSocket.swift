@@ -189,6 +189,8 @@ public final class ZMQSocket: @unchecked Sendable {
     public enum MonitorEvent: Sendable, Equatable {
         /// The TCP connection of a connecting socket is up (its ZMTP handshake has yet to run).
         case connected
+        /// A listening socket accepted a TCP connection (its handshake has yet to run).
+        case accepted
         /// A connection was established and its ZMTP handshake completed.
         case handshakeSucceeded
         /// A connection was lost (closed by the peer, or dropped by ZMTP heartbeats).
@@ -204,6 +206,7 @@ public final class ZMQSocket: @unchecked Sendable {
         var bits: Int32 {
             switch self {
             case .connected: ZMQ_EVENT_CONNECTED
+            case .accepted: ZMQ_EVENT_ACCEPTED
             case .handshakeSucceeded: ZMQ_EVENT_HANDSHAKE_SUCCEEDED
             case .disconnected: ZMQ_EVENT_DISCONNECTED
             case .handshakeFailed: Self.handshakeFailureBits
@@ -253,6 +256,7 @@ public final class ZMQSocket: @unchecked Sendable {
         let value = first.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: Int32.self) }
         let event: MonitorEvent = switch number {
         case ZMQ_EVENT_CONNECTED: .connected
+        case ZMQ_EVENT_ACCEPTED: .accepted
         case ZMQ_EVENT_HANDSHAKE_SUCCEEDED: .handshakeSucceeded
         case ZMQ_EVENT_DISCONNECTED: .disconnected
         case _ where number & MonitorEvent.handshakeFailureBits != 0: .handshakeFailed

@@ -49,6 +49,12 @@ public struct WireCodec: Sendable {
     }
 
     /// The encoded size of `entry` in a batch (what `maxBatchBytes` counts), without encoding it.
+    /// Whether `entry` goes out on PUB in an update: up to `maxBatchBytes` of entry record. A
+    /// larger one is not published; members fetch it by a repair (docs/protocol.md, kind 1).
+    public func publishesInline(_ entry: Entry) -> Bool {
+        Self.batchedSize(of: entry) <= limits.maxBatchBytes
+    }
+
     public static func batchedSize(of entry: Entry) -> Int {
         8 + 1 + 2 + 2 + entry.key.utf8.count + (entry.payload.map { 4 + $0.count } ?? 0)
     }
@@ -101,8 +107,10 @@ public struct WireCodec: Sendable {
             writer.write(heartbeat.entryCount)
             writer.write(heartbeat.membersDigest)
             writer.write(heartbeat.storeSerial)
-            writer.write(UInt16(heartbeat.reports.count))
-            for report in heartbeat.reports {
+            // The count is 16 bits; receivers take at most `maxMembers` reports.
+            let reports = heartbeat.reports.prefix(limits.maxMembers)
+            writer.write(UInt16(clamping: reports.count))
+            for report in reports {
                 writeNode(report.node, to: &writer)
                 writer.write(report.epoch)
                 writer.write(report.through)
@@ -172,6 +180,7 @@ public struct WireCodec: Sendable {
         case .update:
             let sequence = try reader.readUInt64()
             guard sequence >= 1 else { throw .invalidField("update sequence 0") }
+            guard sequence <= WireLimits.maxSequence else { throw .invalidField("update sequence") }
             let entry = try readEntry(&reader)
             guard entry.version.node == origin else { throw .invalidField("update written by another node") }
             message = .update(Update(origin: origin, sequence: sequence, entry: entry))
@@ -182,7 +191,7 @@ public struct WireCodec: Sendable {
             guard count <= limits.maxEntriesPerChunk else {
                 throw .tooLarge(field: "batch entry count", size: count, limit: limits.maxEntriesPerChunk)
             }
-            guard first >= 1, first <= UInt64.max - UInt64(count) else { throw .invalidField("batch sequence") }
+            guard first >= 1, first <= WireLimits.maxSequence - UInt64(count - 1) else { throw .invalidField("batch sequence") }
             var entries: [Entry] = []
             entries.reserveCapacity(count)
             for _ in 0..<count { entries.append(try readEntry(&reader, writtenBy: origin)) }
@@ -190,7 +199,9 @@ public struct WireCodec: Sendable {
         case .heartbeat:
             let incarnation = try readUUID(&reader)
             let epoch = try reader.readUInt64()
+            guard epoch <= WireLimits.maxEpoch else { throw .invalidField("heartbeat epoch") }
             let sequence = try reader.readUInt64()
+            guard sequence <= WireLimits.maxSequence else { throw .invalidField("heartbeat sequence") }
             let timestamp = HybridTimestamp(rawValue: try reader.readUInt64())
             let wallMillis = try reader.readUInt64()
             guard wallMillis <= HybridTimestamp.maxWallMillis else { throw .invalidField("heartbeat wall clock") }
@@ -205,7 +216,9 @@ public struct WireCodec: Sendable {
             for _ in 0..<count {
                 let node = try readNode(&reader)
                 let reportEpoch = try reader.readUInt64()
+                guard reportEpoch <= WireLimits.maxEpoch else { throw .invalidField("peer report epoch") }
                 let through = try reader.readUInt64()
+                guard through <= WireLimits.maxSequence else { throw .invalidField("peer report sequence") }
                 let echo = try reader.readUInt64()
                 guard echo <= HybridTimestamp.maxWallMillis else { throw .invalidField("peer report echo") }
                 let held = try reader.readUInt32()
@@ -233,6 +246,7 @@ public struct WireCodec: Sendable {
             guard flags <= 3 else { throw .invalidField("chunk flags") }
             let mark = try readMark(&reader)
             let sequence = try reader.readUInt64()
+            guard sequence <= WireLimits.maxSequence else { throw .invalidField("chunk sequence") }
             let count = Int(try reader.readUInt16())
             guard count <= limits.maxEntriesPerChunk else {
                 throw .tooLarge(field: "chunk entry count", size: count, limit: limits.maxEntriesPerChunk)
@@ -247,7 +261,7 @@ public struct WireCodec: Sendable {
             let requestID = try reader.readUInt64()
             let first = try reader.readUInt64()
             let last = try reader.readUInt64()
-            guard first <= last else { throw .invalidField("repair range") }
+            guard first <= last, last <= WireLimits.maxSequence else { throw .invalidField("repair range") }
             message = .repairRequest(RepairRequest(origin: origin, requestID: requestID, first: first, last: last))
         case .members:
             let flags = try reader.readByte()
@@ -261,8 +275,10 @@ public struct WireCodec: Sendable {
         case .relay:
             let source = try readNode(&reader)
             let sourceEpoch = try reader.readUInt64()
+            guard sourceEpoch <= WireLimits.maxEpoch else { throw .invalidField("relay source epoch") }
             let sequence = try reader.readUInt64()
             guard sequence >= 1 else { throw .invalidField("relay sequence 0") }
+            guard sequence <= WireLimits.maxSequence else { throw .invalidField("relay sequence") }
             let entry = try readEntry(&reader)
             guard entry.version.node == source else { throw .invalidField("relayed update written by another node") }
             message = .relay(RelayedUpdate(origin: origin, source: source, sourceEpoch: sourceEpoch, sequence: sequence, entry: entry))
@@ -358,7 +374,9 @@ public struct WireCodec: Sendable {
     }
 
     private func readMark(_ reader: inout ByteReader) throws(WireError) -> StoreMark {
-        StoreMark(epoch: try reader.readUInt64(), serial: try reader.readUInt64())
+        let epoch = try reader.readUInt64()
+        guard epoch <= WireLimits.maxEpoch else { throw .invalidField("store mark epoch") }
+        return StoreMark(epoch: epoch, serial: try reader.readUInt64())
     }
 
     private func writeRecord(_ record: MemberRecord, to writer: inout ByteWriter) {
@@ -377,7 +395,7 @@ public struct WireCodec: Sendable {
         let node = try readNode(&reader)
         let epoch = try reader.readUInt64()
         // Epochs are wall-clock milliseconds; one beyond 48 bits is not a record any node wrote.
-        guard epoch <= HybridTimestamp.maxWallMillis else { throw .invalidField("member epoch") }
+        guard epoch <= WireLimits.maxEpoch else { throw .invalidField("member epoch") }
         let incarnation = try readUUID(&reader)
         let statusByte = try reader.readByte()
         guard let status = MemberRecord.Status(rawValue: statusByte) else { throw .invalidField("member status") }

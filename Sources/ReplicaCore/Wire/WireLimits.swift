@@ -20,6 +20,13 @@ public struct WireLimits: Sendable, Equatable {
 
     public static let standard = WireLimits()
 
+    /// The highest update sequence a message may carry (2^53 - 1: a process life publishing
+    /// ten million updates a second reaches it after 28 years; JSON readers keep it exact). A
+    /// higher one is malformed, so that what a receiver computes from sequences cannot overflow.
+    public static let maxSequence: UInt64 = (1 << 53) - 1
+    /// The highest epoch (a wall-clock millisecond, 48 bits like a timestamp's wall part).
+    public static let maxEpoch: UInt64 = HybridTimestamp.maxWallMillis
+
     /// The largest frame a node accepts (also set as ZMQ_MAXMSGSIZE on its sockets): one full
     /// chunk of maximum entries is not allowed; chunks are cut by bytes too (see `maxChunkBytes`).
     public var maxFrameBytes: Int { maxPayloadBytes + maxKeyBytes + 4096 }

@@ -65,7 +65,8 @@ struct Status: ClientCommand {
             + "\(counters.forgedOriginsDropped) forged origins, \(counters.futureTimestampsRejected) future timestamps, "
             + "\(counters.skewedHeartbeats) heartbeats from skewed clocks, \(counters.handshakesFailed) failed handshakes, "
             + "\(counters.revokedConnectionsEnded) connections of revoked keys ended, "
-            + "\(counters.inboundDroppedOnFailedCommit) received entries on failed commits")
+            + "\(counters.inboundDroppedOnFailedCommit) received entries on failed commits, "
+            + "\(counters.memberRecordsRefused) member records refused")
         let clock = status.clock
         let median = clock.medianOffsetMillis.map { ", members' median \(TimeText.offset(seconds: Double($0) / 1000)) from ours" } ?? ""
         line("clock", "\(clock.verdict)\(median) (limit \(clock.limitMillis / 1000) s)")

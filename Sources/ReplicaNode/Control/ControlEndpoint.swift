@@ -6,9 +6,12 @@ import ReplicaCore
 enum ControlEndpoint {
     static let socketName = "control.sock"
 
-    /// The largest request a node reads (ZMQ_MAXMSGSIZE on its socket): libzmq drops a client
-    /// that sends more, and the client would wait for a reply that never comes.
+    /// The largest request a node acts on; a larger one is answered `invalidRequest`.
     static let maxRequestBytes = 4 << 20
+    /// The largest frame a node reads at all (ZMQ_MAXMSGSIZE on its socket): libzmq drops a
+    /// client that sends more, which then gets no reply. Larger than `maxRequestBytes`, so
+    /// that a request somewhat too large is answered with why.
+    static let maxDeliveredBytes = 16 * maxRequestBytes
 
     /// The key and value limits of a node's replica (`serve` configures it with these), which
     /// clients check before sending (`import`, so that no batch is refused half-way).

@@ -77,7 +77,7 @@ actor ControlServer: PollLoopOwner {
         try? FileManager.default.removeItem(atPath: path)
         let socket = try context.socket(.router)
         try socket.setRouterMandatory()
-        try socket.setMaxMessageSize(ControlEndpoint.maxRequestBytes)
+        try socket.setMaxMessageSize(ControlEndpoint.maxDeliveredBytes)
         do {
             try socket.bind(ControlEndpoint.address(in: dataDirectory))
         } catch {
@@ -186,8 +186,17 @@ actor ControlServer: PollLoopOwner {
     /// the task that will; once the node is stopping, each is answered that it is.
     private func readRequests(from socket: ZMQSocket) {
         while inFlight < Self.maxInFlight || !accepting, let message = try? socket.receive(maxFrames: 2) {
-            guard message.frames.count == 2, !message.truncated else { continue }
-            let client = message.frames[0]
+            guard let client = message.frames.first else { continue }
+            guard message.frames.count == 2, !message.truncated else {
+                send(.failure(ControlFailure(.invalidRequest, "\(ControlFailure.malformedRequest): a request is one frame of JSON")), to: client)
+                continue
+            }
+            guard message.frames[1].count <= ControlEndpoint.maxRequestBytes else {
+                let size = message.frames[1].count
+                send(.failure(ControlFailure(.invalidRequest, "the request is \(size) bytes, over the control socket's limit of "
+                    + "\(ControlEndpoint.maxRequestBytes) bytes")), to: client)
+                continue
+            }
             guard let request = try? decoder.decode(ControlRequest.self, from: Data(message.frames[1])) else {
                 send(.failure(ControlFailure(.invalidRequest, ControlFailure.malformedRequest)), to: client)
                 continue

@@ -2,24 +2,24 @@ import Foundation
 import Testing
 @testable import ReplicaCore
 
-/// `IdentityClash`: which records of this node, held by members, show another process with our
-/// id, and when that is over.
+/// `IdentityClash`: which members' reports of this node show another process with our id, and
+/// when that is over. Records of our id prove nothing (anyone can send one): they are not input.
 @Suite struct IdentityClashTests {
     static let start = ContinuousClock.now
     static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int(seconds * 1000)) }
-    static let ours = MemberRecord(node: "n2", epoch: 100, incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1)),
-                                   status: .active, address: Endpoint(host: "127.0.0.1", port: 7002), publicKey: nil)
-    static let otherIncarnation = UUID(uuid: (2, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2))
+    static let ours: UInt64 = 1_000
 
-    static func record(epoch: UInt64, status: MemberRecord.Status = .active, port: UInt16 = 7002, incarnation: UUID = otherIncarnation) -> MemberRecord {
-        MemberRecord(node: "n2", epoch: epoch, incarnation: incarnation, status: status,
-                     address: Endpoint(host: "127.0.0.1", port: port), publicKey: nil)
+    /// A member's report of us: at a time, the life it hears, and whether it hears it directly.
+    struct Report: Sendable {
+        var at: Double
+        var epoch: UInt64
+        var directly = true
+        var member: NodeID = "m1"
     }
 
     struct Row: Sendable, CustomTestStringConvertible {
         var name: String
-        /// Overriding records, each at a time in seconds.
-        var overrides: [(Double, MemberRecord)]
+        var reports: [Report]
         /// The tick after them.
         var tickAt: Double
         var clashing: Bool
@@ -27,40 +27,47 @@ import Testing
     }
 
     static let rows: [Row] = [
-        Row(name: "a forget reaching a live node is not a clash", overrides: [(0, record(epoch: 100, status: .forgotten, incarnation: ours.incarnation))],
-            tickAt: 1, clashing: false),
-        Row(name: "a stale leave is not a clash", overrides: [(0, record(epoch: 100, status: .left, incarnation: ours.incarnation))], tickAt: 1, clashing: false),
-        Row(name: "an older life at a higher epoch, once (replaced directory, clock behind), is not a clash",
-            overrides: [(0, record(epoch: 150))], tickAt: 1, clashing: false),
-        Row(name: "our own earlier life at our address (a restart after a re-assertion) is answered once, not a clash",
-            overrides: [(0, record(epoch: 150, incarnation: ours.incarnation))], tickAt: 1, clashing: false),
-        Row(name: "a copy of our directory elsewhere (same incarnation, another address) is a clash at once",
-            overrides: [(0, record(epoch: 150, port: 7010, incarnation: ours.incarnation))], tickAt: 1, clashing: true),
-        Row(name: "another address is a clash at once", overrides: [(0, record(epoch: 150, port: 7010))], tickAt: 1, clashing: true),
-        Row(name: "a rival that keeps re-asserting is a clash", overrides: [(0, record(epoch: 150)), (1.5, record(epoch: 152))], tickAt: 2, clashing: true),
-        Row(name: "two overrides far apart are not", overrides: [(0, record(epoch: 150)), (30, record(epoch: 300))], tickAt: 31, clashing: false),
-        Row(name: "a clash ends a window after the last override", overrides: [(0, record(epoch: 150, port: 7010))], tickAt: 10, clashing: false),
-        Row(name: "and stands until then", overrides: [(0, record(epoch: 150, port: 7010)), (5, record(epoch: 160, port: 7010))], tickAt: 14, clashing: true),
+        Row(name: "reports of our own life are no clash", reports: (0..<20).map { Report(at: Double($0) * 0.5, epoch: ours) },
+            tickAt: 10, clashing: false),
+        Row(name: "a member that has heard nothing of us (epoch 0) is no clash", reports: (0..<20).map { Report(at: Double($0) * 0.5, epoch: 0) },
+            tickAt: 10, clashing: false),
+        Row(name: "our previous life, reported for a heartbeat or two after a restart, is no clash",
+            reports: [Report(at: 0, epoch: 900), Report(at: 0.5, epoch: 900), Report(at: 1, epoch: ours)], tickAt: 2, clashing: false),
+        Row(name: "another life heard only through others (not directly) is no clash",
+            reports: (0..<20).map { Report(at: Double($0) * 0.5, epoch: 2_000, directly: false) }, tickAt: 10, clashing: false),
+        Row(name: "another life heard directly for the confirmation time is a clash",
+            reports: (0...10).map { Report(at: Double($0) * 0.5, epoch: 2_000) }, tickAt: 5, clashing: true),
+        Row(name: "an earlier epoch heard directly for as long is one too (a second directory, its clock behind)",
+            reports: (0...10).map { Report(at: Double($0) * 0.5, epoch: 500) }, tickAt: 5, clashing: true),
+        Row(name: "a member that flips between the two lives still shows it",
+            reports: (0...12).map { Report(at: Double($0) * 0.5, epoch: $0 % 2 == 0 ? 2_000 : ours) }, tickAt: 6, clashing: true),
+        Row(name: "reports too far apart never confirm", reports: [Report(at: 0, epoch: 2_000), Report(at: 20, epoch: 2_000)],
+            tickAt: 21, clashing: false),
+        Row(name: "a clash ends a window after the last report",
+            reports: (0...10).map { Report(at: Double($0) * 0.5, epoch: 2_000) }, tickAt: 15, clashing: false),
+        Row(name: "and stands until then", reports: (0...10).map { Report(at: Double($0) * 0.5, epoch: 2_000) }, tickAt: 14.9, clashing: true),
     ]
 
     @Test(arguments: rows) func judge(_ row: Row) {
-        var clash = IdentityClash(window: .seconds(10))
-        for (time, record) in row.overrides { _ = clash.overridden(by: record, ours: Self.ours, now: Self.at(time)) }
+        var clash = IdentityClash(window: .seconds(10), confirmAfter: .seconds(5))
+        for report in row.reports {
+            _ = clash.reported(epoch: report.epoch, hearsDirectly: report.directly, by: report.member, ourEpoch: Self.ours, now: Self.at(report.at))
+        }
         _ = clash.tick(now: Self.at(row.tickAt))
         #expect((clash.rival != nil) == row.clashing)
     }
 
     @Test func itStartsAndEndsOnce() {
-        var clash = IdentityClash(window: .seconds(10))
-        let rival = Self.record(epoch: 150, port: 7010)
-        let started = clash.overridden(by: rival, ours: Self.ours, now: Self.at(0))
-        #expect(started, "starts")
-        let again = clash.overridden(by: rival, ours: Self.ours, now: Self.at(1))
-        #expect(!again, "already standing")
-        #expect(clash.rival == rival)
-        let early = clash.tick(now: Self.at(10.5))
+        var clash = IdentityClash(window: .seconds(10), confirmAfter: .seconds(5))
+        var starts = 0
+        for step in 0...20 {
+            if clash.reported(epoch: 2_000, hearsDirectly: true, by: "m1", ourEpoch: Self.ours, now: Self.at(Double(step) * 0.5)) { starts += 1 }
+        }
+        #expect(starts == 1, "starts once")
+        #expect(clash.rival?.epoch == 2_000 && clash.rival?.member == "m1")
+        let early = clash.tick(now: Self.at(19.9))
         #expect(!early)
-        let ended = clash.tick(now: Self.at(11))
+        let ended = clash.tick(now: Self.at(20))
         #expect(ended, "ends")
         let later = clash.tick(now: Self.at(30))
         #expect(!later)

@@ -54,7 +54,10 @@ import Testing
         #expect(progress.tick(now: Self.at(10)) == .announce)
         #expect(progress.lacking == ["b"])
         #expect(progress.acknowledged(by: "a") == nil)
-        #expect(progress.tick(now: Self.at(11.9)) == nil)
+        #expect(progress.tick(now: Self.at(10.1)) == nil)
+        #expect(progress.tick(now: Self.at(10.25)) == .reask(["b"]), "asked again, a quarter second on")
+        #expect(progress.tick(now: Self.at(10.3)) == nil)
+        #expect(progress.tick(now: Self.at(11.9)) == .reask(["b"]))
         #expect(progress.tick(now: Self.at(12)) == .finish(left: true), "b never acknowledged: left all the same")
     }
 
@@ -109,7 +112,7 @@ import Testing
         _ = departing.heard(Self.report(through: 12), from: "b", now: Self.at(0))
         #expect(departing.acknowledged(by: "a") == nil)
         departing.memberDeparted("z")
-        #expect(departing.tick(now: Self.at(0.5)) == nil, "not asked: changes nothing")
+        #expect(departing.tick(now: Self.at(0.1)) == nil, "not asked: changes nothing")
         departing.memberDeparted("b")
         #expect(departing.tick(now: Self.at(0.6)) == .finish(left: true), "no acknowledgement to wait for")
 

@@ -52,4 +52,16 @@ import Testing
         #expect(clash.listed.isEmpty)
         #expect(clash.tick(now: Self.at(44)).isEmpty, "forgotten: nothing to clear")
     }
+
+    /// Records held back against a member heard directly (`Membership`, contested) list it at
+    /// the second within the window, keep it listed while they come, and clear a window after.
+    @Test func contestedRecordsListTheMemberAtTheSecond() {
+        var clash = MemberIdentityClash(window: .seconds(30))
+        let listed = [0.0, 31, 40, 100].map { clash.contested("twin", now: Self.at($0)) }
+        #expect(listed == [false, false, true, true], "the first fell out of the window; once listed, counted again")
+        #expect(clash.tick(now: Self.at(129)).isEmpty)
+        #expect(clash.tick(now: Self.at(130)) == ["twin"])
+        for time in 0..<100 { _ = clash.contested("flood", now: Self.at(200 + Double(time) / 10)) }
+        #expect(clash.listed.contains("flood"), "a flood is bounded in what it keeps, and listed")
+    }
 }

@@ -14,14 +14,126 @@ import Testing
 
     /// A record of this node at the largest epoch (refused by the codec, but not only the codec
     /// feeds the table) is answered without a trap: `epoch + 1` crashed the node at every start.
+    /// The re-assertion stays within the epochs the wire carries (2^48 made every receiver drop
+    /// our records as malformed, for good).
     @Test func aRecordOfThisNodeAtTheLastEpochDoesNotTrap() {
         for status in [MemberRecord.Status.active, .left, .forgotten] {
             var membership = table()
             let result = membership.merge([Self.record("a", epoch: .max, status: status)], wallMillis: 1_000)
             #expect(membership.local.status == .active)
-            #expect(membership.local.epoch == .max)
+            #expect(membership.local.epoch == WireLimits.maxEpoch)
             #expect(result.reasserted, "\(status)")
         }
+    }
+
+    // MARK: Claims a record's source cannot back
+
+    static let wall: UInt64 = 1_000_000
+
+    func bounded(activeCapacity: Int = 1023, recordCapacity: Int = 8192) -> Membership {
+        Membership(local: Self.record("a"), epochAllowance: 60_000, activeCapacity: activeCapacity, recordCapacity: recordCapacity)
+    }
+
+    /// A record dated later than the wall clock plus the drift the cluster accepts was written
+    /// by no clock the cluster accepts: refused, of a member or of this node (no re-assertion
+    /// up to an epoch members would refuse). One forged record at 2^48 - 1 evicted a member for
+    /// good: it could never re-assert above it, and the record never expired.
+    @Test func aRecordDatedAheadOfTheClockIsRefused() {
+        var membership = bounded()
+        for node: NodeID in ["b", "a"] {
+            for status in [MemberRecord.Status.active, .left, .forgotten] {
+                let forged = Self.record(node, epoch: Self.wall + 60_001, status: status)
+                let result = membership.merge([forged], wallMillis: Self.wall)
+                #expect(result.refused == [Membership.Refusal(record: forged, reason: .datedAhead)], "\(node) \(status)")
+                #expect(result.changes.isEmpty && !result.reasserted && result.announce.isEmpty)
+            }
+        }
+        #expect(membership["b"] == nil && membership.local.epoch == 1)
+        let edge = Self.record("b", epoch: Self.wall + 60_000)
+        #expect(membership.merge([edge], wallMillis: Self.wall).changes == [.joined(edge)], "within the drift it is taken")
+    }
+
+    struct ContestRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        var incoming: MemberRecord
+        var sender: NodeID?
+        var heard: Set<NodeID>
+        var changes: [Membership.Change]
+        var held: Bool
+        var testDescription: String { name }
+    }
+
+    static let contestRows: [ContestRow] = [
+        ContestRow(name: "a forget of a member heard directly is held back", incoming: record("b", epoch: 2, status: .forgotten),
+                   sender: nil, heard: ["b"], changes: [], held: true),
+        ContestRow(name: "so is a departure another node sends", incoming: record("b", epoch: 2, status: .left),
+                   sender: "c", heard: ["b"], changes: [], held: true),
+        ContestRow(name: "and a move", incoming: record("b", epoch: 2, port: 9999), sender: "c", heard: ["b"], changes: [], held: true),
+        ContestRow(name: "its own departure is taken", incoming: record("b", epoch: 2, status: .left), sender: "b", heard: ["b"],
+                   changes: [.left(record("b", epoch: 2, status: .left))], held: false),
+        ContestRow(name: "its own move is taken (CURVE proved its key)", incoming: record("b", epoch: 2, port: 9999), sender: "b", heard: ["b"],
+                   changes: [.moved(record("b", epoch: 2, port: 9999))], held: false),
+        ContestRow(name: "a restart at its address ends nothing: taken from anyone", incoming: record("b", epoch: 2),
+                   sender: nil, heard: ["b"], changes: [.restarted(record("b", epoch: 2))], held: false),
+        ContestRow(name: "its own restart is taken", incoming: record("b", epoch: 2),
+                   sender: "b", heard: ["b"], changes: [.restarted(record("b", epoch: 2))], held: false),
+        ContestRow(name: "a forget of a member not heard is taken from anyone", incoming: record("b", epoch: 2, status: .forgotten),
+                   sender: nil, heard: ["c"], changes: [.forgotten(record("b", epoch: 2, status: .forgotten))], held: false),
+        ContestRow(name: "a record that loses changes nothing and is not held", incoming: record("b", epoch: 0, status: .forgotten),
+                   sender: nil, heard: ["b"], changes: [], held: false),
+    ]
+
+    /// A record that would end or move a member heard directly is taken from that member alone:
+    /// anyone could send it, and it made members forget a live node, or dial an address where
+    /// nothing answers.
+    @Test(arguments: contestRows) func contested(_ row: ContestRow) {
+        var membership = bounded()
+        _ = membership.merge([Self.record("b")], wallMillis: Self.wall)
+        let result = membership.merge([row.incoming], wallMillis: Self.wall, sender: row.sender, heardDirectly: row.heard)
+        #expect(result.changes == row.changes)
+        #expect((membership.held[NodeID("b")] != nil) == row.held)
+        #expect(!result.held.isEmpty == row.held)
+        if row.held { #expect(membership["b"] == Self.record("b"), "the member's record stays") }
+    }
+
+    /// A held record is taken once its member falls silent (a restart elsewhere: the old process
+    /// stops first), and dropped if it never does.
+    @Test func aHeldRecordIsTakenOnceItsMemberFallsSilent() {
+        var membership = bounded()
+        _ = membership.merge([Self.record("b"), Self.record("c")], wallMillis: Self.wall)
+        let moved = Self.record("b", epoch: 2, port: 9999)
+        _ = membership.merge([moved], wallMillis: Self.wall, heardDirectly: ["b", "c"])
+        #expect(membership.releaseHeld(heardDirectly: ["b", "c"], wallMillis: Self.wall + 1_000) == nil, "still heard: still held")
+        let released = membership.releaseHeld(heardDirectly: ["c"], wallMillis: Self.wall + 2_000)
+        #expect(released?.changes == [.moved(moved)])
+        #expect(membership.held.isEmpty && membership["b"] == moved)
+
+        let forget = Self.record("c", epoch: 2, status: .forgotten)
+        _ = membership.merge([forget], wallMillis: Self.wall, heardDirectly: ["c"])
+        #expect(membership.releaseHeld(heardDirectly: ["c"], wallMillis: Self.wall + 1_000) == nil)
+        let dropped = membership.releaseHeld(heardDirectly: ["c"], wallMillis: Self.wall + Membership.holdTime)
+        #expect(dropped?.refused == [Membership.Refusal(record: forget, reason: .contested)], "refused after the hold time")
+        #expect(membership.held.isEmpty && membership["c"] == Self.record("c"))
+
+        let departure = Self.record("c", epoch: 3, status: .left)
+        _ = membership.merge([departure], wallMillis: Self.wall, heardDirectly: ["c"])
+        _ = membership.merge([departure], wallMillis: Self.wall, sender: "c", heardDirectly: ["c"])
+        #expect(membership.releaseHeld(heardDirectly: [], wallMillis: Self.wall + 1) == nil, "its own copy came: dropped quietly")
+        #expect(membership.held.isEmpty)
+    }
+
+    /// The table is bounded: new members beyond its capacity are refused (each would be dialled
+    /// and reported in every heartbeat; a flood of them exhausted the node's descriptors).
+    @Test func newMembersBeyondTheCapacityAreRefused() {
+        var membership = bounded(activeCapacity: 2, recordCapacity: 4)
+        let result = membership.merge(["b", "c", "d"].map { Self.record($0) }, wallMillis: Self.wall)
+        #expect(result.changes.count == 2)
+        #expect(result.refused.map(\.reason) == [.tableFull])
+        #expect(membership.active.count == 2)
+        let departures = membership.merge(["e", "f", "g"].map { Self.record($0, epoch: 5, status: .left) }, wallMillis: Self.wall)
+        #expect(departures.changes.count == 2 && departures.refused.map(\.reason) == [.tableFull], "four records in all")
+        let known = membership.merge([Self.record("b", epoch: 2)], wallMillis: Self.wall)
+        #expect(known.changes == [.restarted(Self.record("b", epoch: 2))], "known members still change")
     }
 
     /// A departure past the retention by the wall clock is dropped on arrival, unless the

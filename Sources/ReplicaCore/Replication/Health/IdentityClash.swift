@@ -1,58 +1,66 @@
-/// Whether another process runs with this node's id (`Problem.Kind.identity`), judged from the
-/// records of this node that members hold.
+import Foundation
+
+/// Whether another process runs with this node's id (`Problem.Kind.identity`), judged from what
+/// members hear, not from what anyone claims.
 ///
-/// Only a node writes its own active record. So an **active** record of this id that would
-/// replace ours, at another address, was written by another process: a copy of this data
-/// directory, or another directory started with the same `--id`. At our own address it may be
-/// an earlier life of ours (a restart after a re-assertion raised our record's epoch above the
-/// clock, which is not kept across restarts): that is answered once, and is a clash only if
-/// another such record follows within the window.
-/// The two then re-assert against each other every round of gossip, and members dial one, then
-/// the other. Two processes writing as one node overwrite each other's counter slots (one slot
-/// per incarnation, and a copied directory has the same incarnation): increments are lost.
-/// That is why, while the clash stands, local writes are refused.
-///
-/// Not a clash: a record with status `left` or `forgotten` (an operator's `leave` or `forget`
-/// reaching a live node, answered by re-asserting once), and, once, an older life of ours at a
-/// higher epoch (a directory replaced while the clock was behind: same address, another
-/// incarnation, or the same one after a restart; our re-assertion replaces it everywhere and it
-/// does not come back).
+/// Two processes with one id (a copied data directory, or `--id` given twice) overwrite each
+/// other's counter slots, so while a clash stands local writes are refused. A member record
+/// naming this id elsewhere proves nothing (anyone can send one; it is answered by re-asserting
+/// our own record). What proves a second process is a member we hear reporting, in its own
+/// heartbeats, that it hears this id **directly**, on that id's own connection, in a life that
+/// is not ours (another epoch). That report must hold for `confirmAfter` with no pause longer
+/// than `window`: right after a restart a member reports our previous life for a heartbeat or
+/// two, until it hears our first heartbeat. The clash is over once no such report came for
+/// `window`.
 struct IdentityClash: Equatable, Sendable {
-    /// How long after the last overriding record the clash is over, and within which a second
-    /// one shows a live rival.
+    /// How long without a report before the evidence (and a clash) is over.
     let window: Duration
-    /// When an active record overrode ours last, and the record.
-    private(set) var lastOverride: Override?
-    struct Override: Equatable, Sendable {
-        var at: ContinuousClock.Instant
-        var record: MemberRecord
+    /// How long reports must go on before they show a clash.
+    let confirmAfter: Duration
+
+    /// A stretch of reports of another life of this id.
+    struct Evidence: Equatable, Sendable {
+        /// The member that reported last, and the life it hears.
+        var member: NodeID
+        var epoch: UInt64
+        var first: ContinuousClock.Instant
+        var last: ContinuousClock.Instant
     }
+    private(set) var evidence: Evidence?
     /// Since when another process is known to use our id.
     private(set) var since: ContinuousClock.Instant?
 
-    init(window: Duration) {
+    init(window: Duration, confirmAfter: Duration) {
         self.window = window
+        self.confirmAfter = confirmAfter
     }
 
-    /// The rival's record while a clash stands.
-    var rival: MemberRecord? { since == nil ? nil : lastOverride?.record }
+    /// What shows the clash while it stands.
+    var rival: Evidence? { since == nil ? nil : evidence }
 
-    /// A member held `record` of this node, which would have replaced `ours` (we re-asserted).
-    /// Returns true when this starts a clash.
-    mutating func overridden(by record: MemberRecord, ours: MemberRecord, now: ContinuousClock.Instant) -> Bool {
-        guard record.status == .active else { return false }
-        let again = lastOverride.map { now - $0.at < window } ?? false
-        lastOverride = Override(at: now, record: record)
-        guard since == nil, again || record.address != ours.address else { return false }
+    /// `member`'s heartbeat reports this id: heard directly or not, in life `epoch`. Returns
+    /// true when this starts a clash.
+    mutating func reported(epoch: UInt64, hearsDirectly: Bool, by member: NodeID, ourEpoch: UInt64, now: ContinuousClock.Instant) -> Bool {
+        guard hearsDirectly, epoch != 0, epoch != ourEpoch else { return false }
+        if var current = evidence, now - current.last < window {
+            current.member = member
+            current.epoch = epoch
+            current.last = now
+            evidence = current
+        } else {
+            evidence = Evidence(member: member, epoch: epoch, first: now, last: now)
+        }
+        guard since == nil, let evidence, now - evidence.first >= confirmAfter else { return false }
         since = now
         return true
     }
 
-    /// One tick: true when a clash ends (no overriding record for `window`).
+    /// One tick: true when a clash ends (no report of another life for `window`).
     mutating func tick(now: ContinuousClock.Instant) -> Bool {
-        guard since != nil, let last = lastOverride, now - last.at >= window else { return false }
+        guard let last = evidence?.last, now - last >= window else { return false }
+        evidence = nil
+        guard since != nil else { return false }
         since = nil
-        lastOverride = nil
         return true
     }
 }

@@ -8,6 +8,11 @@
 /// `movesToList` moves within `window`, is listed; it clears once the member has not moved for
 /// the window. A member that moves on to new addresses (a container restarted with new IPs)
 /// never comes back to an old one, and is not listed.
+///
+/// Records that would move a member this node hears directly, not sent by that member, are held
+/// back (`Membership`): the member does not move here, but such a record coming again
+/// (`contestsToList` within the window) lists it too: another process claims its id, or someone
+/// forges its records.
 struct MemberIdentityClash: Sendable {
     let window: Duration
     /// Moves within the window, with a return to an address left, that make it a clash: there
@@ -20,6 +25,11 @@ struct MemberIdentityClash: Sendable {
     }
 
     private var moves: [NodeID: [Move]] = [:]
+    private var contests: [NodeID: [ContinuousClock.Instant]] = [:]
+    static let contestsToList = 2
+    /// Most events kept per member within the window: enough to judge, bounded whatever a
+    /// flood of records does.
+    static let eventsKept = 16
     /// The members listed now.
     private(set) var listed: Set<NodeID> = []
 
@@ -32,6 +42,7 @@ struct MemberIdentityClash: Sendable {
     mutating func moved(_ node: NodeID, to address: Endpoint, now: ContinuousClock.Instant) -> [Endpoint]? {
         var recent = (moves[node] ?? []).filter { now - $0.at < window }
         recent.append(Move(at: now, address: address))
+        if recent.count > Self.eventsKept { recent.removeFirst(recent.count - Self.eventsKept) }
         moves[node] = recent
         guard !listed.contains(node), recent.count >= Self.movesToList else { return nil }
         // Back to an address it had left: an address seen, then another, then it again.
@@ -46,10 +57,24 @@ struct MemberIdentityClash: Sendable {
         return distinct
     }
 
-    /// The listed members that have not moved for the window: no longer a clash.
+    /// A record that would move member `node`, heard directly, was held back. Returns true
+    /// while the member is listed (this contest listed it, or it was already).
+    mutating func contested(_ node: NodeID, now: ContinuousClock.Instant) -> Bool {
+        var recent = (contests[node] ?? []).filter { now - $0 < window }
+        recent.append(now)
+        if recent.count > Self.eventsKept { recent.removeFirst(recent.count - Self.eventsKept) }
+        contests[node] = recent
+        guard listed.contains(node) || recent.count >= Self.contestsToList else { return false }
+        listed.insert(node)
+        return true
+    }
+
+    /// The listed members that have neither moved nor been contested for the window: no
+    /// longer a clash.
     mutating func tick(now: ContinuousClock.Instant) -> [NodeID] {
         moves = moves.filter { _, moves in moves.last.map { now - $0.at < window } ?? false }
-        let over = listed.filter { moves[$0] == nil }
+        contests = contests.filter { _, times in times.last.map { now - $0 < window } ?? false }
+        let over = listed.filter { moves[$0] == nil && contests[$0] == nil }
         listed.subtract(over)
         return over.sorted { $0.rawValue < $1.rawValue }
     }
@@ -57,6 +82,7 @@ struct MemberIdentityClash: Sendable {
     /// A member that left or was forgotten: nothing more to judge.
     mutating func forget(_ node: NodeID) {
         moves[node] = nil
+        contests[node] = nil
         listed.remove(node)
     }
 }

@@ -50,6 +50,10 @@ public struct Problem: Sendable, Equatable, Codable {
         /// retention: what was deleted meanwhile may have come back from its data
         /// (`AbsenceCheck`). Listed until the node restarts. Since 0.33.0.
         case absence
+        /// A member's heartbeats claim updates it does not serve: it answered repairs of them
+        /// "no longer held" several times in a row (a bug, or a hostile member). Its claims are
+        /// chased once per back-off, up to a minute apart, not once per claim. Since 0.35.0.
+        case claims
     }
 
     public var kind: Kind
@@ -79,7 +83,7 @@ public struct Problem: Sendable, Equatable, Codable {
     public var failsHealth: Bool {
         switch kind {
         case .commit, .store, .clock, .identity: true
-        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync, .divergence, .absence: false
+        case .load, .save, .peerClock, .memberIdentity, .trust, .handshake, .isolated, .sync, .divergence, .absence, .claims: false
         }
     }
 

@@ -23,6 +23,11 @@
 /// other named as not confirming in time; found by an outside tester.) During the hand-off, if
 /// it was the last one holding our writes, the others must still confirm (or the node stays);
 /// once the departure is announced it cannot be taken back, and the node leaves at the deadline.
+///
+/// A member that hears us takes our departure from our own connection (the announcement on
+/// PUB) and holds back the copy that reaches its ROUTER, which proves nothing by itself when the
+/// cluster runs insecure (`Membership`); its answer may leave before the announcement is read.
+/// So the members that have not acknowledged are asked again every `reaskInterval`.
 struct LeaveProgress: Equatable, Sendable {
     enum Phase: Equatable, Sendable {
         case handingOff(until: ContinuousClock.Instant)
@@ -33,6 +38,8 @@ struct LeaveProgress: Equatable, Sendable {
     enum Action: Equatable, Sendable {
         /// Announce the departure and ask the members for their acknowledgement.
         case announce
+        /// Ask these members again (they have not acknowledged yet).
+        case reask(Set<NodeID>)
         /// Done: `left` false when the node stays (no member holds its writes).
         case finish(left: Bool)
     }
@@ -51,6 +58,9 @@ struct LeaveProgress: Equatable, Sendable {
     private(set) var phase: Phase
     private(set) var holding: Set<NodeID> = []
     private(set) var acknowledged: Set<NodeID> = []
+    /// When the departure was last sent to the members that have not acknowledged it.
+    private var lastAsked: ContinuousClock.Instant?
+    static let reaskInterval: Duration = .milliseconds(250)
 
     init(asking members: Set<NodeID>, epoch: UInt64, published: UInt64, earlierWrites: Bool = false, force: Bool,
          now: ContinuousClock.Instant, handOffTime: Duration, acknowledgementTime: Duration) {
@@ -128,6 +138,9 @@ struct LeaveProgress: Equatable, Sendable {
             return .finish(left: true)
         case .departing(let until) where now >= until:
             return .finish(left: true)
+        case .departing where lastAsked.map { now - $0 >= Self.reaskInterval } ?? false && acknowledged != asked:
+            lastAsked = now
+            return .reask(asked.subtracting(acknowledged))
         default:
             return nil
         }
@@ -135,6 +148,7 @@ struct LeaveProgress: Equatable, Sendable {
 
     private mutating func depart(now: ContinuousClock.Instant) -> Action {
         phase = .departing(until: now + acknowledgementTime)
+        lastAsked = now
         return .announce
     }
 

@@ -10,6 +10,15 @@ import Foundation
 /// saw the same records, in any order, are equal (and so are their digests). Departures past the
 /// retention are the exception: one received before a stale active record does not stop it (a
 /// node away longer than the retention may bring a departed member back, as for deleted keys).
+///
+/// Records are claims, and a claim is taken only within what its source can back (see
+/// docs/security.md): an epoch later than the wall clock plus `epochAllowance` is refused (it
+/// would beat every later life, and leave no room to re-assert above it); a record that would
+/// end or move a member this node hears directly (a departure, another address or key) is held
+/// back unless that member sent it itself, and is taken once the member falls silent (a restart
+/// elsewhere stops the old process first); a restart in place ends nothing and is taken from
+/// anyone; the table holds at most `activeCapacity` active members and `recordCapacity` records
+/// in all.
 struct Membership: Sendable {
     /// This node's own record (written by this node alone).
     private(set) var local: MemberRecord
@@ -25,10 +34,34 @@ struct Membership: Sendable {
     /// When the oldest departure held expires (wall ms), nil when none is held: the loop compares
     /// one number per turn instead of walking a table of thousands.
     private(set) var nextExpiry: UInt64?
+    /// How far (ms) a record's epoch may lie ahead of the wall clock. Generous (the node sets a
+    /// year, or the clock drift limit if longer): a member whose clock is days ahead still
+    /// joins, to be listed for its clock rather than be unknown. What it rules out is an epoch
+    /// so late that no later life, and no re-assertion, fits above it before 2^48 - 1.
+    let epochAllowance: UInt64
+    static let yearMillis: UInt64 = 365 * 86_400_000
+    /// Most active members besides this node (a heartbeat reports at most `maxMembers`).
+    let activeCapacity: Int
+    /// Most records of other nodes, departures included.
+    let recordCapacity: Int
+    /// Records held back because they would end or move a member heard directly, by member:
+    /// taken once it falls silent (`releaseHeld`), dropped after `holdTime`.
+    private(set) var held: [NodeID: Held] = [:]
+    struct Held: Equatable, Sendable {
+        var record: MemberRecord
+        /// Wall ms when it was first held.
+        var since: UInt64
+    }
+    /// How long (ms) a held record waits for its member to fall silent.
+    static let holdTime: UInt64 = 60_000
 
-    init(local: MemberRecord, departureRetention: UInt64 = .max) {
+    init(local: MemberRecord, departureRetention: UInt64 = .max, epochAllowance: UInt64 = .max,
+         activeCapacity: Int = WireLimits.standard.maxMembers - 1, recordCapacity: Int = 8 * WireLimits.standard.maxMembers) {
         self.local = local
         self.departureRetention = departureRetention
+        self.epochAllowance = epochAllowance
+        self.activeCapacity = activeCapacity
+        self.recordCapacity = recordCapacity
         digest = computeDigest()
     }
 
@@ -61,6 +94,27 @@ struct Membership: Sendable {
         /// Records refused because their key is trusted here as another node's: a process
         /// holding that node's key announced itself under this id (see `merge`).
         var impersonations: [Impersonation] = []
+        /// Records not taken, and why.
+        var refused: [Refusal] = []
+        /// Records held back (not taken yet) because they would replace the one of a member
+        /// heard directly: taken once it falls silent, refused if it never does (`releaseHeld`).
+        var held: [MemberRecord] = []
+    }
+
+    /// A record `merge` did not take.
+    struct Refusal: Equatable, Sendable {
+        var record: MemberRecord
+        var reason: Reason
+
+        enum Reason: String, Equatable, Sendable {
+            /// Its epoch is later than the wall clock plus the allowance.
+            case datedAhead = "dated ahead of the clock"
+            /// It would end or move a member heard directly, that member did not send it, and it
+            /// went on being heard for `holdTime`.
+            case contested = "contradicted a member heard directly for a minute"
+            /// A new member while the table is full.
+            case tableFull = "the member table is full"
+        }
     }
 
     /// Members to dial: active, not this node, by id. Kept (by `othersChanged`) rather than
@@ -98,12 +152,20 @@ struct Membership: Sendable {
     /// `expiryWallMillis`: the time by which departures expire here (nil: none does, this
     /// node's clock cannot say; by default `wallMillis`). `wallMillis` is the wall clock, for
     /// a re-assertion's epoch.
+    ///
+    /// `sender` is the member the records provably come from (nil: nothing proves it), and
+    /// `heardDirectly` the members heard on their own connections now: a record that would end
+    /// or move one of them is taken from that member alone (see the type's comment).
     mutating func merge(_ records: [MemberRecord], wallMillis: UInt64, expiryWallMillis: UInt64?? = nil,
-                        keyOwners: [[UInt8]: NodeID] = [:]) -> MergeResult {
+                        keyOwners: [[UInt8]: NodeID] = [:], sender: NodeID? = nil, heardDirectly: Set<NodeID> = []) -> MergeResult {
         let expiry = expiryWallMillis ?? wallMillis
         var result = MergeResult()
         var changed = false
         for record in records {
+            if record.epoch > wallMillis.addingSaturated(epochAllowance) {
+                result.refused.append(Refusal(record: record, reason: .datedAhead))
+                continue
+            }
             if record.status == .active, let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
                 result.impersonations.append(Impersonation(record: record, keyOwner: owner))
                 continue
@@ -111,11 +173,10 @@ struct Membership: Sendable {
             if record.node == local.node {
                 // Only this node writes its own record. A record of it that would win (an
                 // operator's forget or a stale leave reaching a live node, or an older copy of
-                // this id at a later epoch) is answered with a later epoch of our own.
+                // this id at a later epoch) is answered with a later epoch of our own, within
+                // the epochs the wire carries.
                 if record.supersedes(local) && local.status == .active {
-                    // Saturating, although the codec bounds epochs to 48 bits: a trap here
-                    // would crash this node at every start for as long as members hold it.
-                    local.epoch = max(record.epoch == .max ? .max : record.epoch + 1, wallMillis)
+                    local.epoch = min(max(record.epoch.addingSaturated(1), wallMillis), WireLimits.maxEpoch)
                     result.reassertedAgainst = record
                     result.announce.append(local)
                     changed = true
@@ -133,6 +194,11 @@ struct Membership: Sendable {
                 continue
             }
             guard let existing = others[record.node] else {
+                let full = record.status == .active ? active.count + pendingActive(in: result) >= activeCapacity : others.count >= recordCapacity
+                if full {
+                    result.refused.append(Refusal(record: record, reason: .tableFull))
+                    continue
+                }
                 changed = true
                 others[record.node] = record
                 result.announce.append(record)
@@ -144,6 +210,14 @@ struct Membership: Sendable {
                 continue
             }
             guard record.supersedes(existing) else { continue }
+            if existing.status == .active, heardDirectly.contains(record.node), sender != record.node,
+               record.status != .active || record.address != existing.address || record.publicKey != existing.publicKey {
+                if held[record.node].map({ record.supersedes($0.record) }) ?? true {
+                    held[record.node] = Held(record: record, since: held[record.node]?.since ?? wallMillis)
+                }
+                result.held.append(record)
+                continue
+            }
             changed = true
             others[record.node] = record
             result.announce.append(record)
@@ -162,6 +236,40 @@ struct Membership: Sendable {
         }
         if changed { othersChanged() }
         return result
+    }
+
+    /// New active members this merge added so far (`active` is rebuilt once, at its end).
+    private func pendingActive(in result: MergeResult) -> Int {
+        result.changes.count { if case .joined = $0 { true } else { false } }
+    }
+
+    /// Takes the held records of members no longer heard directly (their old process fell
+    /// silent: the record may well be their own, a restart elsewhere). A held record the table
+    /// has caught up with (the member's own copy arrived, as a departure's announcement does
+    /// after its copy on ROUTER) is dropped quietly; one held longer than `holdTime` is refused.
+    mutating func releaseHeld(heardDirectly: Set<NodeID>, wallMillis: UInt64, expiryWallMillis: UInt64?? = nil,
+                              keyOwners: [[UInt8]: NodeID] = [:]) -> MergeResult? {
+        guard !held.isEmpty else { return nil }
+        var result = MergeResult()
+        for (node, hold) in held.sorted(by: { $0.key < $1.key }) {
+            if let current = others[node], !hold.record.supersedes(current) {
+                held[node] = nil
+            } else if wallMillis.subtractingSaturated(hold.since) >= Self.holdTime {
+                held[node] = nil
+                result.refused.append(Refusal(record: hold.record, reason: .contested))
+            }
+        }
+        let released = held.filter { !heardDirectly.contains($0.key) }
+        for node in released.keys { held[node] = nil }
+        if !released.isEmpty {
+            let taken = merge(released.values.map(\.record).sorted { $0.node < $1.node }, wallMillis: wallMillis,
+                              expiryWallMillis: expiryWallMillis, keyOwners: keyOwners, heardDirectly: heardDirectly)
+            result.changes += taken.changes
+            result.announce += taken.announce
+            result.refused += taken.refused
+            result.impersonations += taken.impersonations
+        }
+        return result.changes.isEmpty && result.refused.isEmpty && result.impersonations.isEmpty ? nil : result
     }
 
     /// Whether `record` is a departure older than the retention.

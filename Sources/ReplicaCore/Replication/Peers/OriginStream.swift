@@ -41,6 +41,17 @@ struct OriginStream: Equatable, Sendable {
         case restarted
     }
 
+    /// How many sequences are missing, saturating (status reads it; a range of a member's
+    /// sequences may be longer than an `Int` counts).
+    var missingCount: UInt64 {
+        missing.reduce(0) { total, range in total.addingSaturated(Self.length(of: range)) }
+    }
+
+    /// The number of sequences in `range`, saturating at `UInt64.max`.
+    static func length(of range: ClosedRange<UInt64>) -> UInt64 {
+        (range.upperBound - range.lowerBound).addingSaturated(1)
+    }
+
     /// Every update up to here was received or is being repaired: where the next repair starts.
     /// (Heartbeats report less: `PeerSession.heldThrough`.)
     var contiguousThrough: UInt64 {
@@ -231,7 +242,7 @@ struct OriginStream: Equatable, Sendable {
 
     private mutating func note(_ range: ClosedRange<UInt64>) {
         gaps += 1
-        if let last = missing.last, last.upperBound + 1 >= range.lowerBound {
+        if let last = missing.last, last.upperBound >= range.lowerBound - 1 {
             missing[missing.count - 1] = last.lowerBound...max(last.upperBound, range.upperBound)
         } else {
             missing.append(range)

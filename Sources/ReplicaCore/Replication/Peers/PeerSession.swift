@@ -118,6 +118,15 @@ struct PeerSession: Sendable {
     /// Repairs in a row that timed out: a member that answers none is asked no more, and a
     /// sync brings the losses instead.
     private var repairTimeouts = 0
+    /// Repairs in a row it answered "no longer held", and the catch-up that answer wants,
+    /// deferred by a back-off that doubles with each (`unservedCatchUpWait`): a member whose
+    /// heartbeats claim updates it never serves (a bug, or a hostile member) is chased once per
+    /// wait, not once per claim, and is listed (`claimsUnserved`).
+    private(set) var unservedRepairs = 0
+    private(set) var unservedSince: ContinuousClock.Instant?
+    private var owedCatchUp: ContinuousClock.Instant?
+    /// Unserved repairs in a row that list the member as a problem.
+    static let unservedRepairsToList = 3
     /// Losses handed to a sync (their repair was unavailable or kept timing out), and the
     /// updates of a new epoch published before we heard it: not held here until a sync covers
     /// them, whatever the stream says. One span from the first such sequence to the last (what
@@ -335,6 +344,17 @@ struct PeerSession: Sendable {
         return actions
     }
 
+    /// One of this member's updates arrived through a relay (another member passed it on,
+    /// naming the life it belongs to). The member's own heartbeats say which life it is in
+    /// while we hear it directly: a relay naming another life then moves nothing (a relay
+    /// could otherwise lock the stream onto an epoch the member never had).
+    mutating func relayReceived(sequence: UInt64, epoch: UInt64, now: ContinuousClock.Instant, base: PeerTiming) -> [Action] {
+        var actions = heardIndirectly(now: now)
+        guard epoch == stream.epoch || !hearsDirectly(now: now, base: base) else { return actions }
+        actions += updateReceived(sequence: sequence, epoch: epoch)
+        return actions
+    }
+
     /// Another member holds this member's stream through `sequence` (its heartbeat said so),
     /// and we cannot hear this member ourselves: we lack what lies beyond ours.
     mutating func heldElsewhere(epoch: UInt64, through sequence: UInt64) {
@@ -492,17 +512,43 @@ struct PeerSession: Sendable {
         case completed
         /// The member no longer holds those updates: a sync must bring them.
         case unavailable
+        /// The same, once again in a row: the sync is wanted after a back-off (`tick`).
+        case unavailableDeferred
+    }
+
+    /// How long the catch-up after the `unserved`-th "no longer held" in a row waits: at once
+    /// for the first (a member down longer than its buffer lasts), then 1, 2, 4 ... 64 s.
+    static func unservedCatchUpWait(afterUnserved unserved: Int) -> Duration {
+        guard unserved > 1 else { return .zero }
+        return .seconds(1 << min(unserved - 2, 6))
+    }
+
+    /// Whether its claims went unserved often enough in a row to list it, and since when.
+    var claimsUnserved: ContinuousClock.Instant? {
+        unservedRepairs >= Self.unservedRepairsToList ? unservedSince : nil
     }
 
     mutating func repairChunk(requestID: UInt64, entries: Int, isLast: Bool, isUnavailable: Bool, now: ContinuousClock.Instant) -> RepairVerdict {
         guard let current = repair, current.requestID == requestID else { return .unrelated }
         if isUnavailable {
+            // Everything else missing of its stream goes to the same catch-up: asking for it
+            // range by range would meet the same answer, thousands of times for a claim far
+            // beyond what it published.
             markLost(current.range)
+            giveUpLosses()
             repair = nil
-            return .unavailable
+            unservedRepairs += 1
+            if unservedRepairs == 1 { unservedSince = now }
+            let wait = Self.unservedCatchUpWait(afterUnserved: unservedRepairs)
+            if wait == .zero { return .unavailable }
+            owedCatchUp = now + wait
+            return .unavailableDeferred
         }
         stats.repairedUpdates += entries
         repairTimeouts = 0
+        unservedRepairs = 0
+        unservedSince = nil
+        owedCatchUp = nil
         if isLast {
             repair = nil
             stats.repairsCompleted += 1
@@ -616,6 +662,10 @@ struct PeerSession: Sendable {
         if let current = repair, now - current.lastProgress >= timing.requestTimeout {
             abandonRepair()
             actions += repairFailed()
+        }
+        if let owed = owedCatchUp, now >= owed {
+            owedCatchUp = nil
+            actions.append(.wantSync(.repairUnavailable))
         }
         if repair == nil, !holdRepairs, !stream.missing.isEmpty {
             if dealer.isConnected && !silent, let range = stream.takeRepair(limit: Self.maxRepair) {
