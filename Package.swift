@@ -9,6 +9,9 @@ let package = Package(
         .executable(name: "replica-node", targets: ["ReplicaNode"]),
         .executable(name: "shared-counter-example", targets: ["SharedCounterExample"]),
         .executable(name: "replica-bench", targets: ["ReplicaBench"]),
+        // Simulated clusters in one process: for the simulator and for users' own tests.
+        .library(name: "ReplicaSimulation", targets: ["ReplicaSimulation"]),
+        .executable(name: "replica-sim", targets: ["ReplicaSim"]),
     ],
     dependencies: [
         .package(url: "https://github.com/groue/GRDB.swift", from: "7.10.0"),
@@ -72,6 +75,20 @@ let package = Package(
                 .product(name: "Logging", package: "swift-log"),
             ]
         ),
+        .target(
+            name: "ReplicaSimulation",
+            dependencies: [
+                "ReplicaCore",
+                .product(name: "Logging", package: "swift-log"),
+            ]
+        ),
+        .executableTarget(
+            name: "ReplicaSim",
+            dependencies: [
+                "ReplicaSimulation",
+                .product(name: "ArgumentParser", package: "swift-argument-parser"),
+            ]
+        ),
         .executableTarget(
             name: "SharedCounterExample",
             dependencies: ["ReplicaCore"],
@@ -88,6 +105,10 @@ let package = Package(
                 .product(name: "GRDB", package: "GRDB.swift"),
             ],
             exclude: ["Fixtures"]  // read from the source tree (bytes written by older versions)
+        ),
+        .testTarget(
+            name: "ReplicaSimulationTests",
+            dependencies: ["ReplicaSimulation", "ReplicaCore", "Spawn"]
         ),
         .testTarget(
             name: "ReplicaNodeTests",

@@ -33,7 +33,7 @@ enum StoreBench {
         for index in 0..<keys {
             let entry = Entry(key: "k\(index)", version: Version(timestamp: clock.tick(), node: "b"), payload: value)
             let began = ContinuousClock.now
-            _ = store.merge([entry])
+            _ = try? store.merge([entry])
             longest = max(longest, .now - began)
         }
         return BenchReport.Growth(keys: keys, longestCommitMicros: longest / .microseconds(1), seconds: (ContinuousClock.now - start) / .seconds(1))

@@ -32,7 +32,7 @@ import Testing
 
     static func store(_ batches: [[Entry]]) -> MemoryStore {
         let store = MemoryStore(node: "x")
-        for batch in batches { _ = store.merge(batch) }
+        for batch in batches { _ = try? store.merge(batch) }
         return store
     }
 

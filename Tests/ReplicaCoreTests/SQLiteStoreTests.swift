@@ -237,7 +237,7 @@ import Testing
         #expect(try store.merge(batch).count == 4)
         #expect(store.count == 5)
         let rebuilt = MemoryStore(node: "n1")
-        _ = rebuilt.merge(try store.entries(inBuckets: Array(0..<StoreDigest.bucketCount)))
+        _ = try rebuilt.merge(store.entries(inBuckets: Array(0..<StoreDigest.bucketCount)))
         #expect(rebuilt.digest == store.digest, "the index matches what the database holds")
     }
 

@@ -5,7 +5,7 @@ import Foundation
 /// it already holds (`cutRevokedConnections`).
 extension Replica {
     /// The ZAP socket (CURVE only) and the handshake monitors, polled with the other sockets.
-    var authenticationSockets: [ZMQSocket] {
+    var authenticationSockets: [any MessageSocket] {
         (authenticator.map { [$0] } ?? []) + handshakeMonitors.map(\.socket)
     }
 
@@ -30,7 +30,7 @@ extension Replica {
             // Insecure, the rest are only counted: port scans and connections closed early.
             if curve != nil, report.failedHandshakes > report.mechanismMismatches {
                 let failed = report.failedHandshakes - report.mechanismMismatches
-                if let resumed = lastStallEnded, ContinuousClock.now - resumed < Self.stallAftermath {
+                if let resumed = lastStallEnded, instant() - resumed < Self.stallAftermath {
                     // Members re-dial a silent node, and give up on each handshake it cannot run
                     // while stopped: those fail as it resumes. Said as what they are, not as keys.
                     logger.info("\(failed) incoming connection(s) failed their handshake as this node resumed from a stall: members' dials that timed out while it was stopped")
@@ -44,7 +44,7 @@ extension Replica {
         guard let authenticator else { return }
         while let request = try? authenticator.receive(maxFrames: 8) {
             do {
-                try authenticator.send(answer(request.frames), wait: true)
+                _ = try authenticator.send(answer(request.frames), wait: true)
             } catch {
                 logger.warning("could not answer a CURVE authentication request", metadata: ["error": "\(error)"])
             }

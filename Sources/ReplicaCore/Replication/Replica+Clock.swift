@@ -137,7 +137,7 @@ extension Replica {
     /// time its discovered seed expired, helper-72).
     var hasMembersOrSeeds: Bool {
         !configuration.peers.isEmpty || !membership.active.isEmpty || !seeds.isEmpty
-            || lastBeaconHeard.map { .now - $0 < SeedRetirement.discoveredLife } ?? false
+            || lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
     }
 
     /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
@@ -212,7 +212,7 @@ extension Replica {
     /// that turn is stamped by a clock just stepped before the members' clocks are measured again.
     func noticeClockStep() {
         // Both clocks read together: a step shows as their difference, not as a turn's length.
-        let (wall, now) = (configuration.wallClock(), ContinuousClock.now)
+        let (wall, now) = (configuration.wallClock(), instant())
         defer { lastClockReading = (wall, now) }
         guard let (lastWall, lastNow) = lastClockReading else { return }
         let wallElapsed = Int64(bitPattern: wall &- lastWall)
@@ -220,6 +220,7 @@ extension Replica {
         guard abs(wallElapsed - elapsed) > 1000 else { return }
         logger.warning("the wall clock was stepped by \(wallElapsed - elapsed) ms; measuring the members' clocks afresh")
         for node in sessions.keys { sessions[node]?.resetClock() }
+        clockCheck.clockStepped(now: now)
         checkClock(now: now)
         housekeeping.runSoon()
     }

@@ -8,7 +8,7 @@ extension Replica {
         // One look for the whole batch: queued writes are refused (a skewed clock, one never
         // compared under `requireClockCheck`, another process with our id), held (until the
         // first clock comparison, at most the grace), or committed.
-        let now = ContinuousClock.now
+        let now = instant()
         if !commits.writes.isEmpty, let error = localWriteRefusal(now: now) {
             refuse(commits.takeWrites()) { _ in error }
         }
@@ -27,11 +27,11 @@ extension Replica {
         var batch = (consume remote).entries
         batch.reserveCapacity(remoteCount + localCount)
         for write in local { batch.append(contentsOf: write.entries) }
-        let commitStarted = ContinuousClock.now
+        let commitStarted = instant()
         let merged = Result { try store.merge(batch) }
         // The one metrics hook on the commit path: once per commit, counts by batch size.
         commitMetrics.record(
-            elapsed: .now - commitStarted, local: localCount, remote: remoteCount,
+            elapsed: instant() - commitStarted, local: localCount, remote: remoteCount,
             succeeded: (try? merged.get()) != nil)
         let winners: [Entry]
         do {
@@ -42,7 +42,7 @@ extension Replica {
         }
         // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
         // it proves nothing about a store that has been failing.
-        if !winners.isEmpty, let ended = commits.committed(now: .now, disk: store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
+        if !winners.isEmpty, let ended = commits.committed(now: instant(), disk: store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
             if let disk = commits.shortOfSpace {
                 logger.warning("""
                     commits succeed again after \(ended.count) failure(s) since \(ended.first), but the disk has \
@@ -110,9 +110,9 @@ extension Replica {
     /// received entries are dropped, to be fetched again by a catch-up sync once commits work.
     private func commitFailed(_ error: any Error, local: [CommitQueue.PendingWrite], remoteCount: Int) {
         let reason = "\(error)"
-        if commits.failed(reason, now: .now) {
+        if commits.failed(reason, now: instant()) {
             logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remoteCount)", "error": "\(reason)"])
-        } else if case let (true, suppressed) = warnings.admit("commit", now: .now) {
+        } else if case let (true, suppressed) = warnings.admit("commit", now: instant()) {
             logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
         }
         // (A batch of received entries only keeps the cached counter totals: increments held
@@ -153,7 +153,7 @@ extension Replica {
     /// with `clockUnchecked` while it has never been compared, under `requireClockCheck`, and
     /// with `identityClash` while another process uses this node's id.
     func throwIfLocalWritesAreRefused() throws {
-        if let error = localWriteRefusal(now: .now) { throw error }
+        if let error = localWriteRefusal(now: instant()) { throw error }
     }
 
     /// The error a local write meets now, if another process uses our id (listed as `identity`
@@ -226,7 +226,7 @@ extension Replica {
                 // members fetch it by a repair (kind 5) on seeing the gap, which the heartbeat
                 // sent at the next turn shows at once.
                 counters.largeUpdatesWithheld += 1
-                nextHeartbeat = .now
+                nextHeartbeat = instant()
                 start = end
                 continue
             } else if batch.count == 1 {
@@ -301,7 +301,7 @@ extension Replica {
         case .unchanged:
             if let short = commits.shortOfSpace { problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short)) }
         }
-        if commits.fetchOwed(afterLookAt: disk, frameBytes: codec.limits.maxFrameBytes, now: .now) {
+        if commits.fetchOwed(afterLookAt: disk, frameBytes: codec.limits.maxFrameBytes, now: instant()) {
             logger.info("the disk has room again: fetching what failed commits dropped")
             planner.wantCatchUp(.commitFailed)
         }

@@ -10,6 +10,32 @@ extension Replica {
     /// overwritten), and `SharingError.counterOverflow` if the total would overflow.
     @discardableResult
     public func addToCounter(_ name: String, delta: Int) async throws -> Entry {
+        // `enqueue` queues synchronously (no suspension before the entry is queued), so the next
+        // increment, even in the same loop turn, starts from this one's total.
+        try await enqueue([counterIncrement(name, delta: delta)])[0]
+    }
+
+    /// As `addToCounter`, for callers that do not await (`submit`'s way): `completion` runs on
+    /// the replica's loop thread, exactly once, with the slot's entry once durable or the error.
+    public nonisolated func submitIncrement(_ name: String, delta: Int, completion: @escaping @Sendable (Result<Entry, any Error>) -> Void) {
+        loop.execute { [weak self] in
+            guard let self else { return completion(.failure(ReplicaError.shutDown)) }
+            self.assumeIsolated { replica in
+                do {
+                    let request = try replica.counterIncrement(name, delta: delta)
+                    replica.commits.enqueue(CommitQueue.PendingWrite(requests: [request], completion: .handler { result in
+                        completion(result.map { $0[0] })
+                    }))
+                } catch {
+                    completion(.failure(error))
+                }
+            }
+        }
+    }
+
+    /// The write that adds `delta` to this replica's slot of counter `name`, its total counted
+    /// into the cached slot totals (increments queued before one commit add up).
+    private func counterIncrement(_ name: String, delta: Int) throws -> WriteRequest {
         let key = FamilyKey.counterSlot(name, incarnation: counterSlotOwner)
         try refuseNewerSchema(key, known: CounterFamily.slotSchema)
         let current: Int
@@ -28,9 +54,7 @@ extension Replica {
         // by the next increment.
         try validate([request], refusingNewerSchemaThan: nil)
         counterSlots[ExactKey(key)] = total
-        // `enqueue` queues synchronously (no suspension before the entry is queued), so the next
-        // increment, even in the same loop turn, starts from `total`.
-        return try await enqueue([request])[0]
+        return request
     }
 
     /// Counter `name` as this replica has it: the sum of every slot.
@@ -94,7 +118,7 @@ extension Replica {
                 logger.info("collected \(keys.count) expired tombstone(s)")
             }
             // Some may be left: the rest at the next tick.
-            if keys.count == Self.tombstonesPerSweep { nextTombstoneSweep = .now }
+            if keys.count == Self.tombstonesPerSweep { nextTombstoneSweep = instant() }
             return keys.count
         } catch {
             logger.error("tombstone collection failed", metadata: ["error": "\(error)"])

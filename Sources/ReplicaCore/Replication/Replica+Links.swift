@@ -56,7 +56,7 @@ extension Replica {
         guard record.status == .active, isAdmitted(record), let security = linkSecurity(serverKey: record.publicKey) else { return }
         do {
             links[record.node] = try MemberLink(
-                node: record.node, address: record.address, from: configuration.listen, context: context,
+                node: record.node, address: record.address, from: configuration.listen, context: sockets,
                 limits: configuration.limits, security: security)
             pollItemsCache = nil
             logger.info("dialling member \(record.node) at \(record.address)")
@@ -77,7 +77,7 @@ extension Replica {
     func receiveLinkEvents(of node: NodeID, subscriber: Bool) {
         guard let link = links[node] else { return }
         let socket = subscriber ? link.subscriberEvents : link.dealerEvents
-        let now = ContinuousClock.now
+        let now = instant()
         for _ in 0..<64 {
             guard let notice = try? socket.receiveMonitorNotice() else { return }
             switch (notice.event, subscriber) {
@@ -117,15 +117,15 @@ extension Replica {
             logger.warning("seed \(address) has no trusted public key; not contacted")
             return
         }
-        if discovered { closeDiscoveredSeeds(making: 1, now: .now) }
+        if discovered { closeDiscoveredSeeds(making: 1, now: instant()) }
         do {
             let seed = try SeedContact(
-                id: nextSeedID, address: address, from: configuration.listen, context: context,
-                limits: configuration.limits, security: security, discovered: discovered, now: .now)
+                id: nextSeedID, address: address, from: configuration.listen, context: sockets,
+                limits: configuration.limits, security: security, discovered: discovered, now: instant())
             nextSeedID += 1
             seeds.append(seed)
             pollItemsCache = nil
-            sendJoin(to: seed, now: .now)
+            sendJoin(to: seed, now: instant())
         } catch {
             logger.error("cannot contact seed \(address): \(error)")
         }
@@ -156,7 +156,7 @@ extension Replica {
 
     func receiveSeedEvents(of id: Int) {
         guard let seed = seeds.first(where: { $0.id == id }) else { return }
-        let now = ContinuousClock.now
+        let now = instant()
         for _ in 0..<16 {
             guard let notice = try? seed.events.receiveMonitorNotice() else { return }
             switch notice.event {

@@ -7,7 +7,7 @@ extension Replica {
     /// changed. `sender` is the member they provably come from: the owner of the connection
     /// they arrived on, or of the CURVE key that delivered them; nil when nothing proves it.
     func mergeMembers(_ records: [MemberRecord], from source: NodeID, sender: NodeID?) {
-        let now = ContinuousClock.now
+        let now = instant()
         let result = membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
                                       keyOwners: keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
         act(on: result, from: source.rawValue, now: now)
@@ -188,7 +188,7 @@ extension Replica {
     /// Removes the departures older than the retention (`Membership.nextExpiry` says when).
     func expireDepartures(wallMillis: UInt64) {
         let expired = membership.expireDepartures(wallMillis: wallMillis)
-        for record in expired { apply(.expired(record), now: .now) }
+        for record in expired { apply(.expired(record), now: instant()) }
         if !expired.isEmpty { refreshTrustProblems() }
     }
 
@@ -231,7 +231,7 @@ extension Replica {
 
     /// A members message that came in on our ROUTER (a join or an exchange): merged, and answered
     /// with our table if asked.
-    func serveMembers(_ message: MembersMessage, to client: [UInt8], on socket: ZMQSocket, sender: NodeID?) {
+    func serveMembers(_ message: MembersMessage, to client: [UInt8], on socket: any MessageSocket, sender: NodeID?) {
         mergeMembers(message.records, from: message.origin, sender: sender)
         guard message.wantsReply else { return }
         for reply in membersMessages(wantsReply: false) {
@@ -278,7 +278,7 @@ extension Replica {
         // stream; from here on writes are refused (`ReplicaError.leaving`).
         takeSubmissions()
         flush()
-        let now = ContinuousClock.now
+        let now = instant()
         let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
         var progress = LeaveProgress(
             asking: alive, epoch: epoch, published: sequence,
@@ -380,7 +380,7 @@ extension Replica {
         let alive = sessions[node]?.liveness.state == .alive
         do {
             let tombstone = try membership.forget(node, isAlive: alive, wallMillis: configuration.wallClock())
-            apply(.forgotten(tombstone), now: .now)
+            apply(.forgotten(tombstone), now: instant())
             announce([tombstone])
             refreshTrustProblems()
         } catch .isSelf {
@@ -409,7 +409,7 @@ extension Replica {
         logger.info("trust updated: \(keys.count) key(s)")
         cutRevokedConnections()
         forgetRefusalsOfTrustedKeys()
-        let now = ContinuousClock.now
+        let now = instant()
         for record in membership.active {
             let admitted = isAdmitted(record)
             if admitted && links[record.node] == nil {
@@ -501,10 +501,10 @@ extension Replica {
                 // every beacon shows, were taken as seeds).
                 if let owner = keyOwners[key], owner != message.node { continue }
             }
-            lastBeaconHeard = .now
+            lastBeaconHeard = instant()
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
             guard !seeds.contains(where: { $0.address == address }),
-                  SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: .now) else { continue }
+                  SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: instant()) else { continue }
             logger.info("discovered \(message.node) at \(address) by beacon")
             openSeed(address, serverKey: message.publicKey, discovered: true)
         }

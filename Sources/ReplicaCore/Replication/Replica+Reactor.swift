@@ -26,7 +26,7 @@ extension Replica {
 
     public var pollTimeout: Duration? {
         guard !isShutDown else { return nil }
-        let now = ContinuousClock.now
+        let now = instant()
         let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: now)
         if !commits.inbound.isEmpty || writesReady || responder.hasReplyReady(now: now) { return .zero }
         // Wake at least every 100 ms to age peer states and start syncs, when a reply waiting
@@ -44,7 +44,7 @@ extension Replica {
         // One turn's intake from members is bounded in messages and in time, so that a node
         // reading a backlog (after a pause, a partition) still commits, heartbeats and serves
         // several times a second, in a debug build too.
-        var intake = IntakeBudget(messages: configuration.maxBatch, deadline: .now + Self.intakePerTurn)
+        var intake = IntakeBudget(messages: configuration.maxBatch, deadline: instant() + Self.intakePerTurn, now: instant)
         // Each member's backlog gets its share of the turn: one that is read first every turn
         // must not starve another (which would then look silent, and be re-dialled).
         let subscribers = ready.filter { if case .subscriber = $0 { true } else { false } }.count
@@ -65,7 +65,7 @@ extension Replica {
             case .seedEvents(let id): receiveSeedEvents(of: id)
             }
         }
-        let now = ContinuousClock.now
+        let now = instant()
         if intakeFull {
             intakeBusySince = intakeBusySince ?? now
         } else {
@@ -85,7 +85,7 @@ extension Replica {
     /// forward, so they are not declared down and re-dialled, dropping what their connections
     /// queued for us meanwhile.
     private func noticeStall() {
-        let now = ContinuousClock.now
+        let now = instant()
         let gap = now - lastTurn
         lastTurn = now
         guard gap > timing.suspectAfter else { return }
@@ -217,7 +217,7 @@ extension Replica {
         logger.info("member \(node) (\(address)) is \(transition.to.rawValue) (was \(transition.from.rawValue))")
     }
 
-    func redial(_ socket: ZMQSocket, _ address: String, of node: NodeID) {
+    func redial(_ socket: any MessageSocket, _ address: String, of node: NodeID) {
         do {
             if let session = sessions[node], session.dialRoundTrip != nil {
                 try socket.setConnectTimeout(session.dialTiming(timing).connectAttempt)

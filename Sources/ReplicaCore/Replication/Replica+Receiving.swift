@@ -9,7 +9,7 @@ extension Replica {
         var taken = 0
         // A message handled below may close this very link (the member said it left): stop
         // there, instead of reading the closed socket and logging a failure that is not one.
-        while taken < budget.share, link.subscriber.handle != nil, budget.take() {
+        while taken < budget.share, link.subscriber.isOpen, budget.take() {
             taken += 1
             let message: ReceivedMessage?
             do {
@@ -27,7 +27,7 @@ extension Replica {
                     dropForged(decoded.origin, on: node)
                     continue
                 }
-                let now = ContinuousClock.now
+                let now = instant()
                 switch decoded {
                 case .update(let update):
                     receive([update.entry], sequences: update.sequence...update.sequence, bytes: bytes, from: node, now: now)
@@ -51,10 +51,10 @@ extension Replica {
                 dropMalformed(error, from: node.rawValue)
             }
         }
-        guard link.subscriber.handle != nil else { return false }
+        guard link.subscriber.isOpen else { return false }
         // Its messages wait to be read: it is not silent, this node is behind (a backlog after a
         // pause). Judging it silent would re-dial its connection and drop what is queued.
-        if let actions = sessions[node]?.heardDirectly(now: .now) { perform(actions, for: node, now: .now) }
+        if let actions = sessions[node]?.heardDirectly(now: instant()) { perform(actions, for: node, now: instant()) }
         return true
     }
 
@@ -80,7 +80,7 @@ extension Replica {
 
     /// Logs a warning at most once per cause per interval, with the count of those not logged.
     func warn(_ cause: String, _ message: @autoclosure () -> String) {
-        let (log, suppressed) = warnings.admit(cause, now: .now)
+        let (log, suppressed) = warnings.admit(cause, now: instant())
         guard log else { return }
         logger.warning("\(message())\(suppressed > 0 ? " (and \(suppressed) more since the last such line)" : "")")
     }
@@ -177,7 +177,7 @@ extension Replica {
     /// one reading of the clocks for all of them.
     func accept(_ entries: [Entry], from node: NodeID) {
         let wall = clock.wallMillis()
-        let now = ContinuousClock.now
+        let now = instant()
         var dropped = false
         for entry in entries where !accept(entry, from: node, wallMillis: wall, now: now) { dropped = true }
         // Once per message: the next syncs ask for everything in the differing buckets, so what
@@ -231,13 +231,15 @@ extension Replica {
 struct IntakeBudget {
     private(set) var messages: Int
     let deadline: ContinuousClock.Instant
+    let now: () -> ContinuousClock.Instant
     /// The most one member's connection may take of it.
     var share: Int = .max
     private var sinceCheck = 0
 
-    init(messages: Int, deadline: ContinuousClock.Instant) {
+    init(messages: Int, deadline: ContinuousClock.Instant, now: @escaping () -> ContinuousClock.Instant) {
         self.messages = messages
         self.deadline = deadline
+        self.now = now
     }
 
     /// A message just taken held `extra` more updates (a batch): they count too.
@@ -251,7 +253,7 @@ struct IntakeBudget {
         sinceCheck += 1
         if sinceCheck == 256 {
             sinceCheck = 0
-            if ContinuousClock.now >= deadline {
+            if now() >= deadline {
                 messages = 0
                 return false
             }

@@ -18,7 +18,7 @@ extension Replica {
 
     /// Everything in `status` the replica's state says.
     func statusOnLoop() -> ReplicaStatus {
-        let now = ContinuousClock.now
+        let now = instant()
         let root = store.digest.root
         let relays = Dictionary(relaysTaken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
         return ReplicaStatus(
@@ -115,7 +115,7 @@ extension Replica {
             all.append(Problem(
                 kind: .store, subject: failure.path, message: failure.description, since: failure.since, last: failure.last, count: failure.count))
         }
-        let now = ContinuousClock.now
+        let now = instant()
         for session in activeSessions {
             guard let since = session.claimsUnserved else { continue }
             let wait = PeerSession.unservedCatchUpWait(afterUnserved: session.unservedRepairs)

@@ -97,7 +97,7 @@ extension Replica {
         // A reply handled below may close this very link, or every socket: the acknowledgement
         // that completes our own departure shuts the node down. Stop there, rather than read
         // the closed socket and log a failure that is not one.
-        for _ in 0..<8 where link.dealer.handle != nil {
+        for _ in 0..<8 where link.dealer.isOpen {
             let message: ReceivedMessage?
             do {
                 message = try link.dealer.receive(maxFrames: 1)
@@ -113,7 +113,7 @@ extension Replica {
                     dropForged(decoded.origin, on: node)
                     continue
                 }
-                let now = ContinuousClock.now
+                let now = instant()
                 if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
                 switch decoded {
                 case .syncChunk(let chunk): receive(chunk, bytes: message.frames[0].count, from: node, now: now)

@@ -8,8 +8,8 @@ extension Replica {
 
     func receiveRequests() {
         guard let syncServer else { return }
-        let now = ContinuousClock.now
-        for _ in 0..<64 where syncServer.handle != nil {
+        let now = instant()
+        for _ in 0..<64 where syncServer.isOpen {
             let message: ReceivedMessage?
             do {
                 message = try syncServer.receive(maxFrames: 2, identifyingSender: curve != nil)
@@ -92,7 +92,7 @@ extension Replica {
 
     /// Resends published updates (the current entries of their keys), or says at once that they
     /// have left the retransmit buffer.
-    private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: ZMQSocket, now: ContinuousClock.Instant) {
+    private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: any MessageSocket, now: ContinuousClock.Instant) {
         guard request.last - request.first < PeerSession.maxRepair, let keys = retransmit.keys(request.first...request.last) else {
             let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
             let frame = codec.encode(.syncChunk(gone))
@@ -135,7 +135,7 @@ extension Replica {
     /// Sends the next slice of every reply in progress, as far as each requester's queue allows.
     func continueReplies() {
         guard let syncServer, !responder.replies.isEmpty else { return }
-        let now = ContinuousClock.now
+        let now = instant()
         var finished: [Int] = []
         for index in responder.replies.indices where !responder.isWaiting(index, now: now) {
             // Chunks its queue could not take last time go first, as encoded: nothing more is
@@ -202,7 +202,7 @@ extension Replica {
         var split = split(entries)
         if split.isEmpty && isLast { split = [[]] }
         // Keys read that made no chunk were gone from the store: nothing of them to send.
-        if split.isEmpty { responder.sent(entries: 0, keys: keysRead, at: index, now: .now) }
+        if split.isEmpty { responder.sent(entries: 0, keys: keysRead, at: index, now: instant()) }
         let reply = responder.replies[index]
         let first = responder.numberChunks(split.count, at: index)
         return split.enumerated().map { position, entries in

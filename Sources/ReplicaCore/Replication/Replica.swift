@@ -24,7 +24,7 @@ public actor Replica: PollLoopOwner {
     public nonisolated let epoch: UInt64
     /// Reads committed entries from any thread (synchronous loads of shared keys).
     public nonisolated let reader: any StoreReader
-    nonisolated let loop: PollLoop
+    nonisolated let loop: any ReplicaLoop
     public nonisolated var unownedExecutor: UnownedSerialExecutor { loop.asUnownedSerialExecutor() }
 
     let logger: Logger
@@ -33,17 +33,20 @@ public actor Replica: PollLoopOwner {
     let commitMetrics: CommitMetrics
     let store: any ReplicaStore
     var clock: HybridLogicalClock
-    let started = ContinuousClock.now
+    /// This node's monotonic clock: the system's, or a simulation's (`ReplicaRuntime`).
+    nonisolated let instant: @Sendable () -> ContinuousClock.Instant
+    let started: ContinuousClock.Instant
     /// The highest timestamp stored when this process started: versions this node wrote at or
     /// before it are writes of earlier runs (which `leave` must also see handed over).
     let timestampAtStart: HybridTimestamp
     let timing: PeerTiming
 
     // Sockets (nil once shut down).
-    let context: ZMQContext
+    /// Where its sockets come from: libzmq, or a simulated network.
+    let sockets: any SocketFactory
     /// An XPUB: updates, heartbeats and announcements out; relay subscriptions in.
-    var publisher: ZMQSocket?
-    var syncServer: ZMQSocket?
+    var publisher: (any MessageSocket)?
+    var syncServer: (any MessageSocket)?
     var beacon: UDPBeaconSocket?
     var links: [NodeID: MemberLink] = [:]
     var seeds: [SeedContact] = []
@@ -75,13 +78,13 @@ public actor Replica: PollLoopOwner {
     var nextRequestID: UInt64 = 1
 
     // Timers.
-    var nextHeartbeat = ContinuousClock.now
+    var nextHeartbeat: ContinuousClock.Instant
     var nextPeriodicSync: ContinuousClock.Instant
     var nextTombstoneSweep: ContinuousClock.Instant
-    var lastRequestCollection = ContinuousClock.now - .seconds(1)
-    var nextBeacon = ContinuousClock.now
-    var housekeeping = HousekeepingSchedule(now: .now)
-    var lastTurn = ContinuousClock.now
+    var lastRequestCollection: ContinuousClock.Instant
+    var nextBeacon: ContinuousClock.Instant
+    var housekeeping: HousekeepingSchedule
+    var lastTurn: ContinuousClock.Instant
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
     /// The `clock` problem says this node's hybrid clock is too far ahead (`clockLeadRefusal`).
@@ -100,7 +103,7 @@ public actor Replica: PollLoopOwner {
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and
     /// when it may be saved next.
     var savedMemberTableDigest: UInt64?
-    var nextMemberTableSave = ContinuousClock.now
+    var nextMemberTableSave: ContinuousClock.Instant
     /// Set from the configuration's down time in `init`.
     var isolation = Isolation(limit: .seconds(10))
     /// Trust sources with a problem listed under their own subject (`noteTrustSource`), which
@@ -143,7 +146,7 @@ public actor Replica: PollLoopOwner {
     var refusedSaves: [String: Problem] = [:]
     var warnings = WarningLimiter()
     var storeReadFailureLogged = false
-    var nextStoreFileCheck = ContinuousClock.now
+    var nextStoreFileCheck: ContinuousClock.Instant
     /// Members (and we) once listed as used by two processes in this life: a sync reply leaves
     /// out nothing for them (`HeldByRequester`), even after the clash clears (`doubt(_:)`).
     var identitiesDoubted = Set<NodeID>()
@@ -165,7 +168,7 @@ public actor Replica: PollLoopOwner {
     var keyOwners: [[UInt8]: NodeID]
     /// Under CURVE: the connections made to our sockets, by key, to end when a key is revoked.
     var acceptedConnections = AcceptedConnections()
-    var authenticator: ZMQSocket?
+    var authenticator: (any MessageSocket)?
     var handshakeMonitors: [HandshakeMonitor] = []
 
     // Counters and tombstones (Replica+Families.swift).
@@ -201,6 +204,21 @@ public actor Replica: PollLoopOwner {
     public init(_ configuration: ReplicaConfiguration, logger: Logger? = nil) throws {
         self.configuration = configuration
         self.logger = logger ?? Logger(label: "replica.\(configuration.node)")
+        let runtime = configuration.runtime
+        if let runtime {
+            instant = runtime.now
+        } else {
+            instant = { ContinuousClock.now }
+        }
+        let now = instant()
+        self.started = now
+        nextHeartbeat = now
+        lastRequestCollection = now - .seconds(1)
+        nextBeacon = now
+        housekeeping = HousekeepingSchedule(now: now)
+        lastTurn = now
+        nextMemberTableSave = now
+        nextStoreFileCheck = now
         codec = WireCodec(limits: configuration.limits)
         commitMetrics = CommitMetrics(node: configuration.node)
         timing = PeerTiming(
@@ -218,7 +236,7 @@ public actor Replica: PollLoopOwner {
         defer { if !started { opened?.closeForWriting() } }
         switch configuration.storage {
         case .memory:
-            store = MemoryStore(node: configuration.node)
+            store = runtime?.store ?? MemoryStore(node: configuration.node)
         case .directory(let url):
             let sqlite = try SQLiteStore(directory: url, node: configuration.node, synchronous: configuration.synchronous)
             corruption = sqlite.recoveredFromCorruption
@@ -237,7 +255,7 @@ public actor Replica: PollLoopOwner {
             startingAfter: store.highestTimestamp, physical: configuration.wallClock)
         epoch = try store.beginEpoch(atLeast: configuration.wallClock())
         publishedStamps = PublishedStamps(epoch: epoch)
-        nextPeriodicSync = .now + configuration.periodicSyncInterval
+        nextPeriodicSync = instant() + configuration.periodicSyncInterval
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         forgottenStamps = ForgottenStamps(storeMayHaveForgotten: storeMayHaveForgotten)
         absence = AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact())
@@ -247,11 +265,11 @@ public actor Replica: PollLoopOwner {
         // Three times the own clash's window: four moves, each one round of re-assertions.
         memberClash = MemberIdentityClash(window: identityClash.window * 3)
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
-        _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: .now)
+        _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: instant())
         retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)
-        nextTombstoneSweep = .now
+        nextTombstoneSweep = instant()
 
-        context = try ZMQContext()
+        sockets = try runtime?.sockets ?? ZMQContext()
         if case .curve(let settings) = configuration.security { curve = settings } else { curve = nil }
         (trustedKeys, keyOwners) = Self.trust(curve)
         membership = Membership(local: MemberRecord(
@@ -261,11 +279,11 @@ public actor Replica: PollLoopOwner {
             departureRetention: configuration.tombstoneRetentionMillis, epochAllowance: max(configuration.maxClockDriftMillis, Membership.yearMillis))
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
-            let authenticator = try context.socket(.rep)
+            let authenticator = try sockets.makeSocket(.rep)
             try authenticator.bind(Self.zapEndpoint)
             self.authenticator = authenticator
         }
-        let publisher = try context.socket(.xpub)
+        let publisher = try sockets.makeSocket(.xpub)
         // Queued per subscriber before PUB drops, whatever the subscriber does: with at most
         // `maxBatchBytes` in a published update or batch (larger values are repaired, not
         // published), a subscriber that never reads pins at most about 128 MiB. Well inside
@@ -277,8 +295,8 @@ public actor Replica: PollLoopOwner {
             try publisher.reportEverySubscription()
         }
         try publisher.bind(configuration.listen.publishAddress)
-        let syncServer = try context.socket(.router)
-        try syncServer.setRouterMandatory()
+        let syncServer = try sockets.makeSocket(.router)
+        try syncServer.setRouterMandatory(true)
         try syncServer.setMaxMessageSize(configuration.limits.deliveredFrameBytes)
         // Replies wait in a connection's queue only this many chunks deep (each at most
         // `maxChunkBytes`): a requester that does not read holds up its own reply, not memory.
@@ -305,7 +323,7 @@ public actor Replica: PollLoopOwner {
                 + "(\(counterSlotOwner.uuidString.lowercased())), so that those this disk may lack but members hold are not overwritten"
             self.logger.info("\(message)")
         }
-        loop = PollLoop(name: "replica-\(configuration.node)")
+        loop = runtime?.loop ?? PollLoop(name: "replica-\(configuration.node)")
         started = true
         // Whatever the cluster wrote while this node was away comes with one sync, from the
         // first member reached.
@@ -544,7 +562,7 @@ public actor Replica: PollLoopOwner {
         pollItemsCache = nil
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
-        saveMemberTable(now: .now, force: true)
+        saveMemberTable(now: instant(), force: true)
         saveUnsavedContact()
         if let unrecorded = store.closeForWriting() {
             logger.warning("the stop could not be recorded as clean (\(unrecorded)): the next start writes counter increments to a new slot")

@@ -42,6 +42,8 @@ public struct ReplicaConfiguration: Sendable {
     /// The wall clock (ms since 1970) the node stamps and compares with: the system clock. A
     /// simulation or a test of clock skew may shift it.
     public var wallClock: HybridLogicalClock.PhysicalClock = HybridLogicalClock.systemClock
+    /// Where the replica runs (nil: libzmq sockets on a thread of its own, the system's clock).
+    @_spi(Simulation) public var runtime: ReplicaRuntime?
     /// How long local writes wait, after members are first heard, for the first comparison of
     /// this node's clock with theirs (see `ClockCheck`); then they go ahead unchecked.
     public var clockCheckGrace: Duration = .seconds(3)

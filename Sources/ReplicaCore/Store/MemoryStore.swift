@@ -38,8 +38,26 @@ public final class MemoryStore: ReplicaStore {
         identity = StoreIdentity(node: node, incarnation: incarnation)
     }
 
-    /// Nothing outlives the process, so no run follows one that ended uncleanly.
-    public var counterSlotOwner: UUID { identity.incarnation }
+    /// Nothing outlives the process, so no run follows one that ended uncleanly (but in a
+    /// simulation, which keeps the store across a node's lives: `reopenAfterCrash`).
+    public var counterSlotOwner: UUID { slotOwner ?? identity.incarnation }
+    private var slotOwner: UUID?
+
+    /// A simulated full disk: while set, every merge fails and changes nothing.
+    @_spi(Simulation) public var failingCommits = false
+    /// Merges failed that way (a full disk shows only to a node that commits).
+    @_spi(Simulation) public private(set) var failedCommits = 0
+
+    /// A simulated crash and restart on this store: what was committed stays, and the run that
+    /// follows gives counter increments a new slot, as `SQLiteStore` does after an unclean stop.
+    @_spi(Simulation) public func reopenAfterCrash(slotOwner: UUID) {
+        self.slotOwner = slotOwner
+    }
+
+    /// What a merge on a simulated full disk throws.
+    struct DiskFull: Error, CustomStringConvertible {
+        var description: String { "database or disk is full (simulated)" }
+    }
 
     public var count: Int { index.count }
     public var liveCount: Int { index.liveCount }
@@ -121,7 +139,11 @@ public final class MemoryStore: ReplicaStore {
         return keys
     }
 
-    public func merge(_ batch: [Entry]) -> [Entry] {
+    public func merge(_ batch: [Entry]) throws -> [Entry] {
+        if failingCommits {
+            failedCommits += 1
+            throw DiskFull()
+        }
         let applied = index.apply(batch) { table.entry(for: $0) }
         table.entries.withLock { entries in
             for (key, entry) in zip(applied.keys, applied.entries) { entries[key] = entry }

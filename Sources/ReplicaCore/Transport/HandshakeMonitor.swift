@@ -6,12 +6,12 @@
 /// one, gets no failure event of its own.
 public final class HandshakeMonitor: @unchecked Sendable {
     /// The monitor's PAIR socket: poll it with the owner's other sockets.
-    public let socket: ZMQSocket
+    public let socket: any MessageSocket
     /// Accepted connections whose handshake has not succeeded yet, by descriptor.
     private var handshaking: Set<Int32> = []
 
-    public init(watching watched: ZMQSocket) throws(ZMQError) {
-        socket = try watched.monitor([.accepted, .handshakeSucceeded, .handshakeFailed, .disconnected])
+    public init(watching watched: any MessageSocket) throws(ZMQError) {
+        socket = try watched.monitorConnections([.accepted, .handshakeSucceeded, .handshakeFailed, .disconnected])
     }
 
     /// What happened since the last call (non-blocking).

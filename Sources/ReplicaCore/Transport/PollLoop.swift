@@ -13,14 +13,14 @@ import Darwin
 /// never by position.
 public struct PollItem<Role: Sendable>: Sendable {
     public enum Source: Sendable {
-        case socket(ZMQSocket)
+        case socket(any MessageSocket)
         case fileDescriptor(Int32)
     }
 
     public var source: Source
     public var role: Role
 
-    public init(_ socket: ZMQSocket, role: Role) {
+    public init(_ socket: any MessageSocket, role: Role) {
         source = .socket(socket)
         self.role = role
     }
@@ -172,7 +172,7 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
             for item in pollItems {
                 switch item.source {
                 case .socket(let socket):
-                    guard let handle = socket.handle else { continue }
+                    guard let handle = (socket as? ZMQSocket)?.handle else { continue }
                     items.append(zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
                 case .fileDescriptor(let fd):
                     items.append(zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0))

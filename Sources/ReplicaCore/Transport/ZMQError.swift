@@ -11,6 +11,12 @@ public struct ZMQError: Error, Equatable, CustomStringConvertible, Sendable {
         "\(operation): \(String(cString: zmq_strerror(code))) (errno \(code))"
     }
 
+    /// An error with errno `code` (a simulated socket's).
+    public init(code: Int32, operation: String) {
+        self.code = code
+        self.operation = operation
+    }
+
     /// Captures the calling thread's `zmq_errno()` right after a failed call.
     static func last(_ operation: String) -> ZMQError {
         ZMQError(code: zmq_errno(), operation: operation)

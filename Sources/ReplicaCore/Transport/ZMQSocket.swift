@@ -245,13 +245,19 @@ public final class ZMQSocket: @unchecked Sendable {
         public var event: MonitorEvent
         public var value: Int32
         public var failure: HandshakeFailure?
+
+        public init(event: MonitorEvent, value: Int32, failure: HandshakeFailure?) {
+            self.event = event
+            self.value = value
+            self.failure = failure
+        }
     }
 
     /// The next event and its value, or nil if none is waiting. libzmq's first frame is the
     /// event (2 bytes) and the value (4 bytes), in the machine's byte order.
     public func receiveMonitorNotice() throws(ZMQError) -> MonitorNotice? {
         guard let message = try receive(maxFrames: 2) else { return nil }
-        guard let first = message.frames.first, first.count >= 6 else { return MonitorNotice(event: .other(0), value: -1) }
+        guard let first = message.frames.first, first.count >= 6 else { return MonitorNotice(event: .other(0), value: -1, failure: nil) }
         let number = Int32(first.withUnsafeBytes { $0.loadUnaligned(as: UInt16.self) })
         let value = first.withUnsafeBytes { $0.loadUnaligned(fromByteOffset: 2, as: Int32.self) }
         let event: MonitorEvent = switch number {

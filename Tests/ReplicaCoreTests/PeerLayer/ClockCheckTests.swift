@@ -108,6 +108,26 @@ import Testing
         #expect(!at(20_000, [], unmeasured: 1))
     }
 
+    /// A stepped wall clock voids the comparisons: cut off from its members, the node is as one
+    /// never compared (writes held for the grace, then unchecked), until a member's clock is
+    /// measured again. (Found by the simulator, seed 178: a node cut off from every member, its
+    /// clock stepped 3 minutes ahead, went on stamping writes the members then refused for
+    /// minutes.)
+    @Test func aSteppedClockIsAsNeverCompared() {
+        var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
+        let start = ContinuousClock.now
+        _ = check.evaluate(offsets: [5], unmeasured: 0, now: start)
+        _ = check.evaluate(offsets: [], unmeasured: 1, now: start + .seconds(1))
+        #expect(check.localWrites(now: start + .seconds(4), requiringCheck: true) == .accept, "cut off, but checked this run")
+        check.clockStepped(now: start + .seconds(5))
+        _ = check.evaluate(offsets: [], unmeasured: 1, now: start + .seconds(5))
+        #expect(check.localWrites(now: start + .milliseconds(7_900), requiringCheck: true) == .hold, "held for the grace after the step")
+        #expect(check.localWrites(now: start + .seconds(8), requiringCheck: true) == .refuseUnchecked)
+        #expect(check.localWrites(now: start + .seconds(8), requiringCheck: false) == .accept, "accepted unchecked when not required")
+        _ = check.evaluate(offsets: [3], unmeasured: 0, now: start + .seconds(9))
+        #expect(check.localWrites(now: start + .seconds(9), requiringCheck: true) == .accept, "compared again")
+    }
+
     /// The median of members' offsets (limit 60 s), at the edges of its rule: for an even count
     /// whose middle two lie on either side of this node's clock, this node's own (0) if either is
     /// within the limit, a value exactly at the limit included; else the one nearer zero, and of

@@ -90,6 +90,15 @@ struct ClockCheck: Sendable {
         return new
     }
 
+    /// The wall clock was stepped: what it was compared with says nothing of it now. It is
+    /// as if never compared: local writes wait for a comparison as at start (a node cut off
+    /// from its members whose clock jumped ahead stamped its writes minutes ahead, and members
+    /// refused them until their own clocks got there).
+    mutating func clockStepped(now: ContinuousClock.Instant) {
+        hasAgreed = false
+        if verdict == .unverified { unverifiedSince = now }
+    }
+
     /// Local writes wait (the clock is not compared yet, and the grace has not run out).
     func holdsWrites(now: ContinuousClock.Instant) -> Bool {
         guard verdict == .unverified, let since = unverifiedSince else { return false }

@@ -9,33 +9,33 @@ final class MemberLink: @unchecked Sendable {
     /// The exact strings dialled (with the source address), needed to re-dial.
     let publishAddress: String
     let syncAddress: String
-    let subscriber: ZMQSocket
-    let dealer: ZMQSocket
-    let subscriberEvents: ZMQSocket
-    let dealerEvents: ZMQSocket
+    let subscriber: any MessageSocket
+    let dealer: any MessageSocket
+    let subscriberEvents: any MessageSocket
+    let dealerEvents: any MessageSocket
     /// Sources whose relays this member passes on to us (SUB subscriptions beyond the standing ones).
     var relayedSources: Set<NodeID> = []
 
-    init(node: NodeID, address: Endpoint, from listen: Endpoint, context: ZMQContext, limits: WireLimits, security: LinkSecurity) throws {
+    init(node: NodeID, address: Endpoint, from listen: Endpoint, context: any SocketFactory, limits: WireLimits, security: LinkSecurity) throws {
         self.node = node
         self.address = address
         publishAddress = Endpoint.connecting(to: address.publishAddress, from: listen)
         syncAddress = Endpoint.connecting(to: address.syncAddress, from: listen)
-        subscriber = try context.socket(.sub)
+        subscriber = try context.makeSocket(.sub)
         try subscriber.setMaxMessageSize(limits.deliveredFrameBytes)
         // Bounds what a flooding peer can queue here: 10,000 messages of at most maxFrameBytes.
         try subscriber.setHighWaterMarks(send: 1000, receive: 10_000)
         try subscriber.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         for topic in WireCodec.standingTopics { try subscriber.subscribe(topic) }
         try security.apply(to: subscriber)
-        subscriberEvents = try subscriber.monitor([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
+        subscriberEvents = try subscriber.monitorConnections([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
         try subscriber.connect(publishAddress)
-        dealer = try context.socket(.dealer)
+        dealer = try context.makeSocket(.dealer)
         try dealer.setMaxMessageSize(limits.deliveredFrameBytes)
         try dealer.setHighWaterMarks(send: 64, receive: 10_000)
         try dealer.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         try security.apply(to: dealer)
-        dealerEvents = try dealer.monitor([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
+        dealerEvents = try dealer.monitorConnections([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
         try dealer.connect(syncAddress)
     }
 
@@ -53,24 +53,24 @@ final class MemberLink: @unchecked Sendable {
 final class SeedContact: @unchecked Sendable {
     let id: Int
     let address: Endpoint
-    let dealer: ZMQSocket
-    let events: ZMQSocket
+    let dealer: any MessageSocket
+    let events: any MessageSocket
     var dialer: LinkDialer
     var lastJoinSent: ContinuousClock.Instant?
     /// When a discovery beacon named it (nil: a configured seed); see `SeedRetirement`.
     let discoveredAt: ContinuousClock.Instant?
 
-    init(id: Int, address: Endpoint, from listen: Endpoint, context: ZMQContext, limits: WireLimits, security: LinkSecurity,
+    init(id: Int, address: Endpoint, from listen: Endpoint, context: any SocketFactory, limits: WireLimits, security: LinkSecurity,
          discovered: Bool, now: ContinuousClock.Instant) throws {
         self.id = id
         self.address = address
         discoveredAt = discovered ? now : nil
-        dealer = try context.socket(.dealer)
+        dealer = try context.makeSocket(.dealer)
         try dealer.setMaxMessageSize(limits.maxFrameBytes)
         try dealer.setHighWaterMarks(send: 4, receive: 100)
         try dealer.setClusterConnectionOptions(connectTimeout: Replica.connectTimeout, keepaliveIdle: Replica.keepaliveIdle)
         try security.apply(to: dealer)
-        events = try dealer.monitor([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
+        events = try dealer.monitorConnections([.connected, .handshakeSucceeded, .handshakeFailed, .disconnected])
         try dealer.connect(Endpoint.connecting(to: address.syncAddress, from: listen))
         dialer = LinkDialer(dialedAt: now)
     }
@@ -88,7 +88,7 @@ enum LinkSecurity: Sendable {
     case insecure
     case curve(CurveKeyPair, serverKey: String)
 
-    func apply(to socket: ZMQSocket) throws {
+    func apply(to socket: any MessageSocket) throws {
         guard case .curve(let keys, let serverKey) = self else { return }
         try socket.setCurveClient(keys, serverKey: serverKey)
     }
