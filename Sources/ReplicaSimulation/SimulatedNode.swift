@@ -25,6 +25,8 @@ final class SimulatedNode: @unchecked Sendable {
     var skewMillis: Int64 = 0
     var nextWake: ContinuousClock.Instant?
     private var lives = 0
+    /// Per key, the version this node held when the workload last wrote it.
+    private var seenBeforeWrite: [String: Version] = [:]
     /// Started at least once (a node that joins late is not, until it joins).
     var started: Bool { lives > 0 }
     private var random: SimulationRandom
@@ -130,9 +132,15 @@ final class SimulatedNode: @unchecked Sendable {
 
     func setRegister(_ key: String, to value: String?, operation: Int) {
         guard let replica else { return }
+        seenBeforeWrite[key] = store.entry(for: key)?.version
         let payload = value.map { Array("\"\($0)\"".utf8) }
         replica.submit([Replica.WriteRequest(key: key, payload: payload)]) { [self] result in
             guard case .success(let entries) = result, let entry = entries.first else { return }
+            // What this node held for the key when the write was stamped (just before its
+            // commit, in the same turn): the write must win over it.
+            if let seen = seenBeforeWrite[key], !(entry.version > seen) {
+                simulation.causalityViolated("\(id)'s write of \(key) at \(entry.version) does not win over \(seen), which it held when it wrote")
+            }
             simulation.ledger.registerWrites.append(Ledger.RegisterWrite(operation: operation, node: id, entry: entry))
             simulation.ledger.acknowledged += 1
             simulation.acknowledged("set", node: self, operation: operation)

@@ -160,6 +160,10 @@ public final class Simulation: @unchecked Sendable {
 
     private func violation(_ text: String) { violations.append(text) }
 
+    /// A write that does not win over what its node held when it wrote: the clock took in what
+    /// the node had seen, and must stamp above it.
+    func causalityViolated(_ text: String) { violation(text) }
+
     private func check() {
         let live = nodes.filter { $0.isRunning && $0.isMember }
         if ProcessInfo.processInfo.environment["SIMULATION_TRACE"] != nil {

@@ -16,6 +16,16 @@ extension Replica {
         return status
     }
 
+    /// `status` without the disk's space, at once (a simulation reads it between turns).
+    @_spi(Simulation) public func statusNow() -> ReplicaStatus { statusOnLoop() }
+
+    /// Whether a caller waits on something only time brings: local writes held (for the first
+    /// clock comparison, a failing store's back-off) or a departure handing writes over. A
+    /// simulation lets its clock run while one does.
+    @_spi(Simulation) public var waitsOnTime: Bool {
+        !commits.writes.isEmpty || leaving != nil || !submissions.withLock { $0.isEmpty }
+    }
+
     /// Everything in `status` the replica's state says.
     func statusOnLoop() -> ReplicaStatus {
         let now = instant()
