@@ -9,7 +9,8 @@ public struct LinkCondition: Equatable, Sendable {
     /// One-way delay, and a random extra of up to `jitter` per message.
     public var delay: Duration = .microseconds(200)
     public var jitter: Duration = .zero
-    /// Probability that a message is lost (what a full pipe drops), or delivered twice.
+    /// Probability that a published message is lost (what a full pipe drops), or delivered
+    /// twice; a request connection (DEALER/ROUTER, over TCP) ends instead, a tenth as often.
     public var loss = 0.0
     public var duplication = 0.0
 
@@ -50,6 +51,9 @@ public final class SimulatedNetwork: @unchecked Sendable {
     /// Everything delivered, hashed in order: equal for equal seeds.
     public private(set) var trace = TraceHash()
     public private(set) var messagesDelivered = 0
+    /// Sees every frame a host publishes (an XPUB's send), before it fans out: a simulation
+    /// checks what the frames claim against what the nodes hold.
+    public var published: ((_ host: String, _ frame: [UInt8]) -> Void)?
     public private(set) var messagesLost = 0
 
     public init(time: SimulatedTime, seed: UInt64) {
@@ -163,11 +167,16 @@ public final class SimulatedNetwork: @unchecked Sendable {
         let from = sender?.host ?? ""
         let to = receiver?.host ?? Self.host(of: connection.address)
         let link = condition(from: from, to: to)
-        if link.loss > 0, random.chance(link.loss) {
+        // PUB/SUB loses messages (a full pipe, a reconnect) and a member can get one twice (by
+        // itself and by a relay). A TCP connection loses nothing and duplicates nothing while it
+        // lives: on a request connection, a loss is the connection's end (a tenth as often).
+        let published = !toServer && sender?.kind == .xpub
+        if link.loss > 0, random.chance(published ? link.loss : link.loss / 10) {
             messagesLost += 1
+            if !published { breakConnection(connection) }
             return true
         }
-        let copies = link.duplication > 0 && random.chance(link.duplication) ? 2 : 1
+        let copies = published && link.duplication > 0 && random.chance(link.duplication) ? 2 : 1
         for _ in 0..<copies {
             connection.enqueue(message, toServer: toServer)
             if link.blocked || connection.state == .connecting { continue }
@@ -177,6 +186,17 @@ public final class SimulatedNetwork: @unchecked Sendable {
             schedule(.message(connection, toServer: toServer), at: at)
         }
         return true
+    }
+
+    /// The connection ends under both sockets (a reset): each sees it closed.
+    private func breakConnection(_ connection: SimulatedConnection) {
+        guard connection.state != .closed else { return }
+        connection.state = .closed
+        for end in [connection.client, connection.server] {
+            guard let end, end.isOpen else { continue }
+            let descriptor = end === connection.server ? connection.serverDescriptor : connection.clientDescriptor
+            schedule(.disconnected(end, descriptor: descriptor), after: .zero)
+        }
     }
 
     func close(_ connection: SimulatedConnection, by closer: SimulatedSocket) {

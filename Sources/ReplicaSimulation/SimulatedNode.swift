@@ -57,7 +57,7 @@ final class SimulatedNode: @unchecked Sendable {
         configuration.requireClockCheck = true
         configuration.runtime = ReplicaRuntime(sockets: simulation.network.host(host), loop: loop, now: { time.now }, store: store)
         do {
-            replica = try Replica(configuration, logger: Logger(label: "sim.\(id)") { _ in SwiftLogNoOpLogHandler() })
+            replica = try Replica(configuration, logger: SimulationLog.logger(for: id.rawValue, time: time))
         } catch {
             fatalError("simulated node \(id) failed to start: \(error)")
         }

@@ -83,6 +83,7 @@ final class SimulatedSocket: MessageSocket, @unchecked Sendable {
         switch kind {
         case .xpub, .pub:
             guard let frame = frames.first else { return true }
+            network.published?(host, frame)
             for connection in connections
             where connection.state == .established && connection.subscriptions.contains(where: { frame.starts(with: $0) }) {
                 _ = network.send(SimulatedMessage(frames: frames), on: connection, toServer: false)

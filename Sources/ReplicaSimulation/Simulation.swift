@@ -38,6 +38,7 @@ public final class Simulation: @unchecked Sendable {
     // MARK: Running
 
     public func run() -> SimulationReport {
+        network.published = { [unowned self] host, frame in observePublished(frame, by: host) }
         let joiner = options.faults.contains(.join) && options.nodes > 2 ? options.nodes - 1 : nil
         for index in 0..<options.nodes {
             nodes.append(SimulatedNode(index: index, simulation: self))
@@ -377,6 +378,49 @@ public final class Simulation: @unchecked Sendable {
 
     /// Samples (every 500 ms) a fault must be visible for before its problem must show.
     static let samplesToDetect = 8
+
+    // MARK: Reports: a node reports holding only what it holds
+
+    /// What each node published, by its id, its epoch, then sequence: the key and version.
+    private var publications: [NodeID: [UInt64: [UInt64: (key: String, version: Version)]]] = [:]
+    /// Per reporting node, reported member and epoch: the sequence checked through.
+    private var reportsChecked: [NodeID: [NodeID: [UInt64: UInt64]]] = [:]
+    private let codec = WireCodec()
+
+    /// Every update a node publishes is recorded; every heartbeat's reports are checked against
+    /// the reporter's store: a node that reports holding a member's stream through a sequence
+    /// must hold each update of it up to there (or a later version of its key). Members leave
+    /// out of their sync replies what a report claims, and a leaving node relies on them.
+    private func observePublished(_ frame: [UInt8], by host: String) {
+        guard let node = nodes.first(where: { $0.host == host }), let replica = node.replica,
+              let message = try? codec.decodePublished(frame) else { return }
+        switch message {
+        case .update(let update):
+            publications[node.id, default: [:]][replica.epoch, default: [:]][update.sequence] = (update.entry.key, update.entry.version)
+        case .updates(let batch):
+            for (offset, entry) in batch.entries.enumerated() {
+                publications[node.id, default: [:]][replica.epoch, default: [:]][batch.firstSequence + UInt64(offset)] = (entry.key, entry.version)
+            }
+        case .heartbeat(let heartbeat):
+            for report in heartbeat.reports where report.through > 0 {
+                guard let published = publications[report.node]?[report.epoch] else { continue }
+                let from = (reportsChecked[node.id]?[report.node]?[report.epoch] ?? 0) + 1
+                guard from <= report.through else { continue }
+                for sequence in from...report.through {
+                    guard let update = published[sequence] else { continue }
+                    let held = node.store.entry(for: update.key)
+                    if !(held.map { $0.version >= update.version } ?? false) {
+                        violation("at \(time.elapsed) \(node.id) reports holding \(report.node)'s stream through \(report.through) (epoch \(report.epoch)), "
+                            + "but holds \(update.key) at \(held.map { "\($0.version)" } ?? "nothing"), not its update \(sequence) at \(update.version)")
+                        break
+                    }
+                }
+                reportsChecked[node.id, default: [:]][report.node, default: [:]][report.epoch] = report.through
+            }
+        default:
+            break
+        }
+    }
 
     // MARK: The ledger
 

@@ -51,7 +51,7 @@ extension Replica {
         }
         planner.started(
             with: node, requestID: requestID, reason: reason, reports: retry?.reports ?? session.heartbeat?.reports ?? [:],
-            since: session.syncMark, now: now)
+            reportsEpoch: retry?.reportsEpoch ?? session.heartbeat?.epoch ?? 0, since: session.syncMark, now: now)
         commits.syncStarted()
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
@@ -257,10 +257,9 @@ extension Replica {
         // next sync asks for everything in the differing buckets).
         sessions[node]?.syncCompleted(
             mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence, askedInFull: sync.since == .none)
+        let reports = SyncPlanner.coveringReports(of: sync, markEpoch: mark.epoch)
         for origin in sessions.keys where origin != node {
-            if !sync.droppedEntries, let report = sync.reports[origin] {
-                sessions[origin]?.covered(through: report.through, epoch: report.epoch)
-            }
+            if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
         }
         if sync.reason.isCatchUp { catchUpSettled(now: now, except: node) }
     }

@@ -53,6 +53,33 @@ import Testing
         #expect(planner.inFlight?.reports == [:], "a new request starts from its own reports")
     }
 
+    /// A completed sync covers other members' streams by the reports of the life that answered
+    /// it: reports heard from an earlier life of the member (wiped and restarted since, the
+    /// request answered by the new process) cover nothing. Found by the simulator (seed 419): a
+    /// node back from a full disk synced with a member wiped meanwhile, whose old life's report
+    /// was the last heard, and then reported holding updates that nobody it could reach held.
+    @Test(arguments: [
+        (UInt64(7), UInt64(7), false, true),
+        (7, 9, false, false),
+        (0, 9, false, false),
+        (7, 7, true, false),
+    ] as [(UInt64, UInt64, Bool, Bool)])
+    func reportsCoverOnlyFromTheLifeThatAnswered(reportsEpoch: UInt64, markEpoch: UInt64, dropped: Bool, covers: Bool) {
+        let reports: [NodeID: PeerReport] = ["c": PeerReport(node: "c", epoch: 1, through: 45, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)]
+        var sync = SyncPlanner.InFlight(peer: "a", requestID: 1, reason: .commitFailed, started: now, lastProgress: now, reports: reports, reportsEpoch: reportsEpoch)
+        sync.droppedEntries = dropped
+        #expect(SyncPlanner.coveringReports(of: sync, markEpoch: markEpoch) == (covers ? reports : [:]))
+    }
+
+    /// A retry carries its first request's reports, and the epoch they came from.
+    @Test func aRetryKeepsTheEpochOfItsReports() {
+        var planner = SyncPlanner()
+        let reports: [NodeID: PeerReport] = ["c": PeerReport(node: "c", epoch: 1, through: 45, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)]
+        planner.started(with: "a", requestID: 1, reason: .periodic, reports: reports, reportsEpoch: 7, now: now)
+        _ = planner.expire(now: now + .seconds(30), timeout: .seconds(10))
+        #expect(planner.retrying(with: "a", since: .none)?.reportsEpoch == 7)
+    }
+
     /// The "catch-up from everyone at once": after a pause every member has something
     /// to say; syncs still run one after another, and a catch-up is wanted once.
     @Test func oneSyncAtATime() {

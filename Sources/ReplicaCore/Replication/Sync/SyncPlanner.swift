@@ -20,6 +20,8 @@ struct SyncPlanner: Sendable {
         /// went out: the most its reply can cover (a later heartbeat may claim updates it
         /// received after it read its store for us).
         var reports: [NodeID: PeerReport] = [:]
+        /// The epoch of the member's heartbeat those reports came from (0: none).
+        var reportsEpoch: UInt64 = 0
         /// The catch-up this sync stands in for (a sync with the member the catch-up preferred
         /// brings what the catch-up would): wanted again if this one is abandoned.
         var standsInFor: SyncReason?
@@ -45,6 +47,7 @@ struct SyncPlanner: Sendable {
         var requestID: UInt64
         var since: StoreMark
         var reports: [NodeID: PeerReport]
+        var reportsEpoch: UInt64
     }
 
     private(set) var retry: Retry?
@@ -177,20 +180,31 @@ struct SyncPlanner: Sendable {
     /// The request to send for a sync with `peer` whose `since` is `since`: the abandoned one
     /// again if it can be retried (its id, and the reports it was sent with), else nil (a new
     /// request).
-    func retrying(with peer: NodeID, since: StoreMark) -> (requestID: UInt64, reports: [NodeID: PeerReport])? {
+    func retrying(with peer: NodeID, since: StoreMark) -> (requestID: UInt64, reports: [NodeID: PeerReport], reportsEpoch: UInt64)? {
         guard let retry, retry.peer == peer, retry.since == since else { return nil }
-        return (retry.requestID, retry.reports)
+        return (retry.requestID, retry.reports, retry.reportsEpoch)
+    }
+
+    /// The reports a completed sync covers the other members' streams by: those of the life of
+    /// the member that answered (its reply's mark names it). Reports from an earlier life (the
+    /// last heartbeat heard before the request came from a process that has restarted since,
+    /// wiped perhaps) say nothing of what this one held; nor does any report once received
+    /// entries were dropped while the sync ran.
+    static func coveringReports(of sync: InFlight, markEpoch: UInt64) -> [NodeID: PeerReport] {
+        guard !sync.droppedEntries, sync.reportsEpoch == markEpoch else { return [:] }
+        return sync.reports
     }
 
     /// The reactor sent the request chosen by `next`.
     mutating func started(
-        with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], since: StoreMark = .none,
-        now: ContinuousClock.Instant
+        with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], reportsEpoch: UInt64 = 0,
+        since: StoreMark = .none, now: ContinuousClock.Instant
     ) {
         let isRetry = retry?.peer == peer && retry?.requestID == requestID
         retry = nil
         inFlight = InFlight(
-            peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports, since: since, isRetry: isRetry)
+            peer: peer, requestID: requestID, reason: reason, started: now, lastProgress: now, reports: reports, reportsEpoch: reportsEpoch,
+            since: since, isRetry: isRetry)
         wanted[peer] = nil
         if !reason.isCatchUp, let catchUp, catchUp.preferred == peer { inFlight?.standsInFor = catchUp.reason }
         if reason.isCatchUp || catchUp?.preferred == peer { catchUp = nil }
@@ -245,7 +259,9 @@ struct SyncPlanner: Sendable {
         timeoutHistory[sync.peer, default: TimeoutHistory(lastAbandoned: now)].lastAbandoned = now
         timeoutHistory[sync.peer]?.timeouts += 1
         abandon(sync)
-        if !sync.droppedEntries { retry = Retry(peer: sync.peer, requestID: sync.requestID, since: sync.since, reports: sync.reports) }
+        if !sync.droppedEntries {
+            retry = Retry(peer: sync.peer, requestID: sync.requestID, since: sync.since, reports: sync.reports, reportsEpoch: sync.reportsEpoch)
+        }
         return sync
     }
 
