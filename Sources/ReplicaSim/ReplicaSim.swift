@@ -14,8 +14,9 @@ struct ReplicaSim: ParsableCommand {
             Every history runs real Replica code on a simulated network and clock: a workload of \
             writes, deletes, increments and log edits from every node, faults drawn from the seed \
             (partitions, crashes, wipes, pauses, clock skew, full disks, loss, delay, duplication, \
-            joins, leaves, forgets), then a heal. Then it checks: every node holds the same \
-            entries; every acknowledged write is there or beaten by a later version; every counter \
+            joins, leaves, forgets, a hostile member), then a heal. Then it checks: every node holds \
+            the same entries; every report of holding a stream is true; every acknowledged write is \
+            there or beaten by a later version; every counter \
             is the sum of its acknowledged increments; every acknowledged log add is there unless \
             removed; the nodes agreed within the bound after the heal; long faults were listed as \
             problems while they lasted. The same seed gives the same history: its trace hash says so.
@@ -24,6 +25,7 @@ struct ReplicaSim: ParsableCommand {
               replica-sim --seeds 500 --nodes 5
               replica-sim --seed 42 --nodes 5 --json
               replica-sim --seeds 100 --nodes 16 --faults partition,crash,loss
+              replica-sim --seeds 100 --faults hostile,partition,crash,loss
             """)
 
     @Option(help: "How many histories to run, seeds first-seed, first-seed + 1, ...")

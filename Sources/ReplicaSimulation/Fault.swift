@@ -2,6 +2,8 @@
 public enum FaultKind: String, CaseIterable, Codable, Sendable {
     case partition, oneWay = "one-way", bridge, crash, wipe, pause, clockSkew = "clock-skew", diskFull = "disk-full"
     case loss, delay, duplication, join, leave, forget
+    /// A member that lies: edge numbers, claims it never serves, forged records about others.
+    case hostile
 }
 
 /// One fault of a history: what, when (from the start), for how long.
@@ -23,6 +25,8 @@ struct Fault: CustomStringConvertible {
         case leave(Int)
         /// The node crashes and another forgets it.
         case forget(Int, by: Int)
+        /// A hostile member joins through this node.
+        case hostile(joiningThrough: Int)
     }
 
     var kind: Kind
@@ -59,6 +63,7 @@ struct Fault: CustomStringConvertible {
         case .join(let node): "n\(node + 1) joins"
         case .leave(let node): "n\(node + 1) leaves"
         case .forget(let node, let by): "n\(node + 1) crashes, n\(by + 1) forgets it"
+        case .hostile(let node): "a hostile member joins through n\(node + 1)"
         }
         return "\(what) at \(start) for \(length)"
     }
@@ -115,6 +120,7 @@ struct Fault: CustomStringConvertible {
             case .duplication: kind = .links(LinkCondition(duplication: [0.05, 0.3][random.below(2)]))
             case .leave: kind = .leave(node)
             case .forget: kind = .forget(node, by: other)
+            case .hostile: kind = .hostile(joiningThrough: node)
             case .join: continue
             }
             faults.append(Fault(kind: kind, start: start, length: length))

@@ -129,6 +129,7 @@ public final class Simulation: @unchecked Sendable {
         case .faultEnd(let number): end(schedule[number], number: number)
         case .sample: sampleProblems()
         case .heal: heal()
+        case .hostileActs: hostileActs()
         }
     }
 
@@ -219,7 +220,8 @@ public final class Simulation: @unchecked Sendable {
             }
         }
         for (number, fault) in schedule.enumerated() where options.onlyFaults?.contains(number) ?? true {
-            guard let expected = fault.detection(options: options), visibleSamples[number, default: 0] >= Self.samplesToDetect else { continue }
+            guard let expected = fault.detection(options: options), visibleSamples[number, default: 0] >= Self.samplesToDetect,
+                  !undetectable.contains(number) else { continue }
             if !(sightings[number] ?? []).contains(expected) {
                 violation("fault \(number) (\(fault)) lasted \(fault.length) and no \(expected) problem was listed while it did")
             }
@@ -286,7 +288,21 @@ public final class Simulation: @unchecked Sendable {
         case .forget(let index, let by):
             nodes[index].crash()
             nodes[by].forget(nodes[index].id)
+        case .hostile(let index):
+            hostile?.leave()
+            hostile = try? HostileNode(network: network, joining: nodes[index].address, wallMillis: time.wallMillis, random: faultRandom.split())
+            agenda.add(.hostileActs, at: time.now + .milliseconds(500))
         }
+    }
+
+    /// The hostile member of a `hostile` fault, while it lasts.
+    private var hostile: HostileNode?
+
+    private func hostileActs() {
+        guard let hostile else { return }
+        let victims = nodes.compactMap { node in node.replica.map { (node.id, node.address, $0.epoch) } }
+        hostile.act(victims: victims, wallMillis: time.wallMillis)
+        agenda.add(.hostileActs, at: time.now + .milliseconds(500))
     }
 
     private func end(_ fault: Fault, number: Int) {
@@ -311,6 +327,9 @@ public final class Simulation: @unchecked Sendable {
         case .forget(let index, _):
             // Back on its data: a new life, which rejoins over the forget.
             restart(nodes[index], wiped: false)
+        case .hostile:
+            hostile?.leave()
+            hostile = nil
         case .join, .leave: break
         }
     }
@@ -360,6 +379,11 @@ public final class Simulation: @unchecked Sendable {
     }
 
     private func sampleProblems() {
+        // No second process ever runs with a node's id here: an identity problem is a false one
+        // (a forged record must not make a node refuse its writes).
+        for node in nodes where node.isRunning && node.problems().contains("identity") {
+            violation("at \(time.elapsed) \(node.id) lists an identity problem, with no other process using its id")
+        }
         let partitioned = activeFaults.values.contains { $0.isPartition }
         for (number, fault) in activeFaults {
             guard fault.detection(options: options) != nil else { continue }
@@ -367,6 +391,9 @@ public final class Simulation: @unchecked Sendable {
             if case .clockSkew(let node, let millis) = fault.kind { inForce = nodes[node].skewMillis == millis }
             // A full disk shows only to a node that commits something.
             if case .diskFull(let node) = fault.kind { inForce = nodes[node].store.failedCommits > (failuresAtStart[number] ?? 0) }
+            // The hostile member stands outside partitions: a node it reaches is not isolated,
+            // and isolation is judged over a stretch it broke.
+            if fault.isPartition && hostile != nil { undetectable.insert(number) }
             if let subject = fault.subject, nodes[subject].isRunning, inForce, !(partitioned && !fault.isPartition) {
                 visibleSamples[number, default: 0] += 1
             }
@@ -375,6 +402,9 @@ public final class Simulation: @unchecked Sendable {
             }
         }
     }
+
+    /// Faults whose problem cannot be expected (a partition the hostile member reached across).
+    private var undetectable: Set<Int> = []
 
     /// Samples (every 500 ms) a fault must be visible for before its problem must show.
     static let samplesToDetect = 8
@@ -406,8 +436,8 @@ public final class Simulation: @unchecked Sendable {
                 guard let published = publications[report.node]?[report.epoch] else { continue }
                 let from = (reportsChecked[node.id]?[report.node]?[report.epoch] ?? 0) + 1
                 guard from <= report.through else { continue }
-                for sequence in from...report.through {
-                    guard let update = published[sequence] else { continue }
+                // Over what was published (a member that lies may claim 2^53 - 1).
+                for (sequence, update) in published.sorted(by: { $0.key < $1.key }) where sequence >= from && sequence <= report.through {
                     let held = node.store.entry(for: update.key)
                     if !(held.map { $0.version >= update.version } ?? false) {
                         violation("at \(time.elapsed) \(node.id) reports holding \(report.node)'s stream through \(report.through) (epoch \(report.epoch)), "
@@ -463,6 +493,7 @@ enum AgendaEvent {
     case faultEnd(Int)
     case sample
     case heal
+    case hostileActs
 }
 
 struct Agenda {

@@ -13,7 +13,7 @@ extension Replica {
                 node: session.node, epoch: session.stream.epoch, through: session.heldThrough,
                 echoWallMillis: echo?.wallMillis ?? 0,
                 heldMillis: echo.map { UInt32(clamping: Int64(max(0, $0.receivedAt.duration(to: now) / .milliseconds(1)))) } ?? 0,
-                hearsDirectly: session.hearsDirectly(now: now, base: timing)))
+                hearsDirectly: session.hearsHeartbeatsDirectly(now: now, base: timing)))
         }
         // The least stamp our next write can carry, not a reading of the wall clock: every write
         // stamped below it went out by `sequence`, so a member that holds our stream through

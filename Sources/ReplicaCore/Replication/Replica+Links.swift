@@ -141,7 +141,7 @@ extension Replica {
     /// Closes the discovered seeds past their life, and the oldest beyond the limit.
     func closeDiscoveredSeeds(making: Int = 0, now: ContinuousClock.Instant) {
         for id in SeedRetirement.discoveredToClose(seeds: seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
-            logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") found by beacon made this node no member in time: no longer asked")
+            logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") (found by beacon, or the last address of a member another member's record ended) made this node no member in time: no longer asked")
             closeSeed(id)
         }
     }
@@ -240,6 +240,10 @@ extension Replica {
             if let last = seed.lastJoinSent, now - last >= Self.joinRetry, seed.dialer.isConnected {
                 sendJoin(to: seed, now: now)
             }
+        }
+        for record in membership.dueProbes(wallMillis: configuration.wallClock(), heardDirectly: heardDirectly(now: now)) {
+            logger.debug("asking \(record.node) at \(record.address) to join: a record not its own ended or moved it while it was not heard here")
+            openSeed(record.address, serverKey: record.publicKey, discovered: true)
         }
         let anyAlive = activeSessions.contains { $0.liveness.state == .alive }
         if seedRecontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {

@@ -92,7 +92,8 @@ extension Replica {
         nextPeriodicSync = nextPeriodicSync + gap
         lastStallEnded = now
         warn("stalled", "this node was stalled for \(gap); not counting that against its members")
-        for node in sessions.keys { sessions[node]?.stalled(for: gap, now: now) }
+        let wall = configuration.wallClock()
+        for node in sessions.keys { sessions[node]?.stalled(for: gap, now: now, wallMillis: wall) }
     }
 
     /// The sessions of active members, by id: what the timers, syncs, relays, the clock check

@@ -43,6 +43,12 @@ import Testing
             reports: (0...12).map { Report(at: Double($0) * 0.5, epoch: $0 % 2 == 0 ? 2_000 : ours) }, tickAt: 6, clashing: true),
         Row(name: "reports too far apart never confirm", reports: [Report(at: 0, epoch: 2_000), Report(at: 20, epoch: 2_000)],
             tickAt: 21, clashing: false),
+        // Simulator seed 73 (pause, crash): each member reported the previous life once after a
+        // restart, and a member stopped meanwhile once more, 6 s later, from its backlog.
+        Row(name: "one report by each of several members, 6 s apart, is no clash",
+            reports: [Report(at: 7, epoch: 900, member: "m2"), Report(at: 7, epoch: 900, member: "m3"),
+                      Report(at: 13.1, epoch: 900, member: "m4")],
+            tickAt: 13.2, clashing: false),
         Row(name: "a clash ends a window after the last report",
             reports: (0...10).map { Report(at: Double($0) * 0.5, epoch: 2_000) }, tickAt: 15, clashing: false),
         Row(name: "and stands until then", reports: (0...10).map { Report(at: Double($0) * 0.5, epoch: 2_000) }, tickAt: 14.9, clashing: true),

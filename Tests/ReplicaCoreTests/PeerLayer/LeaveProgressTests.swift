@@ -18,7 +18,8 @@ import Testing
 
     @Test(arguments: [
         (report(through: 12), true),
-        (report(through: 13), true),
+        (report(through: 13), false),  // more than this process published: a lie, not a hand-off
+        (report(through: WireLimits.maxSequence), false),
         (report(through: 11), false),
         (report(epoch: 6, through: 99), false),  // an earlier life's stream
     ] as [(PeerReport, Bool)])

@@ -328,6 +328,56 @@ import Testing
 
     // MARK: Relays
 
+    // MARK: Probes of members ended on another's word
+
+    /// A departure or move of a member taken from another member's records (relayed, or
+    /// forged while a partition hid the member) leaves its last own address asked to join, at
+    /// 2, 4, 8 ... 60 s, so a live member sees the record and re-asserts. The simulator found
+    /// two sides of a healed partition each holding the other as `left` from a hostile
+    /// member's records, and dialling no one (seed 85 of `--faults hostile,partition,crash,loss`).
+    @Test(arguments: [MemberRecord.Status.left, .forgotten, .active])
+    func aMemberEndedOnAnothersWordIsProbedWithBackOff(status: MemberRecord.Status) {
+        var membership = table()
+        let own = Self.record("b", epoch: 1)
+        _ = membership.merge([own], wallMillis: 1_000, sender: "b")
+        let forged = Self.record("b", epoch: 2, status: status, port: status == .active ? 1 : 7000)
+        _ = membership.merge([forged], wallMillis: 1_000, sender: "c")
+        var asked: [UInt64] = []
+        for wall in stride(from: UInt64(1_000), through: 200_000, by: 500) where !membership.dueProbes(wallMillis: wall, heardDirectly: []).isEmpty {
+            asked.append(wall - 1_000)
+        }
+        #expect(asked == [0, 2_000, 6_000, 14_000, 30_000, 62_000, 122_000, 182_000])
+        #expect(membership.probes["b"]?.record == own)
+        let reasserted = Self.record("b", epoch: 3)
+        _ = membership.merge([reasserted], wallMillis: 200_000, sender: "b")
+        #expect(membership.dueProbes(wallMillis: 300_000, heardDirectly: []).isEmpty && membership.probes.isEmpty)
+    }
+
+    @Test func noProbeForAMembersOwnWordAndNoneOnceItIsHeardOrPastTheProbeLife() {
+        var membership = table()
+        _ = membership.merge([Self.record("b", epoch: 1), Self.record("c", epoch: 1)], wallMillis: 1_000, sender: "b")
+        _ = membership.merge([Self.record("b", epoch: 2, status: .left)], wallMillis: 1_000, sender: "b")
+        #expect(membership.probes.isEmpty, "its own leave")
+        _ = membership.merge([Self.record("c", epoch: 2, status: .left)], wallMillis: 1_000, sender: "d")
+        #expect(membership.dueProbes(wallMillis: 1_000, heardDirectly: []).map(\.node) == ["c"])
+        #expect(membership.dueProbes(wallMillis: 9_000, heardDirectly: ["c"]).isEmpty && membership.probes.isEmpty)
+        _ = membership.merge([Self.record("c", epoch: 4)], wallMillis: 1_000, sender: "c")
+        _ = membership.merge([Self.record("c", epoch: 5, status: .forgotten)], wallMillis: 1_000, sender: "d")
+        #expect(membership.probes.keys.contains("c"))
+        #expect(membership.dueProbes(wallMillis: 1_000 + Membership.probeLife, heardDirectly: []).isEmpty && membership.probes.isEmpty)
+    }
+
+    @Test func probesAreBounded() {
+        var membership = table()
+        let nodes = (0..<40).map { NodeID(rawValue: "m\($0)")! }
+        _ = membership.merge(nodes.map { Self.record($0) }, wallMillis: 1_000, sender: nil)
+        for (index, node) in nodes.enumerated() {
+            _ = membership.merge([Self.record(node, epoch: 2, status: .left)], wallMillis: 1_000 + UInt64(index), sender: "z")
+        }
+        #expect(membership.probes.count == Membership.maxProbes)
+        #expect(Set(membership.probes.keys) == Set(nodes.suffix(Membership.maxProbes)), "the newest kept")
+    }
+
     @Test func aMemberWeCannotHearIsTakenThroughOneThatCan() {
         let views: [RelayPlanner.View] = [
             .init(node: "a", directlySilent: true, hears: ["b"]),

@@ -148,7 +148,49 @@ import Testing
         let first = unseen.received(sequence: 7, epoch: 9)
         #expect(first == .inOrder, "without a sync, a first sight is where it starts")
         unseen.covered(through: 20, epoch: 9)
-        #expect(unseen.through == 20)
+        #expect(unseen.through == 7, "the origin showed 7: a report of 20 is not believed")
+    }
+
+    /// A member's report of an origin's stream is believed no further than the origin's own
+    /// word (its heartbeats and updates): a member reporting edge numbers (hostile, in the
+    /// simulator's `hostile` fault) made nodes clear losses its sync never brought.
+    @Test func aReportBeyondWhatTheOriginShowedCoversNothing() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 1, sequence: 10)
+        _ = stream.received(sequence: 12)
+        #expect(stream.missing == [11...11] && stream.vouched == 12)
+        for lie in [UInt64(13), 1 << 31, WireLimits.maxSequence] {
+            #expect(stream.covered(through: lie, epoch: 1) == 0)
+            #expect(stream.missing == [11...11] && stream.through == 12)
+        }
+        #expect(stream.covered(through: 12, epoch: 1) == 12)
+        #expect(stream.missing.isEmpty)
+    }
+
+    /// A stream first known from a report (a node just started, syncing) cannot be checked
+    /// then; the origin's first heartbeat showing less restarts it, so the node syncs with the
+    /// origin instead of taking every later update as already held.
+    @Test(arguments: [(UInt64(40), UInt64(30), OriginStream.Verdict.gap(31...40)), (40, WireLimits.maxSequence, .restarted), (40, 41, .restarted)])
+    func aStreamStartedOnAReportIsCheckedByTheOriginsFirstHeartbeat(announced: UInt64, reported: UInt64, verdict: OriginStream.Verdict) {
+        var stream = OriginStream()
+        #expect(stream.covered(through: reported, epoch: 5) == reported)
+        #expect(stream.reportableThrough == 0, "not passed on in our reports while it is hearsay")
+        #expect(stream.announced(epoch: 5, sequence: announced) == verdict)
+        #expect(stream.through == announced && stream.vouched == announced)
+        #expect(stream.reportableThrough == stream.contiguousThrough)
+        #expect(stream.announced(epoch: 5, sequence: announced - 1) == .inOrder, "checked once")
+    }
+
+    @Test(arguments: [UInt64(9), WireLimits.maxEpoch])
+    func anEpochKnownOnlyFromAReportGivesWayToTheOriginsOwn(reportedEpoch: UInt64) {
+        var stream = OriginStream()
+        #expect(stream.covered(through: 40, epoch: reportedEpoch) == 40)
+        #expect(stream.announced(epoch: 5, sequence: 12) == .restarted)
+        #expect(stream.epoch == 5 && stream.through == 12 && stream.reportableThrough == 12)
+        var relayed = OriginStream()
+        relayed.covered(through: 40, epoch: reportedEpoch)
+        #expect(relayed.received(sequence: 3, epoch: 5) == .restarted)
+        #expect(relayed.epoch == 5 && relayed.through == 3)
     }
 
     @Test func aMemberAheadOfUsShowsWhatWeLack() {

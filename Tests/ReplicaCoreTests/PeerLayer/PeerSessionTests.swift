@@ -201,6 +201,21 @@ import Testing
         return session
     }
 
+    /// Our report says we hear a member directly only while its heartbeats come: requests on
+    /// ROUTER alone (its publisher link down) leave its epoch unconfirmed, and a report pairing
+    /// hearing it with the epoch of a life it left reads, to the member, as a second process
+    /// with its id.
+    @Test func hearingAMemberDirectlyIsReportedOnlyWhileItsHeartbeatsCome() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 0, timestamp: .zero, digestRoot: 1, entryCount: 0)
+        _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(0), wallMillis: 0)
+        #expect(session.hearsHeartbeatsDirectly(now: Self.at(1000), base: Self.timing))
+        _ = session.heardDirectly(now: Self.at(3000))  // a request on ROUTER
+        #expect(session.hearsDirectly(now: Self.at(3100), base: Self.timing))
+        #expect(!session.hearsHeartbeatsDirectly(now: Self.at(3100), base: Self.timing))
+    }
+
     /// What a member published before we first heard it is not held here until a sync covers
     /// it: the stream takes it as received (the start-up sync brings it), but a node leaving
     /// counts on our report. (It was reported held at once: a member that had just restarted
@@ -430,7 +445,9 @@ import Testing
     /// Losses given up (repairs kept timing out) and then covered only in part by a sync from a
     /// member that held less: the rest stays lost, not reported as held. (Any cover at or past
     /// the first loss used to clear them all, and the rest was neither missing nor lost.)
-    @Test(arguments: [(UInt64(10), UInt64(10)), (5_000, 5_000), (9_000, 9_000), (12_000, 12_000)])
+    /// A cover beyond what the member itself announced (9,000) is a report no honest member
+    /// makes: it covers nothing.
+    @Test(arguments: [(UInt64(10), UInt64(10)), (5_000, 5_000), (9_000, 9_000), (12_000, 10)])
     func aSyncThatCoversPartOfTheLossesLeavesTheRestLost(coveredThrough: UInt64, held: UInt64) {
         var session = Self.session(announcing: 10, then: 9_000)
         session.giveUpLosses()

@@ -8,25 +8,28 @@ import Foundation
 /// naming this id elsewhere proves nothing (anyone can send one; it is answered by re-asserting
 /// our own record). What proves a second process is a member we hear reporting, in its own
 /// heartbeats, that it hears this id **directly**, on that id's own connection, in a life that
-/// is not ours (another epoch). That report must hold for `confirmAfter` with no pause longer
-/// than `window`: right after a restart a member reports our previous life for a heartbeat or
-/// two, until it hears our first heartbeat. The clash is over once no such report came for
-/// `window`.
+/// is not ours (another epoch). One member's reports must hold for `confirmAfter` with no pause
+/// longer than `window`: right after a restart each member reports our previous life for a
+/// heartbeat or two, until it hears our first heartbeat, and such reports by several members,
+/// or one late (read from a backlog), are not a stretch. The clash is over once no such report
+/// came for `window`.
 struct IdentityClash: Equatable, Sendable {
     /// How long without a report before the evidence (and a clash) is over.
     let window: Duration
     /// How long reports must go on before they show a clash.
     let confirmAfter: Duration
 
-    /// A stretch of reports of another life of this id.
+    /// A stretch of one member's reports of another life of this id.
     struct Evidence: Equatable, Sendable {
-        /// The member that reported last, and the life it hears.
+        /// The member that reported, and the life it hears.
         var member: NodeID
         var epoch: UInt64
         var first: ContinuousClock.Instant
         var last: ContinuousClock.Instant
     }
+    /// The latest stretch (what `rival` shows), and each member's.
     private(set) var evidence: Evidence?
+    private var stretches: [NodeID: Evidence] = [:]
     /// Since when another process is known to use our id.
     private(set) var since: ContinuousClock.Instant?
 
@@ -42,15 +45,13 @@ struct IdentityClash: Equatable, Sendable {
     /// true when this starts a clash.
     mutating func reported(epoch: UInt64, hearsDirectly: Bool, by member: NodeID, ourEpoch: UInt64, now: ContinuousClock.Instant) -> Bool {
         guard hearsDirectly, epoch != 0, epoch != ourEpoch else { return false }
-        if var current = evidence, now - current.last < window {
-            current.member = member
-            current.epoch = epoch
-            current.last = now
-            evidence = current
-        } else {
-            evidence = Evidence(member: member, epoch: epoch, first: now, last: now)
-        }
-        guard since == nil, let evidence, now - evidence.first >= confirmAfter else { return false }
+        var stretch = stretches[member].flatMap { now - $0.last < window ? $0 : nil }
+            ?? Evidence(member: member, epoch: epoch, first: now, last: now)
+        stretch.epoch = epoch
+        stretch.last = now
+        stretches[member] = stretch
+        evidence = stretch
+        guard since == nil, now - stretch.first >= confirmAfter else { return false }
         since = now
         return true
     }
@@ -59,6 +60,7 @@ struct IdentityClash: Equatable, Sendable {
     mutating func tick(now: ContinuousClock.Instant) -> Bool {
         guard let last = evidence?.last, now - last >= window else { return false }
         evidence = nil
+        stretches.removeAll()
         guard since != nil else { return false }
         since = nil
         return true

@@ -95,7 +95,8 @@ struct LeaveProgress: Equatable, Sendable {
     func holds(_ report: PeerReport?, sameState: Bool = false) -> Bool {
         if sameState { return true }
         guard !earlierWrites else { return false }
-        return published == 0 || report.map { $0.epoch == epoch && $0.through >= published } ?? false
+        // (Beyond what we published is no honest member's report: a liar's claim holds nothing.)
+        return published == 0 || report.map { $0.epoch == epoch && $0.through == published } ?? false
     }
 
     /// Nothing written by this node is in the store: leaving loses nothing, whoever is there.

@@ -54,6 +54,22 @@ struct Membership: Sendable {
     }
     /// How long (ms) a held record waits for its member to fall silent.
     static let holdTime: UInt64 = 60_000
+    /// Members ended or moved on another member's word (not their own), by member: their last
+    /// own address is asked to join (as a seed) until they answer, are heard, or `probeLife`
+    /// is over. A live member that sees such a record of itself re-asserts, so a departure
+    /// forged or relayed while a partition hid the member does not outlive the partition.
+    private(set) var probes: [NodeID: Probe] = [:]
+    struct Probe: Equatable, Sendable {
+        /// The member's last record before the one taken on hearsay.
+        var record: MemberRecord
+        var since: UInt64
+        var next: UInt64
+        var interval: UInt64
+    }
+    static let probeLife: UInt64 = 3_600_000
+    static let firstProbeInterval: UInt64 = 2_000
+    static let maxProbeInterval: UInt64 = 60_000
+    static let maxProbes = 16
 
     init(local: MemberRecord, departureRetention: UInt64 = .max, epochAllowance: UInt64 = .max,
          activeCapacity: Int = WireLimits.standard.maxMembers - 1, recordCapacity: Int = 8 * WireLimits.standard.maxMembers) {
@@ -210,13 +226,18 @@ struct Membership: Sendable {
                 continue
             }
             guard record.supersedes(existing) else { continue }
-            if existing.status == .active, heardDirectly.contains(record.node), sender != record.node,
-               record.status != .active || record.address != existing.address || record.publicKey != existing.publicKey {
+            let endsOrMoves = record.status != .active || record.address != existing.address || record.publicKey != existing.publicKey
+            if existing.status == .active, heardDirectly.contains(record.node), sender != record.node, endsOrMoves {
                 if held[record.node].map({ record.supersedes($0.record) }) ?? true {
                     held[record.node] = Held(record: record, since: held[record.node]?.since ?? wallMillis)
                 }
                 result.held.append(record)
                 continue
+            }
+            if sender == record.node || !endsOrMoves {
+                probes[record.node] = nil
+            } else if existing.status == .active, probes[record.node] == nil {
+                startProbe(of: existing, wallMillis: wallMillis)
             }
             changed = true
             others[record.node] = record
@@ -270,6 +291,33 @@ struct Membership: Sendable {
             result.impersonations += taken.impersonations
         }
         return result.changes.isEmpty && result.refused.isEmpty && result.impersonations.isEmpty ? nil : result
+    }
+
+    private mutating func startProbe(of record: MemberRecord, wallMillis: UInt64) {
+        if probes.count >= Self.maxProbes, let oldest = probes.min(by: { ($0.value.since, $0.key) < ($1.value.since, $1.key) }) {
+            probes[oldest.key] = nil
+        }
+        probes[record.node] = Probe(record: record, since: wallMillis, next: wallMillis, interval: Self.firstProbeInterval)
+    }
+
+    /// The last own records of the members to ask now (`probes`), each then due again after
+    /// twice as long, up to `maxProbeInterval`. Probes end for members heard directly, gone from
+    /// the table, active again at their own address, or past `probeLife`.
+    mutating func dueProbes(wallMillis: UInt64, heardDirectly: Set<NodeID>) -> [MemberRecord] {
+        guard !probes.isEmpty else { return [] }
+        var due: [MemberRecord] = []
+        for (node, probe) in probes.sorted(by: { $0.key < $1.key }) {
+            let current = others[node]
+            let settled = current.map { $0.status == .active && $0.address == probe.record.address && $0.publicKey == probe.record.publicKey } ?? true
+            if settled || heardDirectly.contains(node) || wallMillis.subtractingSaturated(probe.since) >= Self.probeLife {
+                probes[node] = nil
+            } else if wallMillis >= probe.next {
+                due.append(probe.record)
+                probes[node]?.next = wallMillis.addingSaturated(probe.interval)
+                probes[node]?.interval = min(probe.interval * 2, Self.maxProbeInterval)
+            }
+        }
+        return due
     }
 
     /// Whether `record` is a departure older than the retention.

@@ -16,6 +16,10 @@ struct ClockEstimate: Equatable, Sendable {
     /// Smoothed round trip in milliseconds (nil before the first sample).
     private(set) var smoothedRoundTripMillis: Double?
     static let keep = 8
+    /// Echoes of our heartbeats sent before this wall time are not measured: this node was
+    /// stalled since, and they waited in its queue (a round trip of the stall's length would
+    /// stretch every dial and suspect deadline for the member).
+    private(set) var measuresEchoesFrom: UInt64 = 0
 
     /// Records one echo; returns false (and keeps nothing) for an impossible sample, e.g. when a
     /// wall clock stepped between the two heartbeats.
@@ -24,7 +28,7 @@ struct ClockEstimate: Equatable, Sendable {
         // Wall clocks beyond 48 bits (year 10889) are not clocks: refusing them also keeps the
         // signed arithmetic below from overflowing on a member's arbitrary 64-bit values.
         let limit = HybridTimestamp.maxWallMillis
-        guard t1 > 0, t3 > 0, t4 >= t1, t3 <= limit, t4 <= limit else { return false }
+        guard t1 > 0, t1 >= measuresEchoesFrom, t3 > 0, t4 >= t1, t3 <= limit, t4 <= limit else { return false }
         let roundTrip = Int64(t4 - t1) - Int64(heldMillis)
         guard roundTrip >= 0, roundTrip < 60_000 else { return false }
         let t2 = Int64(t3) - Int64(heldMillis)
@@ -33,6 +37,11 @@ struct ClockEstimate: Equatable, Sendable {
         if samples.count > Self.keep { samples.removeFirst(samples.count - Self.keep) }
         smoothedRoundTripMillis = smoothedRoundTripMillis.map { 0.875 * $0 + 0.125 * Double(roundTrip) } ?? Double(roundTrip)
         return true
+    }
+
+    /// This node was stalled until `wallMillis`: echoes of heartbeats sent before are not samples.
+    mutating func stalled(untilWallMillis wallMillis: UInt64) {
+        measuresEchoesFrom = max(measuresEchoesFrom, wallMillis)
     }
 
     /// The peer's clock minus ours, from the sample with the shortest round trip.

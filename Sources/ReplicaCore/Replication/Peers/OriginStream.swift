@@ -15,6 +15,12 @@ struct OriginStream: Equatable, Sendable {
     private(set) var missing: [ClosedRange<UInt64>] = []
     /// How many times a loss was detected (for status).
     private(set) var gaps = 0
+    /// The highest sequence the origin itself showed in this epoch (its heartbeats, its updates
+    /// by any path). Another member's report claiming more covers nothing: it may lie.
+    private(set) var vouched: UInt64 = 0
+    /// `through` was taken from another member's report before the origin showed anything of
+    /// this epoch; the origin's first heartbeat confirms it or shows it was false.
+    private(set) var throughIsHearsay = false
     /// Set by a new incarnation: from then on only the origin's own heartbeats move the epoch.
     /// A member relaying its updates may still tag them with the old life's epoch, which can
     /// be the higher one (the new life's clock was behind), and would lock the stream onto it.
@@ -58,6 +64,12 @@ struct OriginStream: Equatable, Sendable {
         missing.first.map { $0.lowerBound - 1 } ?? through
     }
 
+    /// How far this node may report holding the stream: nothing while all it knows of it is
+    /// another member's report (a lie would pass on from report to report).
+    var reportableThrough: UInt64 {
+        throughIsHearsay ? 0 : contiguousThrough
+    }
+
     /// An update with `sequence` arrived, of `epoch` if the message says (relays do), else of
     /// the epoch the origin's heartbeats announced.
     mutating func received(sequence: UInt64, epoch messageEpoch: UInt64? = nil) -> Verdict {
@@ -77,11 +89,13 @@ struct OriginStream: Equatable, Sendable {
             return .inOrder
         }
         if let messageEpoch, messageEpoch != epoch {
-            guard messageEpoch > epoch, !epochFromHeartbeatsOnly else { return .inOrder }  // a straggler of an earlier life
+            // A straggler of an earlier life, unless all we know of the epoch is a member's report.
+            guard messageEpoch > epoch || throughIsHearsay, !epochFromHeartbeatsOnly else { return .inOrder }
             let wasKnown = epoch != 0
             restart(epoch: messageEpoch, through: sequences.upperBound)
             return wasKnown ? .restarted : .inOrder
         }
+        vouched = max(vouched, sequences.upperBound)
         if epoch == 0 && through == 0 && missing.isEmpty {
             // The first updates seen, before any heartbeat: what came before was published before
             // we listened, and the start-up sync brings it.
@@ -122,11 +136,21 @@ struct OriginStream: Equatable, Sendable {
     }
 
     private mutating func announcedOnKnownConnection(epoch announced: UInt64, sequence: UInt64) -> Verdict {
+        if throughIsHearsay {
+            throughIsHearsay = false
+            if announced != epoch || sequence < through {
+                // A member reported another life, or more than the origin published: what we
+                // hold of this stream is not known, and a sync with the origin brings it.
+                restart(epoch: announced, through: sequence)
+                return .restarted
+            }
+        }
         if announced != epoch {
             guard announced > epoch else { return .inOrder }
             guard epoch != 0 else {
                 // The first heartbeat: updates seen before it belong to this epoch.
                 epoch = announced
+                vouched = max(vouched, sequence)
                 if through == 0 && missing.isEmpty {
                     through = sequence
                     return .inOrder
@@ -136,6 +160,7 @@ struct OriginStream: Equatable, Sendable {
             restart(epoch: announced, through: sequence)
             return .restarted
         }
+        vouched = max(vouched, sequence)
         return noteThrough(sequence)
     }
 
@@ -199,16 +224,23 @@ struct OriginStream: Equatable, Sendable {
     /// A sync with a member that held this stream through `sequence` brought everything up to
     /// it. A stream not seen yet starts there: an update seen later beyond it is a gap (not a
     /// first sight that a sync is assumed to have covered).
-    mutating func covered(through sequence: UInt64, epoch covered: UInt64) {
-        guard covered != 0 else { return }
+    /// Returns how far it covered (0: nothing).
+    @discardableResult
+    mutating func covered(through sequence: UInt64, epoch covered: UInt64) -> UInt64 {
+        guard covered != 0 else { return 0 }
         if epoch == 0 && through == 0 && missing.isEmpty {
             epoch = covered
             through = sequence
-            return
+            throughIsHearsay = sequence > 0
+            return sequence
         }
-        guard covered == epoch else { return }
+        // A report beyond anything the origin showed is not believed at all (not even up to
+        // that): an honest member is rarely ahead of the origin's own word, and a lying one
+        // would otherwise clear losses its sync never brought.
+        guard covered == epoch, sequence > 0, sequence <= vouched else { return 0 }
         remove(0...sequence)
         through = max(through, sequence)
+        return sequence
     }
 
     /// A full sync that held everything (start-up, restart): forget all known losses.
@@ -231,12 +263,16 @@ struct OriginStream: Equatable, Sendable {
         unconfirmed = nil
         epoch = 0
         through = 0
+        vouched = 0
+        throughIsHearsay = false
         missing.removeAll()
     }
 
     private mutating func restart(epoch: UInt64, through: UInt64) {
         self.epoch = epoch
         self.through = through
+        vouched = through
+        throughIsHearsay = false
         missing.removeAll()
     }
 

@@ -200,6 +200,15 @@ struct PeerSession: Sendable {
         liveness.hearsDirectly(now: now, window: timing(base).suspectAfter)
     }
 
+    /// What our heartbeat may report: heard directly, and by its own heartbeat lately, which names
+    /// the life our report's epoch is of. (Requests on ROUTER keep a member heard while its
+    /// publisher link is down; paired with the epoch of a life it left, that reads as a second
+    /// process with its id.)
+    func hearsHeartbeatsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
+        guard hearsDirectly(now: now, base: base), let echo else { return false }
+        return now - echo.receivedAt < timing(base).suspectAfter
+    }
+
     /// Not heard on its own connections for its suspect time (see `Liveness.silentDirectly`).
     func silentDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
         liveness.silentDirectly(now: now, window: timing(base).suspectAfter)
@@ -500,7 +509,7 @@ struct PeerSession: Sendable {
     /// rest as covered (seen: 10,000 updates fetched 1 s later by anti-entropy instead).
     /// Losses handed to a sync (`lost`) are not held either, until a sync covers them.
     var heldThrough: UInt64 {
-        var held = stream.contiguousThrough
+        var held = stream.reportableThrough
         if let range = repair?.range { held = min(held, range.lowerBound - 1) }
         if let lost { held = min(held, lost.lowerBound - 1) }
         return held
@@ -592,9 +601,9 @@ struct PeerSession: Sendable {
 
     /// A sync with another member that held this member's stream through `sequence` completed.
     mutating func covered(through sequence: UInt64, epoch: UInt64) {
-        stream.covered(through: sequence, epoch: epoch)
+        let sequence = stream.covered(through: sequence, epoch: epoch)
         // A cover up to part of the loss leaves the rest lost.
-        if let lost, epoch == stream.epoch, sequence >= lost.lowerBound {
+        if let lost, epoch == stream.epoch, sequence > 0, sequence >= lost.lowerBound {
             self.lost = sequence >= lost.upperBound ? nil : sequence + 1...lost.upperBound
         }
     }
@@ -642,7 +651,10 @@ struct PeerSession: Sendable {
 
     /// This node was stalled for `gap` (stopped, starved): nothing heard meanwhile is not the
     /// member's fault.
-    mutating func stalled(for gap: Duration, now: ContinuousClock.Instant) { liveness.stalled(for: gap, now: now) }
+    mutating func stalled(for gap: Duration, now: ContinuousClock.Instant, wallMillis: UInt64) {
+        liveness.stalled(for: gap, now: now)
+        clock.stalled(untilWallMillis: wallMillis)
+    }
 
     // MARK: Timers
 
