@@ -3,7 +3,8 @@
 SIGSTOP, 10,000 divergent keys, counters and drink logs across a partition, and a wiped node;
 then membership (membership.py): a node joining at runtime, restarted and wiped nodes rejoining,
 leave (also over 100 ms links, handing its writes over), forget, a bridge partition, 200 ms links, discovery by beacon, and the catch-up volume;
-a skewed clock (clocks.py) and a full disk (disks.py).
+a skewed clock (clocks.py), a full disk (disks.py), and a node of the previous release among
+nodes of this build (versions.py).
 Each is checked Jepsen style after heal.
 
     sudo /usr/bin/python3 Tests/cluster/faults.py [--binary PATH] [--only NAME[,NAME]] [--list]
@@ -39,6 +40,10 @@ REPO = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), 
 # Convergence bounds (seconds from heal to equal digests on every node).
 DEFAULT_BOUND = 10.0
 DIVERGENT_BOUND = 2.0   # the issue's goal for 10,000 divergent keys
+
+
+class Skipped(Exception):
+    """A scenario that cannot run here (what it needs is missing): said, not counted as passed."""
 
 
 class Failure(Exception):
@@ -86,6 +91,21 @@ def verify(ctx, cluster, workload):
         raise Failure(f"{len(problems)} checker violation(s)")
     ctx.say(f"checker: {len(workload.keys)} keys x {len(cluster.nodes)} nodes hold the LWW winner; "
             f"no acknowledged write lost")
+
+
+def settle(ctx, cluster, workload, ops):
+    """Stops the writers, waits for convergence after the last write, and checks registers,
+    the `visits` counter and the drinks on every node; returns the counter values by node."""
+    workload.stop()
+    converge(ctx, cluster, time.monotonic(), DEFAULT_BOUND, what="the last write")
+    verify(ctx, cluster, workload)
+    problems, values = check_counter(cluster, "visits", ops)
+    problems += check_drinks(cluster, ops)[0]
+    for p in problems[:20]:
+        ctx.say(p)
+    if problems:
+        raise Failure(f"{len(problems)} counter or drink violation(s): " + "; ".join(problems[:3]))
+    return values
 
 
 def writes_by_node(workload):
@@ -483,12 +503,14 @@ def scenario_wiped_node(ctx, binary):
 import clocks  # noqa: E402  (a node whose clock is wrong)
 import disks  # noqa: E402  (a node whose disk fills)
 import membership  # noqa: E402  (scenarios of nodes joining, leaving, slow links, relays)
+import versions  # noqa: E402  (a node of the previous release among nodes of this build)
 
 membership.converge, membership.verify, membership.wait_for = converge, verify, wait_for
-membership.peer_state, membership.Failure = peer_state, Failure
+membership.peer_state, membership.Failure, membership.settle = peer_state, Failure, settle
 clocks.converge, clocks.wait_for, clocks.Failure = converge, wait_for, Failure
 disks.converge, disks.wait_for, disks.verify, disks.Failure = converge, wait_for, verify, Failure
 disks.writes_by_node = writes_by_node
+versions.settle, versions.Failure, versions.Skipped = settle, Failure, Skipped
 
 BULK_AFTER_COPY = 60_000
 
@@ -589,7 +611,7 @@ SCENARIOS = [
     ("wiped-node", scenario_wiped_node),
     ("lost-commits", scenario_lost_commits),
     ("restored-backup", scenario_restored_backup),
-] + membership.SCENARIOS + clocks.SCENARIOS + disks.SCENARIOS
+] + membership.SCENARIOS + clocks.SCENARIOS + disks.SCENARIOS + versions.SCENARIOS
 
 
 # ---- driver ---------------------------------------------------------------------------------
@@ -662,7 +684,7 @@ def main():
     signal.signal(signal.SIGTERM, terminate)
     # Explicitly, also when started in the background (where SIGINT starts out ignored).
     signal.signal(signal.SIGINT, signal.default_int_handler)
-    passed, failed, results = 0, 0, []
+    passed, failed, skipped, results = 0, 0, 0, []
     started = time.monotonic()
     try:
         for name, fn in selected:
@@ -673,6 +695,9 @@ def main():
                 fn(ctx, binary)
                 verdict = "PASS"
                 passed += 1
+            except Skipped as reason:
+                verdict = f"SKIP: {reason}"
+                skipped += 1
             except Failure as error:
                 verdict = f"FAIL: {error}"
                 failed += 1
@@ -693,7 +718,7 @@ def main():
     for name, verdict, conv in results:
         print(f"{name:15} {verdict[:4]:7} {'%.2f s' % conv if conv is not None else '-'}")
     print(f"total {time.monotonic() - started:.1f} s")
-    print(f"{passed} passed, {failed} failed")
+    print(f"{passed} passed, {failed} failed" + (f", {skipped} skipped" if skipped else ""))
     return 0 if failed == 0 else 1
 
 

@@ -57,6 +57,8 @@ class Node:
         # A command the node runs under (e.g. faketime), and environment variables for it.
         self.wrapper = []
         self.env = {}
+        # Another replica-node binary for this node (a previous release), None: the cluster's.
+        self.binary = None
 
     @property
     def listen(self):
@@ -171,7 +173,7 @@ class Cluster:
         node = self.nodes[k]
         if node.process is not None and node.process.poll() is None:
             raise RuntimeError(f"{node.id} is already running")
-        cmd = ["ip", "netns", "exec", node.namespace or self.namespace] + node.wrapper + [self.binary, "serve",
+        cmd = ["ip", "netns", "exec", node.namespace or self.namespace] + node.wrapper + [self.binary_of(k), "serve",
                "--id", node.id, "--listen", node.listen, "--data", node.data,
                "--key", os.path.join(self.root, "keys", f"{node.id}.key"),
                "--trust", os.path.join(self.root, "keys")]
@@ -344,8 +346,12 @@ class Cluster:
 
     # ---- client commands --------------------------------------------------------------------
 
+    def binary_of(self, k):
+        """The binary node k runs (and its clients use): its own, or the cluster's."""
+        return self.nodes[k].binary or self.binary
+
     def client(self, k, args, timeout=5):
-        return subprocess.run([self.binary] + args + ["--data", self.nodes[k].data],
+        return subprocess.run([self.binary_of(k)] + args + ["--data", self.nodes[k].data],
                               capture_output=True, text=True, timeout=timeout)
 
     def status(self, k, timeout=3):
@@ -365,7 +371,7 @@ class Cluster:
         ks = list(self.nodes) if ks is None else list(ks)
         procs = {}
         for k in ks:
-            procs[k] = subprocess.Popen([self.binary, "status", "--json", "--data", self.nodes[k].data],
+            procs[k] = subprocess.Popen([self.binary_of(k), "status", "--json", "--data", self.nodes[k].data],
                                         stdout=subprocess.PIPE, stderr=subprocess.DEVNULL, text=True)
         out = {}
         for k, p in procs.items():
@@ -400,7 +406,7 @@ class Cluster:
     def import_keys(self, k, items, timeout=120):
         """Imports [(key, value)] through `replica-node import -`; returns the count written."""
         text = "".join(json.dumps({"key": key, "value": value}) + "\n" for key, value in items)
-        result = subprocess.run([self.binary, "import", "-", "--data", self.nodes[k].data],
+        result = subprocess.run([self.binary_of(k), "import", "-", "--data", self.nodes[k].data],
                                 input=text, capture_output=True, text=True, timeout=timeout)
         if result.returncode != 0 or not result.stdout.startswith("OK "):
             raise RuntimeError(f"import on node{k} failed: {result.stderr.strip()} {result.stdout.strip()}")
