@@ -219,7 +219,7 @@ extension Replica {
         let elapsed = Int64((now - lastNow) / .milliseconds(1))
         guard abs(wallElapsed - elapsed) > 1000 else { return }
         logger.warning("the wall clock was stepped by \(wallElapsed - elapsed) ms; measuring the members' clocks afresh")
-        for node in sessions.keys { sessions[node]?.resetClock() }
+        for node in sessions.keys { sessions[node]?.resetClock(wallMillis: wall) }
         clockCheck.clockStepped(now: now)
         checkClock(now: now)
         housekeeping.runSoon()

@@ -195,9 +195,10 @@ extension Replica {
     /// that drops its requests) would otherwise never catch up and show nothing. Cleared when a
     /// sync with the member completes, or no sync with it has timed out for a while.
     func listSyncStalls(now: ContinuousClock.Instant) {
-        guard !planner.timeoutHistory.isEmpty || !syncStallsListed.isEmpty else { return }
+        guard !planner.timeoutHistory.isEmpty || !problems.of(.sync).isEmpty else { return }
         let longest = SyncPlanner.longestTimeout(base: timing.requestTimeout)
         let stalls = planner.stalls(now: now, window: longest * 2)
+        var current: [String: String] = [:]
         for stall in stalls {
             let late = stall.lateChunks == 0
                 ? "no chunk of them arrived late either"
@@ -208,15 +209,13 @@ extension Replica {
                 + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node "
                 + "to at least the time a chunk takes to cross, and of \(stall.peer) if it runs 0.22 or older (it gives up a reply it "
                 + "cannot send for 4 times its own; before 0.22, each timeout also costs a resent reply)"
-            if problems.describe(.sync, stall.peer.rawValue, message) {
-                logger.warning("\(message)")
-            }
+            current[stall.peer.rawValue] = message
         }
-        let stalled = Set(stalls.map(\.peer))
-        for node in syncStallsListed.subtracting(stalled) where problems.clear(.sync, node.rawValue) != nil {
-            logger.info("syncs with \(node) no longer time out (one completed, or none was wanted for \(longest * 2))")
+        let change = problems.list(.sync, current)
+        for problem in change.raised { logger.warning("\(problem.message)") }
+        for problem in change.cleared {
+            logger.info("syncs with \(problem.subject) no longer time out (one completed, or none was wanted for \(longest * 2))")
         }
-        syncStallsListed = stalled
     }
 
     /// Lists, as `divergence` problems, the members whose data and ours differ although syncs
@@ -228,23 +227,23 @@ extension Replica {
     /// Cleared when the roots agree or move.
     func listDivergences(now: ContinuousClock.Instant) {
         let after = configuration.tombstoneSweepInterval + configuration.maxClockDrift * 2
-        var listed: Set<NodeID> = []
+        var current: [String: String] = [:]
         // Not for a member that is down (what we last heard of it is stale); a suspect one stays
         // listed rather than clearing and coming back with every missed heartbeat.
         for session in activeSessions where session.liveness.state != .down {
             guard let age = session.unsettledDifference(now: now, after: after) else { continue }
-            listed.insert(session.node)
             let message = "this node's data and \(session.node)'s have differed for \(Int(age / .seconds(1))) s, neither changing, "
                 + "through \(PeerSession.syncsBeforeDivergence) or more completed syncs with it, one asking for the differing buckets "
                 + "in full: syncing does not settle it. If either node lists a clock, peerClock, commit, store or sync problem, that "
                 + "is why; if the two run with different tombstone or clock drift settings, make them equal; otherwise compare every "
                 + "entry the two stores hold, tombstones included (docs/operations.md, the divergence problem) and report it"
-            if problems.describe(.divergence, session.node.rawValue, message) { logger.warning("\(message)") }
+            current[session.node.rawValue] = message
         }
-        for node in divergencesListed.subtracting(listed) where problems.clear(.divergence, node.rawValue) != nil {
-            logger.info("this node's data and \(node)'s no longer differ as they did (they agree, or one of them changed)")
+        let change = problems.list(.divergence, current)
+        for problem in change.raised { logger.warning("\(problem.message)") }
+        for problem in change.cleared {
+            logger.info("this node's data and \(problem.subject)'s no longer differ as they did (they agree, or one of them changed)")
         }
-        divergencesListed = listed
     }
 
     /// A sync brought everything `node` held when it took the request: the losses it covers (by

@@ -91,10 +91,6 @@ public actor Replica: PollLoopOwner {
     var clockLeadListed = false
     /// Members listed as `peerClock` because entries they wrote were refused as stamped ahead.
     var refusalsListed: Set<NodeID> = []
-    /// Members listed as `sync` because syncs with them keep timing out (`listSyncStalls`).
-    var syncStallsListed: Set<NodeID> = []
-    /// Members listed as `divergence`: our data and theirs differ, and syncs do not settle it.
-    var divergencesListed: Set<NodeID> = []
     /// When this node last resumed after a stall (`noticeStall`): handshakes that fail right
     /// after are members' dials that timed out meanwhile, not strangers.
     var lastStallEnded: ContinuousClock.Instant?

@@ -218,7 +218,7 @@ import Testing
         var estimate = ClockEstimate()
         estimate.record(echoedWallMillis: 1_000, heldMillis: 0, peerWallMillis: 1_005, receivedWallMillis: 1_010)
         // Stopped from 1,500 to 7,500: the member's heartbeats echoing 1,400 waited in our queue.
-        estimate.stalled(untilWallMillis: 7_500)
+        estimate.ignoreEchoes(sentBefore: 7_500)
         let queued = estimate.record(echoedWallMillis: 1_400, heldMillis: 5_000, peerWallMillis: 6_405, receivedWallMillis: 7_501)
         #expect(!queued)
         #expect(estimate.worstRoundTrip == .milliseconds(10), "the stall is not a round trip")

@@ -214,6 +214,10 @@ import Testing
         _ = session.heardDirectly(now: Self.at(3000))  // a request on ROUTER
         #expect(session.hearsDirectly(now: Self.at(3100), base: Self.timing))
         #expect(!session.hearsHeartbeatsDirectly(now: Self.at(3100), base: Self.timing))
+        // Simulator seed 1265: a heartbeat ignored for a clock beyond the limit (its epoch unread).
+        _ = session.skewedHeartbeatReceived(heartbeat, local: "a", now: Self.at(3200), wallMillis: 0)
+        #expect(session.hearsDirectly(now: Self.at(3300), base: Self.timing))
+        #expect(!session.hearsHeartbeatsDirectly(now: Self.at(3300), base: Self.timing))
     }
 
     /// What a member published before we first heard it is not held here until a sync covers

@@ -154,6 +154,22 @@ struct ProblemBoard: Sendable {
         problems.removeValue(forKey: Self.id(kind, subject))
     }
 
+    /// The problems of `kind` are now exactly `current` (message by subject), derived from a
+    /// machine's state: new ones are raised, listed ones take the message, the rest clear.
+    /// Returns what changed, for the log.
+    @discardableResult
+    mutating func list(_ kind: Problem.Kind, _ current: [String: String], at date: Date = Date()) -> (raised: [Problem], cleared: [Problem]) {
+        var raised: [Problem] = []
+        var cleared: [Problem] = []
+        for problem in of(kind) where current[problem.subject] == nil {
+            if let gone = clear(kind, problem.subject) { cleared.append(gone) }
+        }
+        for (subject, message) in current.sorted(by: { $0.key < $1.key }) where describe(kind, subject, message, at: date) {
+            if let problem = problems[Self.id(kind, subject)] { raised.append(problem) }
+        }
+        return (raised, cleared)
+    }
+
     mutating func clearAll(_ kind: Problem.Kind) {
         problems = problems.filter { $0.value.kind != kind }
     }

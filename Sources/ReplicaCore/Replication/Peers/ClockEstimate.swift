@@ -17,8 +17,9 @@ struct ClockEstimate: Equatable, Sendable {
     private(set) var smoothedRoundTripMillis: Double?
     static let keep = 8
     /// Echoes of our heartbeats sent before this wall time are not measured: this node was
-    /// stalled since, and they waited in its queue (a round trip of the stall's length would
-    /// stretch every dial and suspect deadline for the member).
+    /// stalled since (they waited in its queue), or its wall clock was stepped. A round trip of
+    /// the stall's length, or of the step's, would stretch every dial and suspect deadline for
+    /// the member.
     private(set) var measuresEchoesFrom: UInt64 = 0
 
     /// Records one echo; returns false (and keeps nothing) for an impossible sample, e.g. when a
@@ -39,8 +40,9 @@ struct ClockEstimate: Equatable, Sendable {
         return true
     }
 
-    /// This node was stalled until `wallMillis`: echoes of heartbeats sent before are not samples.
-    mutating func stalled(untilWallMillis wallMillis: UInt64) {
+    /// This node was stalled, or its wall clock stepped, until `wallMillis`: echoes of heartbeats
+    /// sent before are not samples.
+    mutating func ignoreEchoes(sentBefore wallMillis: UInt64) {
         measuresEchoesFrom = max(measuresEchoesFrom, wallMillis)
     }
 

@@ -49,6 +49,9 @@ struct PeerSession: Sendable {
     /// that it can measure its round trip and clock (kept even from a heartbeat that is
     /// otherwise ignored for a skewed clock: that is how the member learns it is skewed).
     private(set) var echo: (wallMillis: UInt64, receivedAt: ContinuousClock.Instant)?
+    /// When a heartbeat of it was last taken, naming the life the stream follows (one ignored
+    /// for a skewed clock names nothing: its epoch is not read).
+    private(set) var heartbeatTakenAt: ContinuousClock.Instant?
     private(set) var repair: RepairInFlight?
     /// Where the last completed sync with this member left off: the next one asks only for
     /// what it stored since. Forgotten once when a difference outlives a completed sync with
@@ -201,12 +204,12 @@ struct PeerSession: Sendable {
     }
 
     /// What our heartbeat may report: heard directly, and by its own heartbeat lately, which names
-    /// the life our report's epoch is of. (Requests on ROUTER keep a member heard while its
-    /// publisher link is down; paired with the epoch of a life it left, that reads as a second
-    /// process with its id.)
+    /// the life our report's epoch is of. (Requests on ROUTER, or heartbeats ignored for a clock
+    /// beyond the limit, keep a member heard while its epoch goes unread; paired with the epoch of
+    /// a life it left, that reads as a second process with its id.)
     func hearsHeartbeatsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
-        guard hearsDirectly(now: now, base: base), let echo else { return false }
-        return now - echo.receivedAt < timing(base).suspectAfter
+        guard hearsDirectly(now: now, base: base), let heartbeatTakenAt else { return false }
+        return now - heartbeatTakenAt < timing(base).suspectAfter
     }
 
     /// Not heard on its own connections for its suspect time (see `Liveness.silentDirectly`).
@@ -234,6 +237,7 @@ struct PeerSession: Sendable {
     mutating func heartbeatReceived(_ message: Heartbeat, local: LocalView, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
         var actions = heardDirectly(now: now)
         echo = (message.wallMillis, now)
+        heartbeatTakenAt = now
         if let known = incarnation, known != message.incarnation {
             // What the old incarnation published and we lost can no longer be repaired from it;
             // the sync brings whatever of it reached others.
@@ -408,7 +412,11 @@ struct PeerSession: Sendable {
     }
 
     /// Our wall clock was stepped: offsets measured against the old one are void.
-    mutating func resetClock() { clock = ClockEstimate() }
+    /// The wall clock was stepped (now `wallMillis`): its measures start afresh.
+    mutating func resetClock(wallMillis: UInt64) {
+        clock = ClockEstimate()
+        clock.ignoreEchoes(sentBefore: wallMillis)
+    }
 
     mutating func countBytes(update: Int = 0, sync: Int = 0, repair: Int = 0) {
         stats.updateBytes += update
@@ -653,7 +661,7 @@ struct PeerSession: Sendable {
     /// member's fault.
     mutating func stalled(for gap: Duration, now: ContinuousClock.Instant, wallMillis: UInt64) {
         liveness.stalled(for: gap, now: now)
-        clock.stalled(untilWallMillis: wallMillis)
+        clock.ignoreEchoes(sentBefore: wallMillis)
     }
 
     // MARK: Timers
