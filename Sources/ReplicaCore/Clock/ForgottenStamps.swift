@@ -6,17 +6,17 @@
 /// The clock starts above the highest stamp in the store, so a node that kept its store never
 /// stamps below what it wrote. A wiped one with a clock 20 s behind gave an acknowledged write
 /// a version below its own write of the same key from before the wipe; when the two met, the
-/// older write won on every node, and nothing said so (helper-88). So such a node takes the
+/// older write won on every node, and nothing said so. So such a node takes the
 /// timestamp of each member's heartbeat into its clock, as it would a received entry's, until
 /// it has taken one from every active member: a member's clock is at or above every stamp it
 /// received, those of the earlier life included. (Ending at the first member whose data it
-/// held let a member that never had the old write end it; helper-91.) Its local writes wait for
+/// held let a member that never had the old write end it.) Its local writes wait for
 /// the first clock comparison with a member (when it has seeds), which needs a heartbeat.
 ///
 /// A heartbeat timestamp beyond the drift the clock accepts is kept, and taken again once the
 /// clock check has judged (a clock behind the members' is then allowed that much further): a
 /// node 50 s behind refused the timestamp of a member 15 s ahead, and its writes were released
-/// at its first verdict, stamped 50 s behind (helper-91). One whose logical part is 0 is not
+/// at its first verdict, stamped 50 s behind. One whose logical part is 0 is not
 /// taken: a member before 0.30.0 may send its wall clock there, not its clock.
 ///
 /// Otherwise heartbeats never touch the clock (they are not data: docs/architecture.md).

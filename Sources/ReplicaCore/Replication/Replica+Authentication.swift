@@ -117,7 +117,7 @@ extension Replica {
         if refusedHandshakes[row] == nil, refusedHandshakes.count >= Self.refusedHandshakeRows,
            let oldest = refusedHandshakes.min(by: { $0.value.last < $1.value.last })?.key {
             // A client making up a key per attempt added a row each time, for as long as the
-            // node ran (helper-69); the count since start stays in `untrustedHandshakesRefused`.
+            // node ran; the count since start stays in `untrustedHandshakesRefused`.
             refusedHandshakes[oldest] = nil
         }
         var refusal = refusedHandshakes[row] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())

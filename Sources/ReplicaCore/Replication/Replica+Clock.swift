@@ -65,7 +65,7 @@ extension Replica {
         // A node that requires a first comparison fails health until it has one, written to or
         // not (cleared once its clock agrees: the verdict changes above): from the start, while
         // its writes wait for it, then while they are refused. (Health was green for the first
-        // second, the grace, while every write waited; helper-70.)
+        // second, the grace, while every write waited.)
         if configuration.requireClockCheck && !clockCheck.hasAgreed && clockCheck.verdict == .unverified {
             let subject = identity.node.rawValue
             let refusing = clockCheck.isUnchecked(now: now)
@@ -133,8 +133,8 @@ extension Replica {
     /// Whether this node has anyone to hear (seeds or members): otherwise it is a cluster of one,
     /// whose clock has nothing to be compared with and which is never isolated. Seeds found by
     /// beacon count, and a beacon heard lately (a node that joins by discovery only, whose key
-    /// no member trusts, was never listed isolated, helper-70; then listed and cleared each
-    /// time its discovered seed expired, helper-72).
+    /// no member trusts, was never listed isolated; then listed and cleared each
+    /// time its discovered seed expired).
     var hasMembersOrSeeds: Bool {
         !configuration.peers.isEmpty || !membership.active.isEmpty || !seeds.isEmpty
             || lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
@@ -187,7 +187,7 @@ extension Replica {
     /// It also stamps no lower than its members' median clock while that is ahead of its own:
     /// the member it reached may never have had the old write (it was down then), and a wiped
     /// node 20 s behind stamped its new write from its own clock, below its write of a minute
-    /// before the wipe that the member holding it brought back (helper-90). The median is a
+    /// before the wipe that the member holding it brought back. The median is a
     /// checked time (within the drift limit), not one member's clock.
     func retakeForgottenStamps() {
         guard forgottenStamps.takesHeartbeatClocks else { return }

@@ -136,7 +136,7 @@ extension Replica {
 
     /// A key whose write a failed commit refused: listed by itself up to `listedSaveFailures`
     /// keys, the rest counted in one row. (An import onto a full disk listed one row per key:
-    /// 4,001 problems, 5,000 lines of `status`; helper-75.)
+    /// 4,001 problems, 5,000 lines of `status`.)
     func noteFailedSave(_ subject: String, reason: String) {
         if problems.contains(.save, subject) || problems.of(.save).count < Self.listedSaveFailures {
             problems.raise(.save, subject, reason)
@@ -162,7 +162,7 @@ extension Replica {
     func localWriteRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
         // Writes still queued once the node leaves (held for the first clock comparison when
         // `leave` began): committed after the departure, they were acknowledged and reached no
-        // member (helper-69).
+        // member.
         if leaving != nil || membership.local.status != .active { return .leaving }
         if let rival = identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
         let error: ReplicaError

@@ -79,7 +79,7 @@ extension Replica {
     /// The wall time (ms) by which the retention expires tombstones and departures; nil while
     /// this node's clock cannot say. A clock days ahead took tombstones still live everywhere
     /// for expired, dropped them as they arrived and kept the values they deleted, which came
-    /// back on every member once the members had collected theirs (helper-69). So only while
+    /// back on every member once the members had collected theirs. So only while
     /// the clock agrees with the members', by the earlier of its time and theirs. A node with
     /// no members and no seeds at all sweeps by its own clock (nothing arrives to drop, and its
     /// tombstones would otherwise pile up); what arrives (`received`) is kept. While unchecked
@@ -90,7 +90,7 @@ extension Replica {
         switch clockCheck.verdict {
         case .agrees(let median): return median < 0 ? own - min(own, UInt64(-median)) : own
         // Alone and with nobody to hear: not a node whose members are merely down (or not
-        // restored yet: the first tick restores the member table, then sweeps; helper-72).
+        // restored yet: the first tick restores the member table, then sweeps).
         case .alone where !received && !hasMembersOrSeeds: return own
         case .alone, .unverified, .skewed: return nil
         }

@@ -249,7 +249,7 @@ extension Replica {
     /// Whether a members reply shows our departure merged: it lists our record as departed. A
     /// reply to an exchange asked before the departure (ahead of it on the DEALER) counted as
     /// the acknowledgement, and the node could shut down with the departure still unsent
-    /// (helper-69). (A table in several messages lists departures last: the message that holds
+    ///. (A table in several messages lists departures last: the message that holds
     /// ours acknowledges.)
     static func acknowledgesDeparture(_ records: [MemberRecord], of node: NodeID) -> Bool {
         records.contains { $0.node == node && $0.status != .active }
@@ -497,7 +497,7 @@ extension Replica {
             if curve != nil {
                 guard let key = message.publicKey, trustedKeys.contains(key) else { continue }
                 // A trust directory names each key's node: a beacon naming another node with it
-                // is not that node (helper-70: forged beacons with a member's public key, which
+                // is not that node (forged beacons with a member's public key, which
                 // every beacon shows, were taken as seeds).
                 if let owner = keyOwners[key], owner != message.node { continue }
             }

@@ -117,7 +117,7 @@ extension Replica {
             all[index].count = failure.count
             all[index].last = failure.last
             // "Fail", not "are refused": a small write may still fit in SQLite's log on a full disk,
-            // and succeed (an outside tester's did, under this message; helper-89).
+            // and succeed (an outside tester's did, under this message).
             all[index].message = "commits fail (\(failure.message)): local writes fail (a small one may still fit), and received "
                 + "entries are fetched again once commits work, retried with back-off"
         }

@@ -58,7 +58,7 @@ extension Replica {
         // stored since can be news to it. (Serial 0 of this life is a mark too: what we loaded
         // at start, and nothing since.) A serial beyond ours is no mark we gave: a requester's
         // bug, answered in full (it was answered with nothing, and its syncs completed without
-        // ever converging; helper-67). A mark given before an identity came into doubt is not
+        // ever converging). A mark given before an identity came into doubt is not
         // honoured either (`doubt(_:)`).
         let honoured = request.since.epoch == epoch && request.since.serial <= store.serial
             && serialAtLastDoubt.map { request.since.serial > $0 } ?? true

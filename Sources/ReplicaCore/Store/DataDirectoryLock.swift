@@ -100,8 +100,8 @@ public final class DataDirectoryLock: @unchecked Sendable {
         // spawned at this moment (any thread's `posix_spawn`) shares until it runs its program
         // and O_CLOEXEC closes its copy. A close alone left the lock held until then, and a
         // store reopened at once was refused as "this process already has a replica open"
-        // (about one suite run in twenty, with tests spawning processes in parallel; found by
-        // helper-73). An explicit unlock releases it whoever else has the file open.
+        // (about one suite run in twenty, with tests spawning processes in parallel). An
+        // explicit unlock releases it whoever else has the file open.
         flock(fd, LOCK_UN)
         close(fd)
     }

@@ -6,7 +6,7 @@ import Glibc
 
 /// The space left on the file system holding a data directory: what an operator watches to act
 /// before a full disk fails commits. (Small writes keep landing in the log's pages already
-/// allocated long after a disk is full, and `health` stayed green on a disk at 100%, helper-68;
+/// allocated long after a disk is full, and `health` stayed green on a disk at 100%;
 /// since 0.32.0 a disk without `roomForCommits` is listed as a `commit` problem by itself.)
 public struct DiskSpace: Sendable, Equatable, Codable {
     /// Bytes an unprivileged writer can still use (`f_bavail`: root's reserve excluded).
@@ -34,7 +34,7 @@ public struct DiskSpace: Sendable, Equatable, Codable {
 
     /// Below this, `status` flags the space as low: under 5% of the file system, or under
     /// 256 MiB, but on a file system under 1 GiB only under a quarter of it (a small volume
-    /// for a small store was flagged from the start; helper-72).
+    /// for a small store was flagged from the start).
     public var isLow: Bool { freeBytes < max(totalBytes / 20, min(256 << 20, totalBytes / 4)) }
 
     /// The free bytes a disk must have for the store's commits to be trusted (with less, the
@@ -48,7 +48,7 @@ public struct DiskSpace: Sendable, Equatable, Codable {
     /// The free bytes a disk that lacked `roomForCommits` (or whose commits failed) must have
     /// before the store is trusted again: half as much again. Without the margin, a disk whose
     /// free space hovered at the room listed and cleared the `commit` problem at every look, 2 s
-    /// apart, an alert that flaps (helper-87).
+    /// apart, an alert that flaps.
     func roomToRecover(frameBytes: Int) -> UInt64 {
         let room = roomForCommits(frameBytes: frameBytes)
         return room + room / 2

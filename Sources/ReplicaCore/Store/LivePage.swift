@@ -3,7 +3,7 @@
 /// at most `limit` of them and (for entries) at most about `maxBytes` of keys and payloads.
 ///
 /// `keys` and `export` page through a store of any size with it, each page a bounded read on
-/// the store's reader: a listing never builds the whole key set in one reply (helper-71: twenty
+/// the store's reader: a listing never builds the whole key set in one reply (twenty
 /// `keys` of a 70 MB key set took a node to 2.5 GB) and never waits for, or stalls, the replica's
 /// commits. A key that holds a value for the whole listing is listed exactly once; one written
 /// or removed while it runs may or may not be.

@@ -458,7 +458,7 @@ public final class SQLiteStore: ReplicaStore {
     /// header (32 bytes: no commit can be in it) or has a valid header. One of 1 to 31 bytes is
     /// damage: SQLite reads it as empty, but never leaves one (it truncates its log to nothing,
     /// or writes the whole header), so it was cut, and the commits it held are gone (an outside
-    /// tester's log cut to 20 bytes lost 9 acknowledged writes without a word; helper-84).
+    /// tester's log cut to 20 bytes lost 9 acknowledged writes without a word).
     /// The header (sqlite.org/fileformat.html, "WAL File Format") is 32 bytes: a magic
     /// number (0x377f0682 or 0x377f0683, whose low bit says the byte order of its checksums),
     /// the format version 3007000, the page size (a power of two from 512 to 65536), the

@@ -30,7 +30,7 @@ struct Export: ClientCommand {
     func perform(with client: ControlClient) throws {
         var client = client
         // Pages are read one at a time for all clients: under many exports at once a page
-        // waits its turn (12 of 50 concurrent exports timed out at 5 s; helper-75).
+        // waits its turn (12 of 50 concurrent exports timed out at 5 s).
         client.timeout = .seconds(30)
         var progress = KeyProgress(verb: "exported")
         var exported = 0

@@ -55,7 +55,7 @@ struct Import: ClientCommand {
     func run() throws {
         // Ctrl-C (or SIGTERM, SIGHUP, SIGQUIT) once batches are being sent stops sending: the batches in
         // flight are answered, and the count of keys written is reported (it exited 130 saying
-        // nothing; helper-75). Before, nothing was sent: it exits at once (an input being read
+        // nothing). Before, nothing was sent: it exits at once (an input being read
         // from a terminal, a node being reached). A second signal exits at once too.
         SignalWaiter.handleTermination { signal in
             guard Import.sending.load(ordering: .acquiring) else { Glibc.exit(128 + signal) }
@@ -63,7 +63,7 @@ struct Import: ClientCommand {
         }
         // The input first, as `set --file` does: a file that cannot be read is reported whether
         // or not the node runs, and standard input is read before a socket could take its
-        // descriptor (with fd 0 closed, libzmq's was read as the input; helper-71).
+        // descriptor (with fd 0 closed, libzmq's was read as the input).
         try reportingErrors {
             let input = try FileProblem.readInput(file)
             try perform(input, with: try options.connect())
@@ -152,7 +152,7 @@ struct Import: ClientCommand {
     /// `drainTime`. A node that stops refuses at once the requests it reads after it began to
     /// stop, and answers those it read before once they are committed: the first refusal
     /// overtook earlier batches' successes, and the count told the user to resume from was
-    /// short (helper-71: "49000 of 300000 written", 52,000 there).
+    /// short ("49000 of 300000 written", 52,000 there).
     static func writtenBy(_ count: Int, of client: ControlClient) -> Int {
         let deadline = ContinuousClock.now + drainTime
         var written = 0

@@ -38,7 +38,7 @@ struct SetCommand: ClientCommand {
         switch (value, file) {
         case (nil, nil):
             // A negative number looks like an option to the parser, which then reports it missing
-            // (an outside tester followed the old message and got nowhere; helper-89).
+            // (an outside tester followed the old message and got nowhere).
             throw ValidationError("""
                 Missing the value: give it as JSON after the key, or with --file FILE (- for standard input). \
                 A negative number reads as an option: give the options first and the value after --, \

@@ -73,7 +73,7 @@ struct Status: ClientCommand {
         out += "\npeers\n" + renderPeers(status.peers)
         if !status.pendingSeeds.isEmpty {
             // A seed that never answered is still asked for as long as the node runs, also once
-            // it joined through another (helper-83 read "joining through" as not joined).
+            // it joined through another (a tester read "joining through" as not joined).
             let joined = status.peers.contains { $0.state == .alive }
             out += "  \(joined ? "seeds not answering (still asked)" : "joining through"): \(status.pendingSeeds.joined(separator: ", "))\n"
         }

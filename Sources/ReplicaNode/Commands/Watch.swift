@@ -45,7 +45,7 @@ struct Watch: ClientCommand {
         var nodeChecksWatches = true
         // A check left unanswered: the node is frozen (SIGSTOP, a debugger) or overloaded. Said
         // once on stderr, and again when it answers: the watch itself goes on, as the node may
-        // come back with the watch in place (helper-71: a stopped node kept a watch silent).
+        // come back with the watch in place (a stopped node kept a watch silent).
         var checkSentAt: ContinuousClock.Instant?
         var saidUnanswered = false
         while true {
@@ -97,7 +97,7 @@ struct Watch: ClientCommand {
             guard let change = reply.change else { throw ControlClient.UnexpectedReply(reply: reply) }
             if options.json { Output.json(ChangeOutput.json(change)) } else { Output.line(ChangeOutput.text(change)) }
             // One line per change, even into a pipe; a watch whose output fails ends, saying
-            // so (it went on silently, dropping every change; helper-75).
+            // so (it went on silently, dropping every change).
             try Output.checkWritten()
         }
     }

@@ -121,8 +121,7 @@ struct ControlClient {
     }
 
     /// A client of another user than the node's: told so, not that no node runs. (The socket
-    /// was called stale, and an operator who deleted it cut every client off a healthy node;
-    /// helper-71.)
+    /// was called stale, and an operator who deleted it cut every client off a healthy node.)
     static func denied(_ dataDirectory: URL, _ path: String) -> Unreachable {
         var info = stat()
         let owner: String
@@ -199,7 +198,7 @@ struct ControlClient {
     struct UnexpectedReply: Error, CustomStringConvertible {
         var reply: ControlReply
         /// It answered a change, which the node may have applied before it answered so
-        /// (helper-76: the message did not say).
+        /// (the message did not say).
         var toChange = false
         var description: String {
             let message = "the node sent an unexpected reply: \(reply)"
@@ -229,7 +228,7 @@ struct ControlClient {
         /// Set when the request was a change (see `description`).
         var unansweredChange = false
         /// The node still listened once the connection closed: it did not stop; the reply was
-        /// more than this client takes (helper-71: `keys` of a store of 70,000 long keys was
+        /// more than this client takes (`keys` of a store of 70,000 long keys was
         /// reported as a node that stopped, while it ran on, healthy).
         var nodeStillListens = false
         var description: String {

@@ -163,7 +163,7 @@ actor ControlServer: PollLoopOwner {
 
     /// The socket is not read while `maxInFlight` requests are being answered: what clients
     /// send meanwhile waits in libzmq's queues (and theirs, past its high-water mark), so a
-    /// flood of requests has at most this many answers in the making at once (helper-71: twenty
+    /// flood of requests has at most this many answers in the making at once (twenty
     /// concurrent `keys` of a 70 MB key set took the node to 2.5 GB). Replies already queued for
     /// a client that does not read them are libzmq's, up to its high-water mark per client.
     var pollItems: [PollItem<ControlSocket>] {
@@ -449,7 +449,7 @@ actor ControlServer: PollLoopOwner {
     /// Runs a listing's read on the queue of listings: one at a time, on a thread of its own.
     /// SQLite reads block their thread, and the reader is one connection: 32 listings awaiting
     /// it on Swift's shared pool (2 threads on 2 cores) would hold every other task, control
-    /// answers and the node's shutdown included (helper-74).
+    /// answers and the node's shutdown included.
     private static func listing<Listed: Sendable>(_ read: @escaping @Sendable () throws -> Listed) async throws -> Listed {
         try await withCheckedThrowingContinuation { continuation in
             listings.async { continuation.resume(with: Result { try read() }) }

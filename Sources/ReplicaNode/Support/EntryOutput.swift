@@ -20,7 +20,7 @@ enum EntryOutput {
     /// `set`, `import` and the library's JSON codec store): other JSON, pretty-printed by a
     /// program's own codec, travels as base64. Embedded, its newlines split the line (`export`
     /// wrote lines `import` refused), and `import`, which drops such whitespace, would not store
-    /// the same bytes (helper-75).
+    /// the same bytes.
     static func addValue(_ payload: Data?, named name: String = "value", to object: inout JSONObjectWriter) {
         guard let payload else {
             object.field("removed", true)

@@ -27,7 +27,7 @@ struct FileProblem: Error, CustomStringConvertible {
     /// The bytes of the input file `path` that a command was given, or of standard input for
     /// `-` (as `set --file` and `import` take them). Read by `read(2)` to its end, so a FIFO,
     /// `/dev/stdin` or a shell's `<(...)` work as files do: Foundation's `Data(contentsOf:)`
-    /// refused them with a false "permission denied" (helper-75).
+    /// refused them with a false "permission denied".
     static func readInput(_ path: String) throws(FileProblem) -> Data {
         guard path != "-" else { return try readStandardInput() }
         let descriptor = open(path, O_RDONLY | O_CLOEXEC)
@@ -39,7 +39,7 @@ struct FileProblem: Error, CustomStringConvertible {
     }
 
     /// Standard input to its end, by `read(2)`: Foundation's `readDataToEndOfFile` crashed the
-    /// process (exit 132) on a directory, a closed descriptor or a non-blocking one (helper-71).
+    /// process (exit 132) on a directory, a closed descriptor or a non-blocking one.
     static func readStandardInput() throws(FileProblem) -> Data {
         guard !StandardStreams.inputWasClosed else {
             throw FileProblem(action: "cannot read", path: "standard input", reason: "it is closed")

@@ -162,12 +162,12 @@ enum Output {
 
     /// The exit status of a command that succeeded, once its output is written: 1, with one
     /// line on stderr, if standard output could not take all of it (a full disk, a closed
-    /// descriptor). A `get ... > /dev/full` exited 0 with nothing written (helper-71), and an
+    /// descriptor). A `get ... > /dev/full` exited 0 with nothing written, and an
     /// export script kept an empty file. (A closed pipe ends the command by SIGPIPE first, as
     /// for any Unix tool.)
     ///
     /// A command whose change the node applied exits 0 even then, with a warning: its output is
-    /// a report, and a script that repeats a failed `incr` would count it twice (helper-75).
+    /// a report, and a script that repeats a failed `incr` would count it twice.
     static func finishedStatus() -> Int32 {
         let failure = StandardOutput.flush()
         let stdio = fflush(nil) == 0 ? nil : errno

@@ -7,7 +7,7 @@ import Glibc
 /// What the client commands print, buffered here and written with `write(2)`, so that a write
 /// that failed is known at the end. C stdio (`print`) drops a buffer whose write failed, and a
 /// later `fflush` of the empty buffer succeeds: an `export` into a disk that filled for a moment
-/// could lose a page and still exit 0 (helper-74). The first failure is kept, and every later
+/// could lose a page and still exit 0. The first failure is kept, and every later
 /// write is skipped: what follows a hole is not written.
 enum StandardOutput {
     private struct State {

@@ -128,7 +128,7 @@ struct CommitQueue: Sendable {
     /// Whether a catch-up for failed commits that brought `entries` calls for a test commit:
     /// with nothing received, no commit of its own tells whether the store writes again. Only
     /// while commits fail: once they work again on a disk short of space, the look at the disk
-    /// clears that, and a refused test would start a failure no commit had (helper-86).
+    /// clears that, and a refused test would start a failure no commit had.
     func needsTestCommit(afterCatchUpOf entries: Int) -> Bool { entries == 0 && failure != nil }
 
     /// What a look at the disk changed.
@@ -144,7 +144,7 @@ struct CommitQueue: Sendable {
     /// when it has less free than `DiskSpace.roomForCommits`, and stays so until it has
     /// `DiskSpace.roomToRecover`; also before any commit failed: small
     /// commits fit in SQLite's log long after a disk shows 0 bytes free, and `health` passed
-    /// until a large one failed (5 s in an outside tester's run; helper-85). Not judged while
+    /// until a large one failed (5 s in an outside tester's run). Not judged while
     /// commits fail: the failure says more.
     mutating func spaceMeasured(_ disk: DiskSpace?, frameBytes: Int) -> SpaceChange {
         guard failure == nil else { return .unchanged }

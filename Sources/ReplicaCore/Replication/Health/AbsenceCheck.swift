@@ -14,7 +14,7 @@
 ///
 /// A return is judged once per stretch of contact, at its first moment (after a start, or after
 /// contact was lost): within a stretch, the time between two looks is not an absence (a stall of
-/// this node, or a retention of milliseconds in a test, raised it at every turn; helper-91).
+/// this node, or a retention of milliseconds in a test, raised it at every turn).
 ///
 /// If no key was deleted while this node was away and the others ran (every node stopped over
 /// the same time, say), nothing came back; this node cannot know that, and says so. What it cannot see: a cluster split in two

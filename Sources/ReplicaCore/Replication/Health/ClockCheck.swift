@@ -39,7 +39,7 @@ struct ClockCheck: Sendable {
     /// the middle clock: the middle value nearer zero was taken instead, and a node between
     /// members 40 s behind and 50 s ahead took the one behind as its members' time and refused
     /// its writes as stamped too far ahead, while that member took this node's clock as the
-    /// median and accepted them (helper-84). With both far off, ours has nothing to back it, and
+    /// median and accepted them. With both far off, ours has nothing to back it, and
     /// the nearer one is taken: a clock between two others 100 s away each is not believed.
     static func median(_ offsets: [Int64], limit: Int64) -> Int64? {
         guard !offsets.isEmpty else { return nil }

@@ -4,7 +4,7 @@
 /// Two processes with one id (a copied data directory, `--id` given twice) each re-assert their
 /// own record over the other's, every round of gossip. The two list it themselves
 /// (`IdentityClash`), but every other member saw only a member that moved, and moved back, and
-/// listed nothing (helper-70). Here a member whose record comes back to an address it had left,
+/// listed nothing. Here a member whose record comes back to an address it had left,
 /// `movesToList` moves within `window`, is listed; it clears once the member has not moved for
 /// the window. A member that moves on to new addresses (a container restarted with new IPs)
 /// never comes back to an old one, and is not listed.

@@ -161,7 +161,7 @@ struct Membership: Sendable {
     /// passes it on. Only a process holding that other node's secret key can announce such a
     /// record; taken in, it replaced the real member's record here (members stopped dialling
     /// it) and, of this node's own id, it made this node refuse its writes as if its data
-    /// directory ran twice (an outside tester, helper-62). A key trusted for no one, or for
+    /// directory ran twice (an outside tester). A key trusted for no one, or for
     /// the record's own id, is no evidence either way (a key being rotated) and merges as
     /// before; so does a departure or a forget (it only ends a membership, and a forget of a
     /// renamed node must reach the members that know its key under the new name).

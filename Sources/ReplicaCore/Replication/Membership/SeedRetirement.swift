@@ -13,7 +13,7 @@ enum SeedRetirement {
     /// Seeds learnt from discovery beacons, which any host on the network can send, each naming
     /// another node and address: every one was a socket pair dialled and asked to join for as
     /// long as the node ran, until libzmq's sockets ran out and no member could be dialled
-    /// (helper-69). So at most `maxDiscovered` at once, and each for `discoveredLife` unless its
+    ///. So at most `maxDiscovered` at once, and each for `discoveredLife` unless its
     /// node becomes a member heard here (then `redundant` retires it); its next beacon brings it back.
     static let maxDiscovered = 16
     static let discoveredLife: Duration = .seconds(30)

@@ -27,7 +27,7 @@ struct Liveness: Equatable, Sendable {
     private(set) var lastIndirect: ContinuousClock.Instant?
     /// When we last heard the member itself, as it happened: `lastDirect` is evidence, moved
     /// forward by a stall of this node (`stalled`), and `status` showing it said a member frozen
-    /// 18 s was last heard 8.5 s ago (helper-89). This is what `LAST SEEN` shows.
+    /// 18 s was last heard 8.5 s ago. This is what `LAST SEEN` shows.
     private(set) var lastHeard: ContinuousClock.Instant?
     /// When this node learned of the member: silence is counted from here until first heard.
     private var known: ContinuousClock.Instant

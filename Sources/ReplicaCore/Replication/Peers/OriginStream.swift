@@ -30,7 +30,7 @@ struct OriginStream: Equatable, Sendable {
     /// epoch is known. A member that restarts at the same address comes back on the same
     /// connection, numbering from 1 again, and its updates name no epoch: taken for its old
     /// life's, they filled that life's gaps and moved `through`, and for a heartbeat interval our
-    /// reports claimed updates we did not have (helper-78), which a sync reply leaves out.
+    /// reports claimed updates we did not have, which a sync reply leaves out.
     private var unconfirmed: [ClosedRange<UInt64>]?
     /// Held ranges at most (a connection's updates are consecutive: normally one range, a
     /// range per lost message otherwise); sequences beyond them show as gaps, and are repaired.

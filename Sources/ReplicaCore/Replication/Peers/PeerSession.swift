@@ -399,7 +399,7 @@ struct PeerSession: Sendable {
     /// `acceptedThroughWallMillis` (what our clock takes now): its clock was fixed, but what it
     /// wrote meanwhile (and its logical clock) are still ahead, which its clock offset no longer
     /// shows. Once our clock takes them, they are taken at the next sync: it was listed for a
-    /// minute more (the window), long after (helper-68).
+    /// minute more (the window), long after.
     func refusedEntriesAhead(now: ContinuousClock.Instant, window: Duration, acceptedThroughWallMillis: UInt64) -> Int64? {
         guard let last = lastFutureRejection, now - last.at < window, last.stampWallMillis > acceptedThroughWallMillis else { return nil }
         return last.aheadMillis
@@ -650,7 +650,7 @@ struct PeerSession: Sendable {
         moved.stats = stats
         // What it lost of its old life (missing, or being repaired) cannot be repaired from the
         // new process (a repair names no epoch: it would answer from its new buffer): lost, for
-        // the restart's sync to bring (helper-72).
+        // the restart's sync to bring.
         moved.stream.clearMissing()
         moved.stream.connectionLost()
         moved.forgetLosses(restartedThrough: stream.through)

@@ -3,7 +3,7 @@
 /// A reply to a request that names one of our marks carries every key we stored since, and
 /// under steady writes that is mostly what reached both of us by the streams: a node that was
 /// the only writer got its own 554,299 writes back from a periodic sync with a member that
-/// lagged (helper-75). Two kinds of writes are known held without asking:
+/// lagged. Two kinds of writes are known held without asking:
 ///
 /// - **The requester's own writes of its current life.** A node commits its writes before it
 ///   publishes them, and keeps them while it runs. Its life began at its epoch (ms since 1970

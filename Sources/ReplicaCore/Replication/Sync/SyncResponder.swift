@@ -280,7 +280,7 @@ extension SyncResponder.Reply {
     /// The answer that a repair's range has left the retransmit buffer (`frame`, one chunk),
     /// when the requester's queue could not take it at once (a sync reply crawling over a slow
     /// link fills it): held and offered again like any reply's chunk. It was dropped, and the
-    /// requester learnt nothing until its repair timed out, twice, 20 s or more (helper-69).
+    /// requester learnt nothing until its repair timed out, twice, 20 s or more.
     static func unavailableRepair(client: [UInt8], requester: NodeID, requestID: UInt64, frame: [UInt8],
                                   now: ContinuousClock.Instant) -> Self {
         var reply = Self(client: client, requester: requester, requestID: requestID, mark: .none, isRepair: true, pending: [], lastProgress: now)
