@@ -241,9 +241,11 @@ extension Replica {
                 sendJoin(to: seed, now: now)
             }
         }
-        for record in membership.dueProbes(wallMillis: configuration.wallClock(), heardDirectly: heardDirectly(now: now)) {
-            logger.debug("asking \(record.node) at \(record.address) to join: a record not its own ended or moved it while it was not heard here")
-            openSeed(record.address, serverKey: record.publicKey, discovered: true)
+        if !membership.probes.isEmpty {  // (who is heard directly costs a pass over the members)
+            for record in membership.dueProbes(wallMillis: configuration.wallClock(), heardDirectly: heardDirectly(now: now)) {
+                logger.debug("asking \(record.node) at \(record.address) to join: a record not its own ended or moved it while it was not heard here")
+                openSeed(record.address, serverKey: record.publicKey, discovered: true)
+            }
         }
         let anyAlive = activeSessions.contains { $0.liveness.state == .alive }
         if seedRecontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
