@@ -289,7 +289,9 @@ public final class Simulation: @unchecked Sendable {
             nodes[index].crash()
             nodes[by].forget(nodes[index].id)
         case .hostile(let index):
-            hostile?.leave()
+            // Overlapping hostile faults share one member (and one round of mischief a turn).
+            hostileFaults += 1
+            guard hostile == nil else { break }
             hostile = try? HostileNode(network: network, joining: nodes[index].address, wallMillis: time.wallMillis, random: faultRandom.split())
             agenda.add(.hostileActs, at: time.now + .milliseconds(500))
         }
@@ -297,6 +299,7 @@ public final class Simulation: @unchecked Sendable {
 
     /// The hostile member of a `hostile` fault, while it lasts.
     private var hostile: HostileNode?
+    private var hostileFaults = 0
 
     private func hostileActs() {
         guard let hostile else { return }
@@ -328,6 +331,8 @@ public final class Simulation: @unchecked Sendable {
             // Back on its data: a new life, which rejoins over the forget.
             restart(nodes[index], wiped: false)
         case .hostile:
+            hostileFaults -= 1
+            guard hostileFaults == 0 else { break }
             hostile?.leave()
             hostile = nil
         case .join, .leave: break
