@@ -426,9 +426,9 @@ import Testing
         let batch = (0..<50).map { Replica.WriteRequest(key: "k\($0)", payload: Array(String(repeating: "x", count: 20 * 1024).utf8)) }
         await #expect(throws: ReplicaError.self) { try await replica.write(batch) }
         let refused = await replica.status().saveErrors
-        #expect(refused.count == Replica.listedSaveFailures + 1, "\(refused.map(\.subject))")
-        let more = try #require(refused.first { $0.subject == Replica.moreSaveFailuresSubject })
-        #expect(more.count == 50 - Replica.listedSaveFailures)
+        #expect(refused.count == CommitQueue.listedSaveFailures + 1, "\(refused.map(\.subject))")
+        let more = try #require(refused.first { $0.subject == CommitQueue.moreSaveFailuresSubject })
+        #expect(more.count == 50 - CommitQueue.listedSaveFailures)
         try disk.unfill()
         await replica.shutdown()
     }

@@ -14,10 +14,8 @@ extension Replica {
         switch absence.contact(atWallMillis: now) {
         case .none: break
         case .save(let wall): saveLastContact(wall)
-        case .returned(let since, let until):
-            let message = Self.absenceMessage(since: since, until: until, retentionMillis: absence.retentionMillis)
-            problems.raise(.absence, identity.node.rawValue, message)
-            logger.error("\(message)")
+        case .returned(_, let until):
+            // Listed from `absence.returned` until the node restarts.
             saveLastContact(until)
         }
     }

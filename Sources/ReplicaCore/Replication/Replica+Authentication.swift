@@ -81,8 +81,29 @@ extension Replica {
     /// count since start stays in `untrustedHandshakesRefused`).
     func forgetRefusalsOfTrustedKeys() {
         refusedHandshakes = refusedHandshakes.filter { !($0.value.publicKey.map(isTrusted(z85:)) ?? false) }
-        // Members whose connections were refused: listed again at their next refusal, if any.
-        for record in membership.listed { problems.clear(.handshake, record.node.rawValue) }
+    }
+
+    /// The `handshake` problems: members and seeds that refused our handshakes (by address), and
+    /// members at whose host a connection came with a key not trusted here (by member: the one
+    /// member at that host is named, since a key rotated on it, its new .pub not here yet, showed
+    /// only as that member going down; only the host is known, so the message says both).
+    func handshakeProblems() -> [String: ProblemFact] {
+        var problems: [String: ProblemFact] = [:]
+        for link in links.values { if let refusal = link.handshakeRefusal { problems[link.address.description] = ProblemFact(refusal) } }
+        for seed in seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
+        guard !refusedHandshakes.isEmpty else { return problems }
+        var membersAt: [String: [MemberRecord]] = [:]
+        for record in membership.listed where record.status == .active { membersAt[record.address.host, default: []].append(record) }
+        for refusal in refusedHandshakes.values.sorted(by: { $0.last < $1.last }) {
+            guard let atHost = membersAt[refusal.address], atHost.count == 1, let member = atHost.first else { continue }
+            let earlier = problems[member.node.rawValue]?.occurrences ?? 0
+            problems[member.node.rawValue] = ProblemFact(
+                "a connection from \(refusal.address), the host of member \(member.node) (\(member.address)), uses a key this node does not "
+                    + "trust (\(refusal.publicKey ?? "-")): if \(member.node)'s key was rotated, copy its new \(member.node).pub into the trust "
+                    + "directory (docs/security.md, \"Rotating a key\"); if another process on that host made it, \(member.node) is not concerned",
+                last: refusal.last, occurrences: earlier + refusal.count)
+        }
+        return problems
     }
 
     /// The refused connections `status` lists, by address and key: the most recent ones.
@@ -128,16 +149,6 @@ extension Replica {
         if refusal.count == 1 || refusal.count % 100 == 0 {
             // Once per 10 s at most, as other refused input: each made-up key was a line.
             warn("untrusted key", "refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")
-        }
-        // The one member at that host is named: a key rotated on it, its new .pub not here yet,
-        // showed only as that member going down. (Only the host is known: another process on
-        // it may be the one, so the message says both.)
-        let atHost = membership.listed.filter { $0.status == .active && $0.address.host == address }
-        if atHost.count == 1, let member = atHost.first {
-            problems.raise(.handshake, member.node.rawValue,
-                "a connection from \(address), the host of member \(member.node) (\(member.address)), uses a key this node does not "
-                + "trust (\(keyText ?? "-")): if \(member.node)'s key was rotated, copy its new \(member.node).pub into the trust "
-                + "directory (docs/security.md, \"Rotating a key\"); if another process on that host made it, \(member.node) is not concerned")
         }
         return [Array("1.0".utf8), requestID, Array("400".utf8), Array("key not trusted".utf8), [], []]
     }

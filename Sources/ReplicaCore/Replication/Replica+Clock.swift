@@ -21,17 +21,18 @@ extension Replica {
                 }
             }
         }
-        // Listed for that and no longer refusing: cleared (the judgement below lists it again if
-        // its clock is off now).
-        for node in refusalsListed.subtracting(refusing.keys) { problems.clear(.peerClock, node.rawValue) }
-        refusalsListed = Set(refusing.keys)
-        for session in activeSessions where session.hearsDirectly(now: now, base: timing) {
+        // Members not heard directly now (nor down) keep what was said of their clocks.
+        var unheard: Set<NodeID> = []
+        for session in activeSessions {
+            guard session.hearsDirectly(now: now, base: timing) else {
+                if session.liveness.state != .down { unheard.insert(session.node) }
+                continue
+            }
             if let offset = session.clock.offsetMillis {
                 offsets.append(offset)
                 measured.append((session.node, offset))
             } else {
                 unmeasured += 1
-                if refusing[session.node] == nil { problems.clear(.peerClock, session.node.rawValue) }
             }
         }
         clock.extraDriftMillis = clockCheck.allowanceMillis
@@ -43,36 +44,30 @@ extension Replica {
         let lead = clockLeadRefusal()
         if let verdict = clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
             clock.extraDriftMillis = clockCheck.allowanceMillis
-            switch verdict {
-            case .skewed(let median):
+            if case .skewed(let median) = verdict {
                 let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
-                problems.raise(.clock, identity.node.rawValue, clockProblemMessage(error))
-                logger.error("\(error.description)")
                 refuse(commits.takeWrites()) { _ in error }
-            case .agrees, .alone, .unverified:
-                if lead == nil, problems.clear(.clock, identity.node.rawValue) != nil {
-                    logger.info("this node's clock agrees with its members' again; writes are accepted")
-                }
             }
         }
         noteClockLead(lead)
-        judgeMemberClocks(measured, median: clockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals)
-        // A member that is down has no clock to judge: what was said of it is stale (it stayed
-        // listed, its last time after the member's last heartbeat).
-        for session in activeSessions where session.liveness.state == .down {
-            problems.clear(.peerClock, session.node.rawValue)
+        // A member that is down has no clock to judge: what was said of it is stale.
+        memberClockFaults = judgeMemberClocks(
+            measured, median: clockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals,
+            keeping: memberClockFaults.filter { unheard.contains($0.key) })
+    }
+
+    /// The `clock` problem, from the clock check's state: a clock beyond the limit from the
+    /// members' median; one never compared while the configuration requires it (failing health
+    /// from the start, while writes wait for the comparison, then while they are refused); a
+    /// hybrid clock further ahead than members accept.
+    func ownClockProblem(now: ContinuousClock.Instant) -> String? {
+        if let skew = clockCheck.refusal {
+            return clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: clockCheck.limitMillis))
         }
-        // A node that requires a first comparison fails health until it has one, written to or
-        // not (cleared once its clock agrees: the verdict changes above): from the start, while
-        // its writes wait for it, then while they are refused. (Health was green for the first
-        // second, the grace, while every write waited.)
         if configuration.requireClockCheck && !clockCheck.hasAgreed && clockCheck.verdict == .unverified {
-            let subject = identity.node.rawValue
-            let refusing = clockCheck.isUnchecked(now: now)
-            let wasRefusing = problems.contains(.clock, subject, saying: ReplicaError.clockUnchecked.description)
-            problems.describe(.clock, subject, refusing ? ReplicaError.clockUnchecked.description : clockNotComparedYet)
-            if refusing && !wasRefusing { logger.error("\(ReplicaError.clockUnchecked.description)") }
+            return clockCheck.isUnchecked(now: now) ? ReplicaError.clockUnchecked.description : clockNotComparedYet
         }
+        return clockLead?.description
     }
 
     /// The `clock` problem of a node that requires a clock check, before its first comparison
@@ -98,29 +93,15 @@ extension Replica {
         return lead > limit ? .clockAhead(leadMillis: lead, limitMillis: limit) : nil
     }
 
-    /// Lists the lead as the `clock` problem whether or not anything is written (what this node
-    /// wrote meanwhile waits, refused by every member), and clears it once the wall clock caught
-    /// up. A skewed clock's message wins (fixing the clock comes first); the lead's is kept as
-    /// first described (its figures would change every second).
-    private func noteClockLead(_ refusal: ReplicaError?) {
-        let subject = identity.node.rawValue
-        if let skew = clockCheck.refusal {
-            if clockLeadListed {
-                clockLeadListed = false
-                problems.describe(.clock, subject, clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: clockCheck.limitMillis)))
-            }
-        } else if let refusal {
-            let listed = problems.of(.clock).first { $0.subject == subject }?.message
-            if listed?.hasPrefix(ReplicaError.clockAheadPrefix) != true {
-                problems.describe(.clock, subject, refusal.description)
-                logger.error("\(refusal.description)")
-            }
-            clockLeadListed = true
-        } else if clockLeadListed {
-            clockLeadListed = false
-            if problems.clear(.clock, subject) != nil {
-                logger.info("this node's logical clock is within reach of its members' again; writes are accepted")
-            }
+    /// Keeps the lead for the `clock` problem whether or not anything is written (what this node
+    /// wrote meanwhile waits, refused by every member) until the wall clock caught up. A skewed
+    /// clock's message wins (fixing the clock comes first); the lead is kept as first described
+    /// (its figures would change every second).
+    func noteClockLead(_ refusal: ReplicaError?) {
+        if clockCheck.refusal != nil || refusal == nil {
+            clockLead = nil
+        } else if clockLead == nil {
+            clockLead = refusal
         }
     }
 
@@ -140,43 +121,43 @@ extension Replica {
             || lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
     }
 
-    /// Lists the members whose clocks are off as `peerClock` problems, once this node's own
-    /// clock has been judged (a member behind ours but with the median is not the wrong one).
+    /// The members whose clocks are off, as `peerClock` problems, once this node's own clock has
+    /// been judged (a member behind ours but with the median is not the wrong one); `kept`, of
+    /// members not heard directly now, stand as they were.
     private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?, refusing: [NodeID: Int64],
-                                   newRefusals: [NodeID: Int]) {
+                                   newRefusals: [NodeID: Int], keeping kept: [NodeID: ProblemFact]) -> [NodeID: ProblemFact] {
+        var faults = kept
         let judgedOff = Set(measured.filter { clockCheck.judge(memberOffset: $0.offset, median: median) != .fine }.map(\.node))
-        for (node, ahead) in refusing.sorted(by: { $0.key < $1.key }) where !judgedOff.contains(node) {
+        for (node, ahead) in refusing where !judgedOff.contains(node) {
             // Its clock may look right now (fixed), but what it writes is still stamped ahead:
             // said (instead of what was said of its clock) until this clock takes them, or none
             // has been refused for a while. Each check that saw new refusals is one more
-            // occurrence (its count and last time stood still while refusals went on).
-            let listed = problems.of(.peerClock).first { $0.subject == node.rawValue }?.message
-            if listed?.hasPrefix(Self.refusedEntriesPrefix) == true {
-                if let listed, newRefusals[node] ?? 0 > 0 { problems.raise(.peerClock, node.rawValue, listed) }
+            // occurrence.
+            if var listed = memberClockFaults[node], listed.message.hasPrefix(Self.refusedEntriesPrefix) {
+                if newRefusals[node] ?? 0 > 0 { listed.occurrences = (listed.occurrences ?? 1) + 1 }
+                faults[node] = listed
                 continue
             }
-            problems.describe(.peerClock, node.rawValue, "\(Self.refusedEntriesPrefix) \(node) are stamped \(ahead / 1000) s ahead of "
+            faults[node] = ProblemFact("\(Self.refusedEntriesPrefix) \(node) are stamped \(ahead / 1000) s ahead of "
                 + "this node's clock, beyond the \(clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its "
                 + "clock was ahead. They are taken once this clock is within \(clockCheck.limitMillis / 1000) s of them, at the next "
-                + "sync (and then win over later writes to the same keys)")
-            logger.warning("\(node)'s entries are stamped \(ahead) ms ahead of this node's clock: refused")
+                + "sync (and then win over later writes to the same keys)", occurrences: 1)
         }
         for (node, offset) in measured {
             let subject = node.rawValue
             let message: String
             switch clockCheck.judge(memberOffset: offset, median: median) {
             case .fine:
-                if refusing[node] == nil { problems.clear(.peerClock, subject) }
                 continue
             case .ahead:
                 message = "\(subject)'s clock is \(offset / 1000) s ahead of this node's; entries it writes are refused here while so"
             case .behind:
                 message = "\(subject)'s clock is \(-offset / 1000) s behind this node's and its other members'; it refuses its own writes while so"
             }
-            if problems.raise(.peerClock, subject, message) {
-                logger.warning("\(subject)'s clock is \(offset) ms off ours, beyond the \(clockCheck.limitMillis) ms limit")
-            }
+            // Each check that finds it off is one more occurrence.
+            faults[node] = ProblemFact(message, occurrences: (memberClockFaults[node]?.occurrences ?? 0) + 1)
         }
+        return faults
     }
 
     /// While the store may lack stamps of its own (`ForgottenStamps`): takes again the heartbeat

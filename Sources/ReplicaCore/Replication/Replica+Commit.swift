@@ -48,19 +48,16 @@ extension Replica {
                     commits succeed again after \(ended.count) failure(s) since \(ended.first), but the disk has \
                     \(disk.freeBytes) bytes free: the commit problem stays listed until it has room
                     """)
-                problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(disk))
             } else {
                 logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
-                problems.clear(.commit, Self.commitSubject)
             }
             planner.wantCatchUp(.commitFailed)
         }
         // The refusals of failing commits: their cause is gone once a commit writes, a received
         // entry's as well as a local write's (a node that only receives kept a full disk's
         // refusals listed, and its health alerts firing, until someone wrote to it).
-        if !local.isEmpty || !winners.isEmpty, !problems.of(.save).isEmpty {
-            logger.info("saves succeed again; clearing \(problems.of(.save).count) save error(s)")
-            problems.clearAll(.save)
+        if !local.isEmpty || !winners.isEmpty, !commits.failedSaves.isEmpty {
+            logger.info("saves succeed again; clearing \(commits.savesWork()) save error(s)")
         }
 
         // Which member each remote winner came through, for observers only (a dictionary of keys
@@ -119,11 +116,9 @@ extension Replica {
         // meanwhile, for the clock check, are still to be committed, and their totals stand.)
         for write in local {
             // Listed in the user's terms: one line per counter or log, not one per slot or element key.
-            for request in write.requests { noteFailedSave(FamilyKey.subject(of: request.key), reason: reason) }
+            for request in write.requests { commits.saveFailed(FamilyKey.subject(of: request.key), reason: reason) }
         }
         refuse(local) { ReplicaError.saveFailed(key: $0.requests.first?.key ?? "", reason: reason) }
-        problems.raise(.commit, Self.commitSubject, "commits fail (\(reason)): local writes are refused, and received "
-            + "entries are fetched again once commits work, retried with back-off")
         if remoteCount > 0 {
             forgetSyncMarks()
             counters.inboundDroppedOnFailedCommit += remoteCount
@@ -133,21 +128,6 @@ extension Replica {
 
     /// The subject of the problem of failing commits.
     static let commitSubject = "store"
-
-    /// A key whose write a failed commit refused: listed by itself up to `listedSaveFailures`
-    /// keys, the rest counted in one row. (An import onto a full disk listed one row per key:
-    /// 4,001 problems, 5,000 lines of `status`.)
-    func noteFailedSave(_ subject: String, reason: String) {
-        if problems.contains(.save, subject) || problems.of(.save).count < Self.listedSaveFailures {
-            problems.raise(.save, subject, reason)
-        } else {
-            problems.raise(.save, Self.moreSaveFailuresSubject, "writes of more keys than the \(Self.listedSaveFailures) listed failed too "
-                + "(the count is of those writes): \(reason)")
-        }
-    }
-
-    static let listedSaveFailures = 20
-    static let moreSaveFailuresSubject = "(more keys)"
 
     /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members',
     /// with `clockUnchecked` while it has never been compared, under `requireClockCheck`, and
@@ -171,15 +151,11 @@ extension Replica {
         case .accept:
             // Judged once the clock check lets writes through: the allowance it sets counts.
             guard let lead = clockLeadRefusal() else { return nil }
-            if !clockLeadListed {
-                clockLeadListed = true  // cleared by `checkClock` once the lead is gone
-                problems.describe(.clock, identity.node.rawValue, lead.description)
-            }
+            noteClockLead(lead)
             return lead
         case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
         case .refuseUnchecked: error = .clockUnchecked
         }
-        problems.raise(.clock, identity.node.rawValue, clockProblemMessage(error))
         return error
     }
 
@@ -287,19 +263,14 @@ extension Replica {
         let disk = store.diskSpace
         switch commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
         case .began:
-            if let short = commits.shortOfSpace {
-                logger.warning("\(shortOfSpaceMessage(short))")
-                problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short))
-            }
+            if let short = commits.shortOfSpace { logger.warning("\(shortOfSpaceMessage(short))") }
         case .ended:
             if disk == nil {
                 logger.info("the disk's space can no longer be read: the commit problem is cleared")
             } else {
                 logger.info("the disk has room for commits again")
             }
-            problems.clear(.commit, Self.commitSubject)
-        case .unchanged:
-            if let short = commits.shortOfSpace { problems.describe(.commit, Self.commitSubject, shortOfSpaceMessage(short)) }
+        case .unchanged: break
         }
         if commits.fetchOwed(afterLookAt: disk, frameBytes: codec.limits.maxFrameBytes, now: instant()) {
             logger.info("the disk has room again: fetching what failed commits dropped")

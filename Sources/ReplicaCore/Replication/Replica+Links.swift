@@ -68,7 +68,6 @@ extension Replica {
     func closeLink(to node: NodeID) {
         guard let link = links.removeValue(forKey: node) else { return }
         link.close()
-        problems.clear(.handshake, link.address.description)
         pollItemsCache = nil
         // Relays taken through it are chosen again at the next housekeeping (`keepHouse`).
         relaysTaken = relaysTaken.filter { $0.value != node }
@@ -85,16 +84,19 @@ extension Replica {
             case (.connected, false): sessions[node]?.dealerTCPConnected(now: now)
             case (.handshakeSucceeded, true):
                 sessions[node]?.subscriberHandshakeSucceeded(now: now)
-                problems.clear(.handshake, link.address.description)
+                link.handshakeRefusal = nil
             case (.handshakeSucceeded, false):
                 sessions[node]?.dealerHandshakeSucceeded(now: now)
-                problems.clear(.handshake, link.address.description)
+                link.handshakeRefusal = nil
             case (.disconnected, true): sessions[node]?.subscriberDisconnected(now: now, base: timing)
             case (.disconnected, false):
                 if let actions = sessions[node]?.dealerDisconnected(now: now, base: timing) { perform(actions, for: node, now: now) }
             case (.handshakeFailed, _):
                 // The disconnection that follows re-dials, with back-off.
-                if let failure = notice.failure { noteRefusedHandshake(failure, by: "member \(node)", at: link.address) }
+                if let failure = notice.failure, let refusal = refusedHandshakeMessage(failure, by: "member \(node)", at: link.address) {
+                    if link.handshakeRefusal != refusal { logger.warning("handshake refused: \(refusal)") }
+                    link.handshakeRefusal = refusal
+                }
             case (.accepted, _), (.other, _): continue
             }
         }
@@ -150,7 +152,6 @@ extension Replica {
         guard let index = seeds.firstIndex(where: { $0.id == id }) else { return }
         let seed = seeds.remove(at: index)
         seed.close()
-        if !links.values.contains(where: { $0.address == seed.address }) { problems.clear(.handshake, seed.address.description) }
         pollItemsCache = nil
     }
 
@@ -163,21 +164,24 @@ extension Replica {
             case .connected: seed.dialer.tcpConnected(now: now)
             case .handshakeSucceeded:
                 _ = seed.dialer.handshakeSucceeded(now: now)
-                problems.clear(.handshake, seed.address.description)
+                seed.handshakeRefusal = nil
                 sendJoin(to: seed, now: now)
             case .disconnected: seed.dialer.disconnected(now: now, timing: .adapted(to: nil, silentRedialEvery: timing.silentRedialEvery))
             case .handshakeFailed:
-                if let failure = notice.failure { noteRefusedHandshake(failure, by: "seed", at: seed.address) }
+                if let failure = notice.failure, let refusal = refusedHandshakeMessage(failure, by: "seed", at: seed.address) {
+                    if seed.handshakeRefusal != refusal { logger.warning("handshake refused: \(refusal)") }
+                    seed.handshakeRefusal = refusal
+                }
             case .accepted, .other: continue
             }
         }
     }
 
-    /// A member or seed refused the handshake of our connection to it. Listed as a `handshake`
-    /// problem (by its address) when the cause is one an operator must fix: the other security
-    /// mode, or our key not trusted there. Other failures (garbled, cut short) are left to the
-    /// dialler's back-off. Cleared by the next handshake that succeeds at that address.
-    func noteRefusedHandshake(_ failure: HandshakeFailure, by peer: String, at address: Endpoint) {
+    /// A member or seed refused the handshake of our connection to it: what to list as a
+    /// `handshake` problem (by its address) when the cause is one an operator must fix: the other
+    /// security mode, or our key not trusted there. Other failures (garbled, cut short) are left
+    /// to the dialler's back-off (nil). Listed until a handshake succeeds on that link.
+    func refusedHandshakeMessage(_ failure: HandshakeFailure, by peer: String, at address: Endpoint) -> String? {
         let message: String
         switch failure {
         case .mechanismMismatch:
@@ -192,11 +196,9 @@ extension Replica {
                 + "the one this node trusts for it (a rotated key whose new .pub is not here yet?). Check its ID.pub in the "
                 + "trust directory (docs/security.md)"
         case .protocolError, .noDetail:
-            return
+            return nil
         }
-        if problems.raise(.handshake, address.description, message) {
-            logger.warning("handshake refused: \(message)")
-        }
+        return message
     }
 
     func receiveSeedReplies(from id: Int) {
@@ -263,34 +265,38 @@ extension Replica {
         // members' heartbeats look skewed and are not read: that problem says what is wrong.
         // (Judged only when members are heard at all: see `Isolation.unheard`.)
         func anyMemberHearsUs() -> Bool {
-            problems.contains(.clock, identity.node.rawValue) || activeSessions.contains { session in
+            ownClockProblem(now: now) != nil || activeSessions.contains { session in
                 guard session.liveness.state == .alive, let heartbeat = session.heartbeat,
                       now - heartbeat.receivedAt < timing.suspectAfter else { return false }
                 return heartbeat.reports[identity.node]?.hearsDirectly == true
             }
         }
-        let message: String
-        if let alone = isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) {
+        if isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) == nil {
+            _ = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberAlive && anyMemberHearsUs(), now: now)
+        }
+    }
+
+    /// The `isolated` problem, from `isolation`'s last judgement.
+    func isolationProblem() -> String? {
+        switch isolation.condition {
+        case nil: return nil
+        case .alone(let alone):
             let pending = seeds.map(\.address.description)
             let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
             let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
                 ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
                 : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
-            message = "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
+            return "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
                 + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
                 + (curve == nil ? "" : "; with CURVE, also that each --peer ID@HOST:PORT names the node that listens there (a seed "
                     + "dialled with another node's key drops the handshake without a word)")
-        } else if let unheard = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberAlive && anyMemberHearsUs(), now: now) {
-            message = "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
+        case .unheard(let unheard):
+            return "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
                 + "here reach no one. Usually its key is not trusted by them (a key that is not its own, or a new key not yet "
                 + "copied to their trust directories: see their trust problems), or its address (--advertise) is wrong, or "
                 + "links work one way only, or a slow link is saturated (a large transfer, whose data the members' heartbeats "
                 + "wait behind: then it passes by itself)"
-        } else {
-            if problems.clear(.isolated, Self.isolationSubject) != nil { logger.info("members hear this node again: no longer isolated") }
-            return
         }
-        if problems.describe(.isolated, Self.isolationSubject, message) { logger.warning("isolated: \(message)") }
     }
 
     static let isolationSubject = "members"

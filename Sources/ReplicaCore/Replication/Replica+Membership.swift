@@ -30,7 +30,6 @@ extension Replica {
         }
         for change in result.changes { apply(change, now: now) }
         if !result.announce.isEmpty { announce(result.announce) }
-        if !result.changes.isEmpty { refreshTrustProblems() }
     }
 
     /// Members heard on their own connections now: records that end or move them are taken
@@ -55,21 +54,18 @@ extension Replica {
     /// (`MemberIdentityClash`). Held records never taken are counted when dropped.
     private func noteHeld(_ record: MemberRecord, from source: String, now: ContinuousClock.Instant) {
         logger.debug("held back a member record of \(record.node) (\(record.status), at \(record.address)) from \(source): \(record.node) is heard directly")
-        guard record.status == .active, memberClash.contested(record.node, now: now), let current = membership[record.node] else { return }
-        let message = "member \(record.node) is heard at \(current.address) while records keep placing it at \(record.address) "
-            + "(\(record.status), not sent by \(record.node) itself): another process uses the id \(record.node) (a copied data "
-            + "directory, or --id given twice), or someone sends forged member records. The records are held back while "
-            + "\(record.node) is heard where it is"
-        if problems.raise(.memberIdentity, record.node.rawValue, message) { logger.error("\(message)") }
+        guard record.status == .active else { return }
+        _ = memberClash.contested(record.node, heardAt: membership[record.node]?.address, placedAt: record.address, now: now)
     }
 
     /// A member's heartbeat reported this node: heard directly in another life is evidence of a
     /// second process with our id (`IdentityClash`).
     func judgeReport(ofUs report: PeerReport, by member: NodeID, now: ContinuousClock.Instant) {
         guard identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
-              let rival = identityClash.rival
+              identityClash.rival != nil
         else { return }
-        raiseIdentityClash(rival)
+        // Listed (health fails) and local writes refused until it stops: `identityClash.rival`.
+        doubt(identity.node)
     }
 
     /// What shows another process with our id, in an operator's words.
@@ -91,28 +87,12 @@ extension Replica {
         serialAtLastDoubt = store.serial
     }
 
-    /// Another process uses our id: listed (health fails) and local writes refused until it stops
-    /// (`IdentityClash`).
-    private func raiseIdentityClash(_ rival: IdentityClash.Evidence) {
-        let message = ReplicaError.identityClash(evidence: Self.clashEvidence(rival)).description
-        problems.raise(.identity, identity.node.rawValue, message)
-        doubt(identity.node)
-        logger.error("\(message)")
-    }
-
     /// The clash is over once no member has reported another life of our id for the window. So
     /// is an impersonation no member has passed on for as long.
     func judgeIdentityClash(now: ContinuousClock.Instant) {
-        if identityClash.tick(now: now), problems.clear(.identity, identity.node.rawValue) != nil {
-            logger.info("no member has heard another process with id \(identity.node) for \(identityClash.window): writes are accepted again")
-        }
-        for node in memberClash.tick(now: now) where problems.clear(.memberIdentity, node.rawValue) != nil {
-            logger.info("member \(node) has neither moved nor been contradicted for \(memberClash.window): no longer listed as used by two processes")
-        }
-        for (subject, last) in impersonations where now - last >= identityClash.window {
-            impersonations[subject] = nil
-            if problems.clear(.trust, subject) != nil { logger.info("no member has passed on the record of \(subject) for \(identityClash.window)") }
-        }
+        _ = identityClash.tick(now: now)
+        _ = memberClash.tick(now: now)
+        _ = trustFaults.expire(now: now, window: identityClash.window)
     }
 
     /// A record refused by `Membership.merge` (its key is trusted here as another node's): a
@@ -123,12 +103,11 @@ extension Replica {
         let record = impersonation.record
         let owner = impersonation.keyOwner
         let subject = "\(record.node) at \(record.address)"
-        impersonations[subject] = now
         let message = "a member record (passed on by \(source)) announces \(record.node) at \(record.address) with \(owner)'s key: "
             + "a process holding \(owner)'s secret key claims to be \(record.node), or this node's trust directory names "
             + "\(record.node)'s key \(owner).pub by mistake. The record is refused. Stop that process, or name the file "
             + "\(record.node).pub; if \(owner)'s key is not in safe hands, remove \(owner).pub from every member's trust directory"
-        if problems.raise(.trust, subject, message) { logger.error("\(message)") }
+        trustFaults.impersonated(subject, message, now: now)
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
@@ -148,18 +127,8 @@ extension Replica {
             _ = sessions[record.node]?.recordChanged(record, now: now)
         case .moved(let record):
             logger.info("member \(record.node) moved to \(record.address)")
-            if let addresses = memberClash.moved(record.node, to: record.address, now: now) {
-                let message = "member \(record.node) keeps moving back and forth between \(addresses.map(\.description).joined(separator: " and ")) "
-                    + "(\(MemberIdentityClash.movesToList) moves within \(memberClash.window)): two processes seem to use the id \(record.node) "
-                    + "(a copied data directory, or --id given twice), and they overwrite each other's counter slots. Stop one; "
-                    + "each node needs its own --id and data directory"
-                problems.raise(.memberIdentity, record.node.rawValue, message)
+            if memberClash.moved(record.node, to: record.address, now: now) != nil {
                 doubt(record.node)
-                logger.error("\(message)")
-            } else if memberClash.listed.contains(record.node),
-                      let listed = problems.of(.memberIdentity).first(where: { $0.subject == record.node.rawValue }) {
-                // Still moving: counted, with its last time, as long as it goes on.
-                problems.raise(.memberIdentity, record.node.rawValue, listed.message)
             }
             // Its old connections close: a sync running over them will not be answered.
             _ = planner.connectionLost(to: record.node)
@@ -189,7 +158,6 @@ extension Replica {
     func expireDepartures(wallMillis: UInt64) {
         let expired = membership.expireDepartures(wallMillis: wallMillis)
         for record in expired { apply(.expired(record), now: instant()) }
-        if !expired.isEmpty { refreshTrustProblems() }
     }
 
     /// A member that left or was forgotten: hung up on, asked for nothing more, and its clock
@@ -201,9 +169,8 @@ extension Replica {
         closeLink(to: node)
         unheardDials.remove(node)
         planner.remove(node)
-        problems.clear(.peerClock, node.rawValue)
+        memberClockFaults[node] = nil
         memberClash.forget(node)
-        problems.clear(.memberIdentity, node.rawValue)
     }
 
     /// Tells every member (on PUB) about records that changed our table.
@@ -382,7 +349,6 @@ extension Replica {
             let tombstone = try membership.forget(node, isAlive: alive, wallMillis: configuration.wallClock())
             apply(.forgotten(tombstone), now: instant())
             announce([tombstone])
-            refreshTrustProblems()
         } catch .isSelf {
             throw ForgetError(description: "\(node) is this node; use leave to take it out of the cluster")
         } catch .unknown {
@@ -422,7 +388,6 @@ extension Replica {
                 planner.remove(record.node)
             }
         }
-        refreshTrustProblems()
     }
 
     /// An active member that is not admitted here is a `trust` problem until it is trusted,
@@ -432,26 +397,21 @@ extension Replica {
     /// no key, a directory that cannot be read), as a `trust` problem whose subject is `source`;
     /// nil clears it. The node keeps the trust the program last gave it (`updateTrust`).
     public func noteTrustSource(_ source: String, problem: String?) {
+        guard trustFaults.source(source, problem: problem) else { return }
         if let problem {
-            troubledTrustSources.insert(source)
-            if problems.describe(.trust, source, problem) { logger.warning("trust source \(source): \(problem)") }
-        } else if troubledTrustSources.remove(source) != nil {
-            problems.clear(.trust, source)
+            logger.warning("trust source \(source): \(problem)")
+        } else {
             logger.info("trust source \(source) reads cleanly again")
         }
     }
 
-    func refreshTrustProblems() {
-        guard curve != nil else { return }
-        let refused = membership.active.filter { !isAdmitted($0) }
-        let subjects = Set(refused.map(\.node.rawValue))
-        for problem in problems.of(.trust)
-        where !subjects.contains(problem.subject) && !troubledTrustSources.contains(problem.subject) && impersonations[problem.subject] == nil {
-            problems.clear(.trust, problem.subject)
-        }
-        // A listed member's message follows its reason and address (it moved, or came back with
-        // another key), without counting it again.
-        for record in refused {
+    /// The `trust` problems: sources and impersonations (`TrustFaults`), and, under CURVE, every
+    /// active member whose key is not trusted here. A listed member's message follows its reason
+    /// and address (it moved, or came back with another key).
+    func trustProblems() -> [String: String] {
+        var problems = trustFaults.problems
+        guard curve != nil else { return problems }
+        for record in membership.active where !isAdmitted(record) {
             let reason: String
             let remedy: String
             if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
@@ -465,10 +425,10 @@ extension Replica {
                 remedy = "Copy its ID.pub into this node's trust directory (after a key rotation, its new one), or forget it once it is down"
             }
             // Not "nothing replicates": a member that trusts both passes writes on (a relay).
-            let message = "member \(record.node) at \(record.address): \(reason); this node neither dials it nor lets it connect "
+            problems[record.node.rawValue] = "member \(record.node) at \(record.address): \(reason); this node neither dials it nor lets it connect "
                 + "(members that trust it may still relay writes between them). \(remedy)"
-            problems.describe(.trust, record.node.rawValue, message)
         }
+        return problems
     }
 
     // MARK: Discovery

@@ -179,10 +179,10 @@ extension Replica {
             let patience = planner.timeout(for: expired.peer, base: timing.requestTimeout)
             logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
-        listSyncStalls(now: now)
         startNextSync(now: now)
         maintainSeeds(now: now)
         checkLeaveDeadline(now: now)
+        listProblems(now: now)
     }
 
     /// Carries out what a member's session decided.
@@ -239,18 +239,14 @@ extension Replica {
     func checkStoreFileInPlace() {
         guard let path = dataDirectory?.appendingPathComponent(SQLiteStore.fileName).path else { return }
         guard let why = store.fileNoLongerInPlace else {
-            if problems.clear(.store, path) != nil {
-                logger.notice("the database file \(path) is back in place: what the node committed meanwhile is in it")
-            }
+            misplacedStoreFile = nil
             return
         }
-        guard !problems.contains(.store, path) else { return }
-        let message = "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
+        guard misplacedStoreFile == nil else { return }
+        misplacedStoreFile = (path, "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
             + "leads to, lost when the node stops. Keep it running until every member is up and in sync with it (their "
             + "`peers` show it alive and in sync: what only it held has reached them), then stop it and start it again: it "
             + "starts over from its members. (Its control socket may have gone with the directory: then its clients cannot "
-            + "reach it, and the members' `peers`, this log and --metrics are what show it.)"
-        problems.raise(.store, path, message)
-        logger.error("\(message)")
+            + "reach it, and the members' `peers`, this log and --metrics are what show it.)")
     }
 }

@@ -79,7 +79,7 @@ extension Replica {
             clock: clockStatus,
             problems: currentProblems,
             loadErrors: problems.of(.load),
-            saveErrors: (problems.of(.save) + refusedSaves.values).sorted { $0.since < $1.since })
+            saveErrors: problems.of(.save))
     }
 
     /// The counters, with those the machines keep themselves.
@@ -110,33 +110,10 @@ extension Replica {
         return ReplicaHealth(healthy: serving && !current.contains(where: \.failsHealth), serving: serving, problems: current)
     }
 
-    /// Every problem, with the state of failing commits folded in (its count and times).
+    /// Every problem, listed afresh from the state that causes it.
     private var currentProblems: [Problem] {
-        var all = problems.all + refusedSaves.values.sorted { $0.since < $1.since }
-        if let failure = commits.failure, let index = all.firstIndex(where: { $0.kind == .commit }) {
-            all[index].count = failure.count
-            all[index].last = failure.last
-            // "Fail", not "are refused": a small write may still fit in SQLite's log on a full disk,
-            // and succeed (an outside tester's did, under this message).
-            all[index].message = "commits fail (\(failure.message)): local writes fail (a small one may still fit), and received "
-                + "entries are fetched again once commits work, retried with back-off"
-        }
-        if let failure = store.readFailure {
-            all.append(Problem(
-                kind: .store, subject: failure.path, message: failure.description, since: failure.since, last: failure.last, count: failure.count))
-        }
-        let now = instant()
-        for session in activeSessions {
-            guard let since = session.claimsUnserved else { continue }
-            let wait = PeerSession.unservedCatchUpWait(afterUnserved: session.unservedRepairs)
-            all.append(Problem(
-                kind: .claims, subject: session.node.rawValue,
-                message: "\(session.node)'s heartbeats claim updates it does not serve: it answered \(session.unservedRepairs) repairs in a row "
-                    + "that it no longer holds them (a bug, or a member that lies). Its claims are chased once every \(wait), not at each "
-                    + "heartbeat; what it does serve still arrives. If it keeps on, stop it and compare its version and logs",
-                since: Date(timeIntervalSinceNow: -Double((now - since) / .milliseconds(1)) / 1000), count: session.unservedRepairs))
-        }
-        return all
+        listProblems(now: instant())
+        return problems.all
     }
 
     private var clockStatus: ReplicaStatus.Clock {

@@ -180,7 +180,6 @@ extension Replica {
                     _ = commits.failed(refusal, now: now)
                 } else if commits.committed(now: now, disk: nil, frameBytes: 0) != nil {  // the refusal test just found room
                     logger.info("commits succeed again: a test commit worked and the disk has room")
-                    problems.clear(.commit, Self.commitSubject)
                 }
             }
         }
@@ -211,7 +210,7 @@ extension Replica {
                 + "cannot send for 4 times its own; before 0.22, each timeout also costs a resent reply)"
             current[stall.peer.rawValue] = message
         }
-        let change = problems.list(.sync, current)
+        let change = problems.list(.sync, messages: current)
         for problem in change.raised { logger.warning("\(problem.message)") }
         for problem in change.cleared {
             logger.info("syncs with \(problem.subject) no longer time out (one completed, or none was wanted for \(longest * 2))")
@@ -239,7 +238,7 @@ extension Replica {
                 + "entry the two stores hold, tombstones included (docs/operations.md, the divergence problem) and report it"
             current[session.node.rawValue] = message
         }
-        let change = problems.list(.divergence, current)
+        let change = problems.list(.divergence, messages: current)
         for problem in change.raised { logger.warning("\(problem.message)") }
         for problem in change.cleared {
             logger.info("this node's data and \(problem.subject)'s no longer differ as they did (they agree, or one of them changed)")

@@ -87,10 +87,12 @@ public actor Replica: PollLoopOwner {
     var lastTurn: ContinuousClock.Instant
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
-    /// The `clock` problem says this node's hybrid clock is too far ahead (`clockLeadRefusal`).
-    var clockLeadListed = false
-    /// Members listed as `peerClock` because entries they wrote were refused as stamped ahead.
-    var refusalsListed: Set<NodeID> = []
+    /// This node's hybrid clock is too far ahead of its members' (`clockLeadRefusal`), as first
+    /// found: the `clock` problem says so until it is not.
+    var clockLead: ReplicaError?
+    /// The members' clocks that are off, or whose entries are refused as stamped ahead, as the
+    /// last clock check judged them (`peerClock`).
+    var memberClockFaults: [NodeID: ProblemFact] = [:]
     /// When this node last resumed after a stall (`noticeStall`): handshakes that fail right
     /// after are members' dials that timed out meanwhile, not strangers.
     var lastStallEnded: ContinuousClock.Instant?
@@ -102,18 +104,16 @@ public actor Replica: PollLoopOwner {
     var nextMemberTableSave: ContinuousClock.Instant
     /// Set from the configuration's down time in `init`.
     var isolation = Isolation(limit: .seconds(10))
-    /// Trust sources with a problem listed under their own subject (`noteTrustSource`), which
-    /// the member-by-member trust problems leave alone.
-    var troubledTrustSources: Set<String> = []
+    /// Trust sources that cannot be used, and impersonations members pass on (`trust`).
+    var trustFaults = TrustFaults()
     /// Whether another process uses our id (`identity` problem; local writes refused meanwhile).
     var identityClash = IdentityClash(window: .seconds(10), confirmAfter: .seconds(5))
     /// Members whose id two processes seem to use (`Problem.Kind.memberIdentity`).
     var memberClash = MemberIdentityClash(window: .seconds(30))
     /// Which members never heard directly hold a link now.
     var unheardDials = UnheardDials()
-    /// Refused member records that announce a node with another node's key, by problem
-    /// subject, and when a member last passed one on (`noteImpersonation`).
-    var impersonations: [String: ContinuousClock.Instant] = [:]
+    /// The database file no longer where the node opened it (`store`), as last checked.
+    var misplacedStoreFile: (path: String, message: String)?
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
@@ -131,15 +131,12 @@ public actor Replica: PollLoopOwner {
 
     // Observation and problems.
     var observers: [UUID: Observer] = [:]
+    /// Every problem listed, from the state that causes it (`listProblems`).
     var problems = ProblemBoard()
-    /// The last ticket settled per subject (`settleLoadError`, `settleRefusedSave`), and the
-    /// last one handed out.
-    var loadErrorsSettled: [String: UInt64] = [:]
-    var refusedSavesSettled: [String: UInt64] = [:]
+    /// Load errors and refused saves the program reports (`Sharing/Replica+Problems.swift`).
+    var reports = ProgramReports()
+    /// The last ticket handed out for those reports.
     nonisolated let problemTickets = Mutex<UInt64>(0)
-    /// Saves of shared keys refused by this program, until the key saves again (they outlive
-    /// the commit that clears disk errors: Sharing/Replica+Problems.swift).
-    var refusedSaves: [String: Problem] = [:]
     var warnings = WarningLimiter()
     var storeReadFailureLogged = false
     var nextStoreFileCheck: ContinuousClock.Instant
@@ -309,10 +306,10 @@ public actor Replica: PollLoopOwner {
             beacon = try UDPBeaconSocket(port: port, interfaceAddress: configuration.listen.host)
         }
         if let corruption {
-            problems.raise(.load, corruption.originalPath, corruption.description)
+            reports.load(corruption.originalPath, corruption.description)
         }
         if let damagedLog {
-            problems.raise(.load, damagedLog.originalPath, damagedLog.description)
+            reports.load(damagedLog.originalPath, damagedLog.description)
         }
         if let uncleanStart {
             let message = "this start does not follow a clean stop of this store (\(uncleanStart)): counter increments go to a new slot "
@@ -500,14 +497,18 @@ public actor Replica: PollLoopOwner {
 
     /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
     public func reportLoadError(_ subject: String, message: String) {
-        if problems.raise(.load, subject, message) {
-            logger.error("load error", metadata: ["subject": "\(subject)", "error": "\(message)"])
-        }
+        logLoadReport(subject, message, reports.load(subject, message))
     }
 
     public func clearLoadError(_ subject: String) {
-        if problems.clear(.load, subject) != nil {
-            logger.info("load error cleared", metadata: ["subject": "\(subject)"])
+        logLoadReport(subject, nil, reports.load(subject, nil))
+    }
+
+    private func logLoadReport(_ subject: String, _ message: String?, _ outcome: ProgramReports.Outcome) {
+        switch outcome {
+        case .unchanged: break
+        case .reported: logger.error("load error", metadata: ["subject": "\(subject)", "error": "\(message ?? "")"])
+        case .cleared: logger.info("load error cleared", metadata: ["subject": "\(subject)"])
         }
     }
 
@@ -526,9 +527,7 @@ public actor Replica: PollLoopOwner {
     /// later (a higher ticket) about it already arrived: a good value read after a bad one is
     /// not undone by the bad one's report arriving last.
     func settleLoadError(_ subject: String, message: String?, ticket: UInt64) {
-        guard ticket > (loadErrorsSettled[subject] ?? 0) else { return }
-        loadErrorsSettled[subject] = ticket
-        if let message { reportLoadError(subject, message: message) } else { clearLoadError(subject) }
+        logLoadReport(subject, message, reports.load(subject, message, ticket: ticket))
     }
 
     /// Stops replicating: commits what is queued, closes sockets, ends observer streams.

@@ -38,28 +38,29 @@ extension Replica {
     }
 
     func settleRefusedSave(_ subject: String, message: String?, ticket: UInt64) {
-        guard ticket > (refusedSavesSettled[subject] ?? 0) else { return }
-        refusedSavesSettled[subject] = ticket
-        if let message { reportRefusedSave(subject, message: message) } else { clearRefusedSave(subject) }
+        logSaveReport(subject, message, reports.save(subject, message, ticket: ticket))
     }
 
     /// A save of a shared key that this program refused to make (it would overwrite newer-schema
     /// data, or a log element is too large or repeated): listed in `saveErrors` until the key
     /// saves `subject` again.
     func reportRefusedSave(_ subject: String, message: String) {
-        if refusedSaves[subject]?.message != message {
-            logger.error("save refused", metadata: ["subject": "\(subject)", "error": "\(message)"])
-            refusedSaves[subject] = Problem(kind: .save, subject: subject, message: message)
-        }
+        logSaveReport(subject, message, reports.save(subject, message))
     }
 
     func clearRefusedSave(_ subject: String) {
-        if refusedSaves.removeValue(forKey: subject) != nil {
-            logger.info("refused save cleared", metadata: ["subject": "\(subject)"])
-        }
+        logSaveReport(subject, nil, reports.save(subject, nil))
     }
 
     func clearRefusedSaves(where belongs: (String) -> Bool) {
-        for subject in refusedSaves.keys where belongs(subject) { clearRefusedSave(subject) }
+        for subject in reports.clearSaves(where: belongs) { logSaveReport(subject, nil, .cleared) }
+    }
+
+    private func logSaveReport(_ subject: String, _ message: String?, _ outcome: ProgramReports.Outcome) {
+        switch outcome {
+        case .unchanged: break
+        case .reported: logger.error("save refused", metadata: ["subject": "\(subject)", "error": "\(message ?? "")"])
+        case .cleared: logger.info("refused save cleared", metadata: ["subject": "\(subject)"])
+        }
     }
 }

@@ -78,6 +78,45 @@ struct CommitQueue: Sendable {
 
     var isEmpty: Bool { writes.isEmpty && inbound.isEmpty }
 
+    /// The keys whose writes failed commits refused, in the user's terms, until a commit writes
+    /// again: listed one by one up to `listedSaveFailures`, the rest in one row.
+    private(set) var failedSaves: [String: ProblemFact] = [:]
+    static let listedSaveFailures = 20
+    static let moreSaveFailuresSubject = "(more keys)"
+
+    /// A failed commit refused a write of `subject`. (An import onto a full disk listed one row
+    /// per key: 4,001 problems, 5,000 lines of `status`.)
+    mutating func saveFailed(_ subject: String, reason: String, at date: Date = Date()) {
+        let listed = failedSaves[subject] != nil || failedSaves.count < Self.listedSaveFailures
+        let row = listed ? subject : Self.moreSaveFailuresSubject
+        let message = listed ? reason : "writes of more keys than the \(Self.listedSaveFailures) listed failed too "
+            + "(the count is of those writes): \(reason)"
+        var fact = failedSaves[row] ?? ProblemFact(message, since: date, occurrences: 0)
+        fact.message = message
+        fact.last = date
+        fact.occurrences = (fact.occurrences ?? 0) + 1
+        failedSaves[row] = fact
+    }
+
+    /// A commit wrote: the refusals of failing commits are over. Returns how many were listed.
+    mutating func savesWork() -> Int {
+        defer { failedSaves = [:] }
+        return failedSaves.count
+    }
+
+    /// The `commit` problem: commits fail, or they work on a disk short of space (described by
+    /// `shortOfSpace`, which knows the frame size).
+    func commitProblem(shortOfSpace describe: (DiskSpace) -> String) -> ProblemFact? {
+        if let failure {
+            // "Fail", not "are refused": a small write may still fit in SQLite's log on a full disk.
+            return ProblemFact(
+                "commits fail (\(failure.message)): local writes fail (a small one may still fit), and received "
+                    + "entries are fetched again once commits work, retried with back-off",
+                since: failure.first, last: failure.last, occurrences: failure.count)
+        }
+        return shortOfSpace.map { ProblemFact(describe($0)) }
+    }
+
     mutating func enqueue(_ write: PendingWrite) { writes.append(write) }
 
     /// Queues a received entry, unless the store is failing and its back-off has not passed;

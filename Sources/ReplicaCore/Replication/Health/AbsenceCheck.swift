@@ -31,6 +31,14 @@ struct AbsenceCheck: Sendable, Equatable {
     private var saved: UInt64?
     /// Whether the last look found contact: the stretch that a new contact continues.
     private var inContact = false
+    /// The absence this run came back from, longer than the retention (wall ms): listed until
+    /// the node restarts.
+    private(set) var returned: Absence?
+
+    struct Absence: Equatable, Sendable {
+        var since: UInt64
+        var until: UInt64
+    }
 
     static let saveInterval: UInt64 = 60_000
 
@@ -77,6 +85,7 @@ struct AbsenceCheck: Sendable, Equatable {
         lastContact = now
         if resumed && now - last > retentionMillis {
             saved = now
+            returned = Absence(since: last, until: now)
             return .returned(since: last, until: now)
         }
         guard now - (saved ?? 0) >= Self.saveInterval else { return .none }

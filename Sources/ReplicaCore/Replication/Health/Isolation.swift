@@ -19,8 +19,20 @@ struct Isolation: Equatable, Sendable {
     /// One tick: how long the node has been alone, once that reaches `limit` (nil before, and
     /// whenever a member is heard or there is nobody to hear).
     mutating func update(anyMemberAlive: Bool, hasMembersOrSeeds: Bool, now: ContinuousClock.Instant) -> Duration? {
-        Self.held(!anyMemberAlive && hasMembersOrSeeds, since: &since, limit: limit, now: now)
+        let alone = Self.held(!anyMemberAlive && hasMembersOrSeeds, since: &since, limit: limit, now: now)
+        condition = alone.map { .alone(for: $0) }
+        return alone
     }
+
+    /// How this node is isolated at the last judgement, if it is.
+    enum Condition: Equatable, Sendable {
+        /// No member heard for that long.
+        case alone(for: Duration)
+        /// Members heard, none hearing this node, for that long.
+        case unheard(for: Duration)
+    }
+
+    private(set) var condition: Condition?
 
     /// Since when members are heard but none hears this node.
     private(set) var unheardSince: ContinuousClock.Instant?
@@ -29,7 +41,9 @@ struct Isolation: Equatable, Sendable {
     /// (its key is not trusted there, or the link works one way only), once that reaches
     /// `limit`. Writes made here then reach no one either, although every member looks alive.
     mutating func unheard(anyMemberAlive: Bool, anyMemberHearsUs: Bool, now: ContinuousClock.Instant) -> Duration? {
-        Self.held(anyMemberAlive && !anyMemberHearsUs, since: &unheardSince, limit: limit, now: now)
+        let unheard = Self.held(anyMemberAlive && !anyMemberHearsUs, since: &unheardSince, limit: limit, now: now)
+        if condition == nil { condition = unheard.map { .unheard(for: $0) } }
+        return unheard
     }
 
     /// How long `condition` has held, once that reaches `limit`; it starts over when it breaks.

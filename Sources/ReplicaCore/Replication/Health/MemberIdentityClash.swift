@@ -31,7 +31,22 @@ struct MemberIdentityClash: Sendable {
     /// flood of records does.
     static let eventsKept = 16
     /// The members listed now.
-    private(set) var listed: Set<NodeID> = []
+    var listed: Set<NodeID> { Set(listings.keys) }
+
+    /// What shows a listed member's clash, and how often it showed in this stretch.
+    struct Listing: Equatable, Sendable {
+        enum Evidence: Equatable, Sendable {
+            /// It moved back and forth between these addresses.
+            case movesBetween([Endpoint])
+            /// It is heard at one address while records not its own keep placing it at another.
+            case placedElsewhere(heardAt: Endpoint?, placedAt: Endpoint?)
+        }
+
+        var evidence: Evidence
+        var occurrences: Int
+    }
+
+    private(set) var listings: [NodeID: Listing] = [:]
 
     init(window: Duration) {
         self.window = window
@@ -44,29 +59,59 @@ struct MemberIdentityClash: Sendable {
         recent.append(Move(at: now, address: address))
         if recent.count > Self.eventsKept { recent.removeFirst(recent.count - Self.eventsKept) }
         moves[node] = recent
-        guard !listed.contains(node), recent.count >= Self.movesToList else { return nil }
+        if listings[node] != nil {
+            // Still moving: one more occurrence, as long as it goes on.
+            listings[node]?.occurrences += 1
+            return nil
+        }
+        guard recent.count >= Self.movesToList else { return nil }
         // Back to an address it had left: an address seen, then another, then it again.
         let addresses = recent.map(\.address)
         let returned = addresses.indices.contains { index in
             addresses[..<index].contains(addresses[index]) && addresses[index - 1] != addresses[index]
         }
         guard returned else { return nil }
-        listed.insert(node)
         var distinct: [Endpoint] = []
         for address in addresses where !distinct.contains(address) { distinct.append(address) }
+        listings[node] = Listing(evidence: .movesBetween(distinct), occurrences: 1)
         return distinct
     }
 
-    /// A record that would move member `node`, heard directly, was held back. Returns true
-    /// while the member is listed (this contest listed it, or it was already).
-    mutating func contested(_ node: NodeID, now: ContinuousClock.Instant) -> Bool {
+    /// A record that would move member `node` (heard directly, at `heardAt`) to `placedAt` was
+    /// held back. Returns true while the member is listed (this contest listed it, or it was
+    /// already).
+    mutating func contested(_ node: NodeID, heardAt: Endpoint? = nil, placedAt: Endpoint? = nil, now: ContinuousClock.Instant) -> Bool {
         var recent = (contests[node] ?? []).filter { now - $0 < window }
         recent.append(now)
         if recent.count > Self.eventsKept { recent.removeFirst(recent.count - Self.eventsKept) }
         contests[node] = recent
-        guard listed.contains(node) || recent.count >= Self.contestsToList else { return false }
-        listed.insert(node)
+        guard listings[node] != nil || recent.count >= Self.contestsToList else { return false }
+        var listing = listings[node] ?? Listing(evidence: .placedElsewhere(heardAt: heardAt, placedAt: placedAt), occurrences: 0)
+        if let placedAt { listing.evidence = .placedElsewhere(heardAt: heardAt, placedAt: placedAt) }
+        listing.occurrences += 1
+        listings[node] = listing
         return true
+    }
+
+    /// The `memberIdentity` problems, by member.
+    var problems: [String: ProblemFact] {
+        var problems: [String: ProblemFact] = [:]
+        for (node, listing) in listings {
+            let message = switch listing.evidence {
+            case .movesBetween(let addresses):
+                "member \(node) keeps moving back and forth between \(addresses.map(\.description).joined(separator: " and ")) "
+                    + "(\(Self.movesToList) moves within \(window)): two processes seem to use the id \(node) "
+                    + "(a copied data directory, or --id given twice), and they overwrite each other's counter slots. Stop one; "
+                    + "each node needs its own --id and data directory"
+            case .placedElsewhere(let heardAt, let placedAt):
+                "member \(node) is heard at \(heardAt?.description ?? "its address") while records keep placing it at \(placedAt?.description ?? "another address") "
+                    + "(not sent by \(node) itself): another process uses the id \(node) (a copied data "
+                    + "directory, or --id given twice), or someone sends forged member records. The records are held back while "
+                    + "\(node) is heard where it is"
+            }
+            problems[node.rawValue] = ProblemFact(message, occurrences: listing.occurrences)
+        }
+        return problems
     }
 
     /// The listed members that have neither moved nor been contested for the window: no
@@ -74,8 +119,8 @@ struct MemberIdentityClash: Sendable {
     mutating func tick(now: ContinuousClock.Instant) -> [NodeID] {
         moves = moves.filter { _, moves in moves.last.map { now - $0.at < window } ?? false }
         contests = contests.filter { _, times in times.last.map { now - $0 < window } ?? false }
-        let over = listed.filter { moves[$0] == nil && contests[$0] == nil }
-        listed.subtract(over)
+        let over = listings.keys.filter { moves[$0] == nil && contests[$0] == nil }
+        for node in over { listings[node] = nil }
         return over.sorted { $0.rawValue < $1.rawValue }
     }
 
@@ -83,6 +128,6 @@ struct MemberIdentityClash: Sendable {
     mutating func forget(_ node: NodeID) {
         moves[node] = nil
         contests[node] = nil
-        listed.remove(node)
+        listings[node] = nil
     }
 }

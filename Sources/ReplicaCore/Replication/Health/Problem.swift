@@ -120,67 +120,80 @@ public struct Problem: Sendable, Equatable, Codable {
     }
 }
 
-/// The current problems of one kind family, by subject, for `status` and `health`.
+/// A problem as the state that causes it states it now: the message, and where that state
+/// keeps them, the times and occurrences of this stretch of it.
+struct ProblemFact: Equatable, Sendable {
+    var message: String
+    var since: Date?
+    var last: Date?
+    var occurrences: Int?
+
+    init(_ message: String, since: Date? = nil, last: Date? = nil, occurrences: Int? = nil) {
+        self.message = message
+        self.since = since
+        self.last = last
+        self.occurrences = occurrences
+    }
+}
+
+/// The problems `status` and `health` list, by kind and subject. Nothing raises or clears one
+/// by hand: each kind is listed, all at once, from the state that causes it
+/// (`Replica.listProblems`); the board keeps what that state does not (since when a problem
+/// has been listed) and says what changed, for the log.
 struct ProblemBoard: Sendable {
     private(set) var problems: [String: Problem] = [:]
 
     private static func id(_ kind: Problem.Kind, _ subject: String) -> String { "\(kind.rawValue)\u{1F}\(subject)" }
 
-    /// Records an occurrence; returns true if the problem is new (worth a log line).
-    @discardableResult
-    mutating func raise(_ kind: Problem.Kind, _ subject: String, _ message: String, at date: Date = Date()) -> Bool {
-        let id = Self.id(kind, subject)
-        if problems[id] != nil {
-            problems[id]?.recur(message, at: date)
-            return false
-        }
-        problems[id] = Problem(kind: kind, subject: subject, message: message, since: date)
-        return true
-    }
-
-    /// Raises a problem, or replaces the message of the one listed (its count and times stay):
-    /// a condition that goes on, described as it is now. Returns true if the problem is new.
-    @discardableResult
-    mutating func describe(_ kind: Problem.Kind, _ subject: String, _ message: String, at date: Date = Date()) -> Bool {
-        let id = Self.id(kind, subject)
-        guard problems[id] != nil else { return raise(kind, subject, message, at: date) }
-        problems[id]?.message = message
-        return false
-    }
-
-    /// Clears a problem; returns it if it was there.
-    @discardableResult
-    mutating func clear(_ kind: Problem.Kind, _ subject: String) -> Problem? {
-        problems.removeValue(forKey: Self.id(kind, subject))
-    }
-
-    /// The problems of `kind` are now exactly `current` (message by subject), derived from a
-    /// machine's state: new ones are raised, listed ones take the message, the rest clear.
-    /// Returns what changed, for the log.
-    @discardableResult
-    mutating func list(_ kind: Problem.Kind, _ current: [String: String], at date: Date = Date()) -> (raised: [Problem], cleared: [Problem]) {
+    /// What one listing changed: problems new, problems whose message changed, problems gone.
+    struct Change: Sendable {
         var raised: [Problem] = []
+        var redescribed: [Problem] = []
         var cleared: [Problem] = []
-        for problem in of(kind) where current[problem.subject] == nil {
-            if let gone = clear(kind, problem.subject) { cleared.append(gone) }
-        }
-        for (subject, message) in current.sorted(by: { $0.key < $1.key }) where describe(kind, subject, message, at: date) {
-            if let problem = problems[Self.id(kind, subject)] { raised.append(problem) }
-        }
-        return (raised, cleared)
     }
 
-    mutating func clearAll(_ kind: Problem.Kind) {
-        problems = problems.filter { $0.value.kind != kind }
+    /// The problems of `kind` are now exactly `current`, by subject: new ones are listed, listed
+    /// ones take the message (and the times and count, where the fact has them), the rest clear.
+    @discardableResult
+    mutating func list(_ kind: Problem.Kind, _ current: [String: ProblemFact], at date: Date = Date()) -> Change {
+        var change = Change()
+        for problem in of(kind) where current[problem.subject] == nil {
+            if let gone = problems.removeValue(forKey: Self.id(kind, problem.subject)) { change.cleared.append(gone) }
+        }
+        for (subject, fact) in current.sorted(by: { $0.key < $1.key }) {
+            let id = Self.id(kind, subject)
+            guard var problem = problems[id] else {
+                let problem = Problem(
+                    kind: kind, subject: subject, message: fact.message, since: fact.since ?? date, last: fact.last,
+                    count: fact.occurrences ?? 1)
+                problems[id] = problem
+                change.raised.append(problem)
+                continue
+            }
+            if problem.message != fact.message {
+                problem.message = fact.message
+                change.redescribed.append(problem)
+            }
+            if let occurrences = fact.occurrences, occurrences != problem.count {
+                problem.count = occurrences
+                problem.last = fact.last ?? date
+            } else if let last = fact.last {
+                problem.last = last
+            }
+            if let since = fact.since { problem.since = since }
+            problems[id] = problem
+        }
+        return change
+    }
+
+    /// The same, for facts that are messages only.
+    @discardableResult
+    mutating func list(_ kind: Problem.Kind, messages current: [String: String], at date: Date = Date()) -> Change {
+        list(kind, current.mapValues { ProblemFact($0) }, at: date)
     }
 
     /// Whether that problem is listed now.
     func contains(_ kind: Problem.Kind, _ subject: String) -> Bool { problems[Self.id(kind, subject)] != nil }
-
-    /// Whether that problem is listed now with that message.
-    func contains(_ kind: Problem.Kind, _ subject: String, saying message: String) -> Bool {
-        problems[Self.id(kind, subject)]?.message == message
-    }
 
     func of(_ kind: Problem.Kind) -> [Problem] {
         problems.values.filter { $0.kind == kind }.sorted { $0.since < $1.since }

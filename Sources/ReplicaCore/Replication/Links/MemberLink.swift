@@ -15,6 +15,8 @@ final class MemberLink: @unchecked Sendable {
     let dealerEvents: any MessageSocket
     /// Sources whose relays this member passes on to us (SUB subscriptions beyond the standing ones).
     var relayedSources: Set<NodeID> = []
+    /// Why the member refused our last handshake, until one succeeds (a `handshake` problem).
+    var handshakeRefusal: String?
 
     init(node: NodeID, address: Endpoint, from listen: Endpoint, context: any SocketFactory, limits: WireLimits, security: LinkSecurity) throws {
         self.node = node
@@ -57,6 +59,8 @@ final class SeedContact: @unchecked Sendable {
     let events: any MessageSocket
     var dialer: LinkDialer
     var lastJoinSent: ContinuousClock.Instant?
+    /// Why the seed refused our last handshake, until one succeeds (a `handshake` problem).
+    var handshakeRefusal: String?
     /// When a discovery beacon named it (nil: a configured seed); see `SeedRetirement`.
     let discoveredAt: ContinuousClock.Instant?
 
