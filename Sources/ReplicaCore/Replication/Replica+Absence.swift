@@ -8,10 +8,10 @@ extension Replica {
     /// tombstone retention.
     func noteContact() {
         guard case .agrees = clockCheck.verdict, let now = expiryWallMillis(received: false) else {
-            absence.contactLost()
+            healthState.absence.contactLost()
             return
         }
-        switch absence.contact(atWallMillis: now) {
+        switch healthState.absence.contact(atWallMillis: now) {
         case .none: break
         case .save(let wall): saveLastContact(wall)
         case .returned(_, let until):
@@ -23,8 +23,8 @@ extension Replica {
     /// Saves the last contact, if later than the one saved: at a clean stop, so that the next
     /// start judges from it.
     func saveUnsavedContact() {
-        guard let contact = absence.unsaved else { return }
-        absence.markSaved(contact)
+        guard let contact = healthState.absence.unsaved else { return }
+        healthState.absence.markSaved(contact)
         saveLastContact(contact)
     }
 

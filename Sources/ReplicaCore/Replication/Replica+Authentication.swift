@@ -6,12 +6,12 @@ import Foundation
 extension Replica {
     /// The ZAP socket (CURVE only) and the handshake monitors, polled with the other sockets.
     var authenticationSockets: [any MessageSocket] {
-        (authenticator.map { [$0] } ?? []) + handshakeMonitors.map(\.socket)
+        (admission.authenticator.map { [$0] } ?? []) + admission.handshakeMonitors.map(\.socket)
     }
 
     /// Why two nodes of different security modes cannot talk, in this node's terms.
     var securityMismatch: String {
-        (curve != nil ? "the peer does not use CURVE (started --insecure?) while this node does" : "the peer requires CURVE while this node runs insecure")
+        (admission.curve != nil ? "the peer does not use CURVE (started --insecure?) while this node does" : "the peer requires CURVE while this node runs insecure")
             + ": the two cannot connect. A cluster is all CURVE or all insecure (docs/security.md, \"Moving a cluster to CURVE\")"
     }
 
@@ -19,16 +19,16 @@ extension Replica {
     static let stallAftermath: Duration = .seconds(5)
 
     func serviceAuthentication() {
-        for monitor in handshakeMonitors {
+        for monitor in admission.handshakeMonitors {
             let report = monitor.drain()
-            for descriptor in report.closed { acceptedConnections.closed(descriptor) }
+            for descriptor in report.closed { admission.acceptedConnections.closed(descriptor) }
             counters.handshakesFailed += report.failedHandshakes
             if report.mechanismMismatches > 0 {
                 warn("security_mismatch", "refused \(report.mechanismMismatches) incoming connection(s) "
-                    + (curve != nil ? "without CURVE: " : "that use CURVE: ") + securityMismatch)
+                    + (admission.curve != nil ? "without CURVE: " : "that use CURVE: ") + securityMismatch)
             }
             // Insecure, the rest are only counted: port scans and connections closed early.
-            if curve != nil, report.failedHandshakes > report.mechanismMismatches {
+            if admission.curve != nil, report.failedHandshakes > report.mechanismMismatches {
                 let failed = report.failedHandshakes - report.mechanismMismatches
                 if let resumed = lastStallEnded, instant() - resumed < Self.stallAftermath {
                     // Members re-dial a silent node, and give up on each handshake it cannot run
@@ -41,7 +41,7 @@ extension Replica {
                 }
             }
         }
-        guard let authenticator else { return }
+        guard let authenticator = admission.authenticator else { return }
         while let request = try? authenticator.receive(maxFrames: 8) {
             do {
                 _ = try authenticator.send(answer(request.frames), wait: true)
@@ -54,33 +54,35 @@ extension Replica {
     /// Records which key the connection of a message to our sockets proved. False, and the
     /// connection ended, if that key is no longer trusted: the message must not be acted on.
     func admitsConnection(_ sender: MessageSender?) -> Bool {
-        guard curve != nil, let sender, let key = sender.userID else { return true }
+        guard admission.curve != nil, let sender, let key = sender.userID else { return true }
         // Known: its key was trusted when recorded, and a revocation forgets what it revokes.
-        if acceptedConnections.knows(sender.descriptor, as: key) { return true }
+        if admission.acceptedConnections.knows(sender.descriptor, as: key) { return true }
         guard isTrusted(z85: key) else {
-            if acceptedConnections.endUntrusted(sender.descriptor) { endConnections([sender.descriptor]) }
+            if admission.acceptedConnections.endUntrusted(sender.descriptor) { endConnections([sender.descriptor]) }
             return false
         }
-        acceptedConnections.heard(on: sender.descriptor, key: key)
+        admission.acceptedConnections.heard(on: sender.descriptor, key: key)
         return true
     }
 
     /// The member whose CURVE key authenticated a message's connection, as the trust names it
     /// (nil insecure, or for a key trusted under no id).
     func keyOwner(of sender: MessageSender?) -> NodeID? {
-        guard curve != nil, let key = sender?.userID, let raw = CurveKeyPair.rawBytes(ofZ85: key) else { return nil }
-        return keyOwners[raw]
+        guard admission.curve != nil, let key = sender?.userID, let raw = CurveKeyPair.rawBytes(ofZ85: key) else { return nil }
+        return admission.keyOwners[raw]
     }
 
     /// Ends the connections made with keys that are no longer trusted (after a trust change).
     func cutRevokedConnections() {
-        endConnections(acceptedConnections.revoke { isTrusted(z85: $0) })
+        // The keys are read before the connections are changed: one access to `admission` at a time.
+        let trusted = admission.trustedKeys
+        endConnections(admission.acceptedConnections.revoke { key in CurveKeyPair.rawBytes(ofZ85: key).map { trusted.contains($0) } ?? false })
     }
 
     /// Forgets the refusals of keys trusted now: `status` lists what is still refused (the
     /// count since start stays in `untrustedHandshakesRefused`).
     func forgetRefusalsOfTrustedKeys() {
-        refusedHandshakes = refusedHandshakes.filter { !($0.value.publicKey.map(isTrusted(z85:)) ?? false) }
+        admission.refusedHandshakes = admission.refusedHandshakes.filter { !($0.value.publicKey.map(isTrusted(z85:)) ?? false) }
     }
 
     /// The `handshake` problems: members and seeds that refused our handshakes (by address), and
@@ -90,11 +92,11 @@ extension Replica {
     func handshakeProblems() -> [String: ProblemFact] {
         var problems: [String: ProblemFact] = [:]
         for link in links.values { if let refusal = link.handshakeRefusal { problems[link.address.description] = ProblemFact(refusal) } }
-        for seed in seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
-        guard !refusedHandshakes.isEmpty else { return problems }
+        for seed in seeding.seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
+        guard !admission.refusedHandshakes.isEmpty else { return problems }
         var membersAt: [String: [MemberRecord]] = [:]
         for record in membership.listed where record.status == .active { membersAt[record.address.host, default: []].append(record) }
-        for refusal in refusedHandshakes.values.sorted(by: { $0.last < $1.last }) {
+        for refusal in admission.refusedHandshakes.values.sorted(by: { $0.last < $1.last }) {
             guard let atHost = membersAt[refusal.address], atHost.count == 1, let member = atHost.first else { continue }
             let earlier = problems[member.node.rawValue]?.occurrences ?? 0
             problems[member.node.rawValue] = ProblemFact(
@@ -110,7 +112,7 @@ extension Replica {
     static let refusedHandshakeRows = 64
 
     private func isTrusted(z85 key: String) -> Bool {
-        CurveKeyPair.rawBytes(ofZ85: key).map { trustedKeys.contains($0) } ?? false
+        CurveKeyPair.rawBytes(ofZ85: key).map { admission.trustedKeys.contains($0) } ?? false
     }
 
     private func endConnections(_ descriptors: [Int32]) {
@@ -130,21 +132,21 @@ extension Replica {
         let mechanism = String(decoding: frames[5], as: UTF8.self)
         let key = frames.count >= 7 ? frames[6] : []
         let keyText = CurveKeyPair.z85(ofRaw: key)
-        if mechanism == "CURVE" && trustedKeys.contains(key) {
+        if mechanism == "CURVE" && admission.trustedKeys.contains(key) {
             return [Array("1.0".utf8), requestID, Array("200".utf8), Array("OK".utf8), Array((keyText ?? "").utf8), []]
         }
         // By address and key: two nodes on one host (or one node that changed its key) are two rows.
         let row = address + " " + (keyText ?? "-")
-        if refusedHandshakes[row] == nil, refusedHandshakes.count >= Self.refusedHandshakeRows,
-           let oldest = refusedHandshakes.min(by: { $0.value.last < $1.value.last })?.key {
+        if admission.refusedHandshakes[row] == nil, admission.refusedHandshakes.count >= Self.refusedHandshakeRows,
+           let oldest = admission.refusedHandshakes.min(by: { $0.value.last < $1.value.last })?.key {
             // A client making up a key per attempt added a row each time, for as long as the
             // node ran; the count since start stays in `untrustedHandshakesRefused`.
-            refusedHandshakes[oldest] = nil
+            admission.refusedHandshakes[oldest] = nil
         }
-        var refusal = refusedHandshakes[row] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())
+        var refusal = admission.refusedHandshakes[row] ?? ReplicaStatus.RefusedHandshake(address: address, publicKey: keyText, count: 0, last: Date())
         refusal.count += 1
         refusal.last = Date()
-        refusedHandshakes[row] = refusal
+        admission.refusedHandshakes[row] = refusal
         counters.untrustedHandshakesRefused += 1
         if refusal.count == 1 || refusal.count % 100 == 0 {
             // Once per 10 s at most, as other refused input: each made-up key was a line.

@@ -51,9 +51,9 @@ extension Replica {
         }
         noteClockLead(lead)
         // A member that is down has no clock to judge: what was said of it is stale.
-        memberClockFaults = judgeMemberClocks(
+        healthState.memberClockFaults = judgeMemberClocks(
             measured, median: clockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals,
-            keeping: memberClockFaults.filter { unheard.contains($0.key) })
+            keeping: healthState.memberClockFaults.filter { unheard.contains($0.key) })
     }
 
     /// The `clock` problem, from the clock check's state: a clock beyond the limit from the
@@ -67,7 +67,7 @@ extension Replica {
         if configuration.requireClockCheck && !clockCheck.hasAgreed && clockCheck.verdict == .unverified {
             return clockCheck.isUnchecked(now: now) ? ReplicaError.clockUnchecked.description : clockNotComparedYet
         }
-        return clockLead?.description
+        return healthState.clockLead?.description
     }
 
     /// The `clock` problem of a node that requires a clock check, before its first comparison
@@ -99,9 +99,9 @@ extension Replica {
     /// (its figures would change every second).
     func noteClockLead(_ refusal: ReplicaError?) {
         if clockCheck.refusal != nil || refusal == nil {
-            clockLead = nil
-        } else if clockLead == nil {
-            clockLead = refusal
+            healthState.clockLead = nil
+        } else if healthState.clockLead == nil {
+            healthState.clockLead = refusal
         }
     }
 
@@ -117,8 +117,8 @@ extension Replica {
     /// no member trusts, was never listed isolated; then listed and cleared each
     /// time its discovered seed expired).
     var hasMembersOrSeeds: Bool {
-        !configuration.peers.isEmpty || !membership.active.isEmpty || !seeds.isEmpty
-            || lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
+        !configuration.peers.isEmpty || !membership.active.isEmpty || !seeding.seeds.isEmpty
+            || seeding.lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
     }
 
     /// The members whose clocks are off, as `peerClock` problems, once this node's own clock has
@@ -133,7 +133,7 @@ extension Replica {
             // said (instead of what was said of its clock) until this clock takes them, or none
             // has been refused for a while. Each check that saw new refusals is one more
             // occurrence.
-            if var listed = memberClockFaults[node], listed.message.hasPrefix(Self.refusedEntriesPrefix) {
+            if var listed = healthState.memberClockFaults[node], listed.message.hasPrefix(Self.refusedEntriesPrefix) {
                 if newRefusals[node] ?? 0 > 0 { listed.occurrences = (listed.occurrences ?? 1) + 1 }
                 faults[node] = listed
                 continue
@@ -155,7 +155,7 @@ extension Replica {
                 message = "\(subject)'s clock is \(-offset / 1000) s behind this node's and its other members'; it refuses its own writes while so"
             }
             // Each check that finds it off is one more occurrence.
-            faults[node] = ProblemFact(message, occurrences: (memberClockFaults[node]?.occurrences ?? 0) + 1)
+            faults[node] = ProblemFact(message, occurrences: (healthState.memberClockFaults[node]?.occurrences ?? 0) + 1)
         }
         return faults
     }

@@ -144,7 +144,7 @@ extension Replica {
         // `leave` began): committed after the departure, they were acknowledged and reached no
         // member.
         if leaving != nil || membership.local.status != .active { return .leaving }
-        if let rival = identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
+        if let rival = healthState.identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
         let error: ReplicaError
         switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
         case .hold: return nil
@@ -173,10 +173,10 @@ extension Replica {
         // Recorded once the sequences are taken: a sync reply leaves out what members report
         // holding of our stream (`PublishedStamps`).
         guard let publisher else {
-            publishedStamps.unpublished(clock: clock.last)
+            own.published(clock: clock.last, sent: false)
             return
         }
-        defer { publishedStamps.published(through: sequence, clock: clock.last) }
+        defer { own.published(clock: clock.last) }
         let limits = codec.limits
         var start = entries.startIndex
         while start < entries.endIndex {
@@ -190,11 +190,8 @@ extension Replica {
                 }
             }
             let batch = entries[start..<end]
-            let first = sequence &+ 1
-            for entry in batch {
-                sequence &+= 1
-                retransmit.record(entry.key, sequence: sequence)
-            }
+            let first = own.sequence &+ 1
+            for entry in batch { _ = own.take(entry.key) }
             let frame: [UInt8]
             if batch.count == 1 && !codec.publishesInline(batch[start]) {
                 // Queued per subscriber, a large value would cost its size for each one that
@@ -202,7 +199,7 @@ extension Replica {
                 // members fetch it by a repair (kind 5) on seeing the gap, which the heartbeat
                 // sent at the next turn shows at once.
                 counters.largeUpdatesWithheld += 1
-                nextHeartbeat = instant()
+                duties.runSoon(.heartbeat, now: instant())
                 start = end
                 continue
             } else if batch.count == 1 {
@@ -211,7 +208,7 @@ extension Replica {
                 // Moved out of the property and back after the send: a uniquely held buffer is
                 // written in place, with no copy and no allocation.
                 var buffer: [UInt8] = []
-                swap(&buffer, &publishBuffer)
+                swap(&buffer, &own.buffer)
                 frame = codec.publishFrame(batchOf: identity.node, firstSequence: first, entries: batch, reusing: consume buffer)
             }
             do {
@@ -222,7 +219,7 @@ extension Replica {
                 // PUB never blocks; a failure here is a closed context. Repairs fill the gap.
                 logger.error("publish failed", metadata: ["updates": "\(batch.count)", "error": "\(error)"])
             }
-            if batch.count > 1 { publishBuffer = frame }
+            if batch.count > 1 { own.buffer = frame }
             start = end
         }
     }

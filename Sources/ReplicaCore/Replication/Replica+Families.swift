@@ -118,7 +118,7 @@ extension Replica {
                 logger.info("collected \(keys.count) expired tombstone(s)")
             }
             // Some may be left: the rest at the next tick.
-            if keys.count == Self.tombstonesPerSweep { nextTombstoneSweep = instant() }
+            if keys.count == Self.tombstonesPerSweep { duties.runSoon(.tombstoneSweep, now: instant()) }
             return keys.count
         } catch {
             logger.error("tombstone collection failed", metadata: ["error": "\(error)"])

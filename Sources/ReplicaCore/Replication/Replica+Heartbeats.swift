@@ -21,7 +21,7 @@ extension Replica {
         // `PublishedStamps.heard`). Moving the clock to the wall clock here instead would carry
         // a wrong wall clock into it without any write.
         let heartbeat = Heartbeat(
-            origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: sequence,
+            origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: own.sequence,
             timestamp: clock.leastNext, wallMillis: configuration.wallClock(), digestRoot: store.digest.root,
             entryCount: UInt64(store.count), membersDigest: membership.digest, storeSerial: store.serial,
             reports: reports)

@@ -8,14 +8,14 @@ extension Replica {
     /// Whether a member may be dialled: always when insecure; under CURVE only with a trusted
     /// key, and (where the trust source names keys) its own id's key.
     func isAdmitted(_ record: MemberRecord) -> Bool {
-        guard curve != nil else { return true }
-        guard let key = record.publicKey, trustedKeys.contains(key) else { return false }
-        if let owner = keyOwners[key], owner != record.node { return false }
+        guard admission.curve != nil else { return true }
+        guard let key = record.publicKey, admission.trustedKeys.contains(key) else { return false }
+        if let owner = admission.keyOwners[key], owner != record.node { return false }
         return true
     }
 
     func linkSecurity(serverKey: [UInt8]?) -> LinkSecurity? {
-        guard let curve else { return .insecure }
+        guard let curve = admission.curve else { return .insecure }
         guard let serverKey, let text = CurveKeyPair.z85(ofRaw: serverKey) else { return nil }
         return .curve(curve.keys, serverKey: text)
     }
@@ -70,7 +70,7 @@ extension Replica {
         link.close()
         pollItemsCache = nil
         // Relays taken through it are chosen again at the next housekeeping (`keepHouse`).
-        relaysTaken = relaysTaken.filter { $0.value != node }
+        relays.relayGone(node)
     }
 
     func receiveLinkEvents(of node: NodeID, subscriber: Bool) {
@@ -108,13 +108,13 @@ extension Replica {
     func contactSeeds() {
         let own = [configuration.listen, membership.local.address]
         for seed in configuration.peers where !own.contains(seed) {
-            openSeed(seed, serverKey: curve?.peerKeys[seed].flatMap(CurveKeyPair.rawBytes(ofZ85:)))
+            openSeed(seed, serverKey: admission.curve?.peerKeys[seed].flatMap(CurveKeyPair.rawBytes(ofZ85:)))
         }
     }
 
     /// `discovered`: named by a discovery beacon (bounded in number and life, `SeedRetirement`).
     func openSeed(_ address: Endpoint, serverKey: [UInt8]?, discovered: Bool = false) {
-        guard !isShutDown, !seeds.contains(where: { $0.address == address }) else { return }
+        guard !isShutDown, !seeding.seeds.contains(where: { $0.address == address }) else { return }
         guard let security = linkSecurity(serverKey: serverKey) else {
             logger.warning("seed \(address) has no trusted public key; not contacted")
             return
@@ -122,10 +122,10 @@ extension Replica {
         if discovered { closeDiscoveredSeeds(making: 1, now: instant()) }
         do {
             let seed = try SeedContact(
-                id: nextSeedID, address: address, from: configuration.listen, context: sockets,
+                id: seeding.nextID, address: address, from: configuration.listen, context: sockets,
                 limits: configuration.limits, security: security, discovered: discovered, now: instant())
-            nextSeedID += 1
-            seeds.append(seed)
+            seeding.nextID += 1
+            seeding.seeds.append(seed)
             pollItemsCache = nil
             sendJoin(to: seed, now: instant())
         } catch {
@@ -142,21 +142,21 @@ extension Replica {
 
     /// Closes the discovered seeds past their life, and the oldest beyond the limit.
     func closeDiscoveredSeeds(making: Int = 0, now: ContinuousClock.Instant) {
-        for id in SeedRetirement.discoveredToClose(seeds: seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
-            logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") (found by beacon, or the last address of a member another member's record ended) made this node no member in time: no longer asked")
+        for id in SeedRetirement.discoveredToClose(seeds: seeding.seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
+            logger.info("seed \(seeding.seeds.first { $0.id == id }?.address.description ?? "") (found by beacon, or the last address of a member another member's record ended) made this node no member in time: no longer asked")
             closeSeed(id)
         }
     }
 
     func closeSeed(_ id: Int) {
-        guard let index = seeds.firstIndex(where: { $0.id == id }) else { return }
-        let seed = seeds.remove(at: index)
+        guard let index = seeding.seeds.firstIndex(where: { $0.id == id }) else { return }
+        let seed = seeding.seeds.remove(at: index)
         seed.close()
         pollItemsCache = nil
     }
 
     func receiveSeedEvents(of id: Int) {
-        guard let seed = seeds.first(where: { $0.id == id }) else { return }
+        guard let seed = seeding.seeds.first(where: { $0.id == id }) else { return }
         let now = instant()
         for _ in 0..<16 {
             guard let notice = try? seed.events.receiveMonitorNotice() else { return }
@@ -187,11 +187,11 @@ extension Replica {
         case .mechanismMismatch:
             message = "\(peer) at \(address): \(securityMismatch)"
         case .refused(400):
-            message = "\(peer) at \(address) refused this node's key (\(curve?.keys.publicKey ?? "-")): its trust directory does "
+            message = "\(peer) at \(address) refused this node's key (\(admission.curve?.keys.publicKey ?? "-")): its trust directory does "
                 + "not hold this node's public key. Copy this node's ID.pub there (docs/security.md)"
         case .refused(let status):
             message = "\(peer) at \(address) refused the connection (authentication status \(status))"
-        case .protocolError(ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) where curve != nil:
+        case .protocolError(ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) where admission.curve != nil:
             message = "\(peer) at \(address) failed the CURVE handshake (a cryptographic error): it holds another key than "
                 + "the one this node trusts for it (a rotated key whose new .pub is not here yet?). Check its ID.pub in the "
                 + "trust directory (docs/security.md)"
@@ -202,7 +202,7 @@ extension Replica {
     }
 
     func receiveSeedReplies(from id: Int) {
-        guard let seed = seeds.first(where: { $0.id == id }) else { return }
+        guard let seed = seeding.seeds.first(where: { $0.id == id }) else { return }
         while let message = try? seed.dealer.receive(maxFrames: 1) {
             do {
                 guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count, more: message.truncated) }
@@ -226,15 +226,15 @@ extension Replica {
     /// outlived every connection).
     func maintainSeeds(now: ContinuousClock.Instant) {
         let dialTiming = LinkDialer.Timing.adapted(to: nil, silentRedialEvery: timing.silentRedialEvery)
-        if !seeds.isEmpty {
+        if !seeding.seeds.isEmpty {
             let alive = Set(activeSessions.filter { $0.liveness.state == .alive }.map(\.record.address))
-            for id in SeedRetirement.redundant(seeds: seeds.map { ($0.id, $0.address) }, aliveMembers: alive) {
-                logger.info("seed \(seeds.first { $0.id == id }?.address.description ?? "") is a member heard here: no longer asked to join")
+            for id in SeedRetirement.redundant(seeds: seeding.seeds.map { ($0.id, $0.address) }, aliveMembers: alive) {
+                logger.info("seed \(seeding.seeds.first { $0.id == id }?.address.description ?? "") is a member heard here: no longer asked to join")
                 closeSeed(id)
             }
             closeDiscoveredSeeds(now: now)
         }
-        for seed in seeds {
+        for seed in seeding.seeds {
             if seed.dialer.shouldRedial(now: now, peerSilent: false, timing: dialTiming) {
                 _ = try? seed.dealer.redial(Endpoint.connecting(to: seed.syncAddress, from: configuration.listen))
                 seed.dialer.dialed(now: now)
@@ -250,7 +250,7 @@ extension Replica {
             }
         }
         let anyAlive = activeSessions.contains { $0.liveness.state == .alive }
-        if seedRecontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
+        if seeding.recontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
             logger.info("no member heard for \(timing.downAfter); contacting the seeds again")
             contactSeeds()
         }
@@ -271,24 +271,26 @@ extension Replica {
                 return heartbeat.reports[identity.node]?.hearsDirectly == true
             }
         }
-        if isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) == nil {
-            _ = isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: anyMemberAlive && anyMemberHearsUs(), now: now)
+        let hasMembersOrSeeds = hasMembersOrSeeds
+        if healthState.isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) == nil {
+            let hearsUs = anyMemberAlive && anyMemberHearsUs()
+            _ = healthState.isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: hearsUs, now: now)
         }
     }
 
     /// The `isolated` problem, from `isolation`'s last judgement.
     func isolationProblem() -> String? {
-        switch isolation.condition {
+        switch healthState.isolation.condition {
         case nil: return nil
         case .alone(let alone):
-            let pending = seeds.map(\.address.description)
+            let pending = seeding.seeds.map(\.address.description)
             let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
             let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
                 ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
                 : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
             return "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
                 + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
-                + (curve == nil ? "" : "; with CURVE, also that each --peer ID@HOST:PORT names the node that listens there (a seed "
+                + (admission.curve == nil ? "" : "; with CURVE, also that each --peer ID@HOST:PORT names the node that listens there (a seed "
                     + "dialled with another node's key drops the handshake without a word)")
         case .unheard(let unheard):
             return "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "

@@ -39,14 +39,14 @@ extension Replica {
     /// Saves the table when it changed (at most once a second; at once with `force`, at shutdown).
     /// A failure (a full disk) is logged and retried later: the table only spares the seeds.
     func saveMemberTable(now: ContinuousClock.Instant, force: Bool = false) {
-        guard membership.digest != savedMemberTableDigest, force || now >= nextMemberTableSave else { return }
-        nextMemberTableSave = now + Self.memberTableSaveInterval
+        guard membership.digest != savedMemberTableDigest, duties.savesMemberTable(now: now, force: force) else { return }
         do {
             try store.saveMemberTable(memberTableMessages())
             savedMemberTableDigest = membership.digest
+            duties.memberTableSaved(now: now, failed: false)
         } catch {
-            logger.warning("cannot save the member table\(force ? "" : " (retrying in \(Self.memberTableRetryInterval))"): \(error)")
-            nextMemberTableSave = now + Self.memberTableRetryInterval
+            logger.warning("cannot save the member table\(force ? "" : " (retrying in \(duties.intervals.memberTableRetry))"): \(error)")
+            duties.memberTableSaved(now: now, failed: true)
         }
     }
 
@@ -56,6 +56,4 @@ extension Replica {
             .map { codec.encode(.members($0)) }
     }
 
-    static let memberTableSaveInterval: Duration = .seconds(1)
-    static let memberTableRetryInterval: Duration = .seconds(30)
 }

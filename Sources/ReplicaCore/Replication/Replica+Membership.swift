@@ -9,14 +9,14 @@ extension Replica {
     func mergeMembers(_ records: [MemberRecord], from source: NodeID, sender: NodeID?) {
         let now = instant()
         let result = membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
-                                      keyOwners: keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
+                                      keyOwners: admission.keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
         act(on: result, from: source.rawValue, now: now)
     }
 
     /// Takes the records held back against members that have fallen silent since (`Membership.releaseHeld`).
     func releaseHeldRecords(now: ContinuousClock.Instant) {
         guard let result = membership.releaseHeld(heardDirectly: heardDirectly(now: now), wallMillis: configuration.wallClock(),
-                                                  expiryWallMillis: expiryWallMillis(received: true), keyOwners: keyOwners)
+                                                  expiryWallMillis: expiryWallMillis(received: true), keyOwners: admission.keyOwners)
         else { return }
         act(on: result, from: "records held while their members were heard", now: now)
     }
@@ -55,14 +55,14 @@ extension Replica {
     private func noteHeld(_ record: MemberRecord, from source: String, now: ContinuousClock.Instant) {
         logger.debug("held back a member record of \(record.node) (\(record.status), at \(record.address)) from \(source): \(record.node) is heard directly")
         guard record.status == .active else { return }
-        _ = memberClash.contested(record.node, heardAt: membership[record.node]?.address, placedAt: record.address, now: now)
+        _ = healthState.memberClash.contested(record.node, heardAt: membership[record.node]?.address, placedAt: record.address, now: now)
     }
 
     /// A member's heartbeat reported this node: heard directly in another life is evidence of a
     /// second process with our id (`IdentityClash`).
     func judgeReport(ofUs report: PeerReport, by member: NodeID, now: ContinuousClock.Instant) {
-        guard identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
-              identityClash.rival != nil
+        guard healthState.identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
+              healthState.identityClash.rival != nil
         else { return }
         // Listed (health fails) and local writes refused until it stops: `identityClash.rival`.
         doubt(identity.node)
@@ -77,22 +77,17 @@ extension Replica {
         Date(timeIntervalSince1970: Double(millis) / 1000).formatted(.iso8601)
     }
 
-    /// Two processes may write as `node` (we, or a member): "its writes" and "its reports" no
-    /// longer mean one thing, so sync replies leave out nothing of it for the rest of this life.
-    /// Replies left out some before the doubt arose, and the marks they completed would keep a
-    /// requester from ever fetching what that wrongly left out: marks given until now are no
-    /// longer honoured (each requester's next sync goes in full).
+    /// Two processes may write as `node` (we, or a member): see `IdentityDoubt`.
     func doubt(_ node: NodeID) {
-        guard identitiesDoubted.insert(node).inserted else { return }
-        serialAtLastDoubt = store.serial
+        doubts.doubt(node, serial: store.serial)
     }
 
     /// The clash is over once no member has reported another life of our id for the window. So
     /// is an impersonation no member has passed on for as long.
     func judgeIdentityClash(now: ContinuousClock.Instant) {
-        _ = identityClash.tick(now: now)
-        _ = memberClash.tick(now: now)
-        _ = trustFaults.expire(now: now, window: identityClash.window)
+        _ = healthState.identityClash.tick(now: now)
+        _ = healthState.memberClash.tick(now: now)
+        _ = healthState.trustFaults.expire(now: now, window: healthState.identityClash.window)
     }
 
     /// A record refused by `Membership.merge` (its key is trusted here as another node's): a
@@ -107,7 +102,7 @@ extension Replica {
             + "a process holding \(owner)'s secret key claims to be \(record.node), or this node's trust directory names "
             + "\(record.node)'s key \(owner).pub by mistake. The record is refused. Stop that process, or name the file "
             + "\(record.node).pub; if \(owner)'s key is not in safe hands, remove \(owner).pub from every member's trust directory"
-        trustFaults.impersonated(subject, message, now: now)
+        healthState.trustFaults.impersonated(subject, message, now: now)
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
@@ -127,7 +122,7 @@ extension Replica {
             _ = sessions[record.node]?.recordChanged(record, now: now)
         case .moved(let record):
             logger.info("member \(record.node) moved to \(record.address)")
-            if memberClash.moved(record.node, to: record.address, now: now) != nil {
+            if healthState.memberClash.moved(record.node, to: record.address, now: now) != nil {
                 doubt(record.node)
             }
             // Its old connections close: a sync running over them will not be answered.
@@ -169,8 +164,8 @@ extension Replica {
         closeLink(to: node)
         unheardDials.remove(node)
         planner.remove(node)
-        memberClockFaults[node] = nil
-        memberClash.forget(node)
+        healthState.memberClockFaults[node] = nil
+        healthState.memberClash.forget(node)
     }
 
     /// Tells every member (on PUB) about records that changed our table.
@@ -248,7 +243,7 @@ extension Replica {
         let now = instant()
         let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
         var progress = LeaveProgress(
-            asking: alive, epoch: epoch, published: sequence,
+            asking: alive, epoch: epoch, published: own.sequence,
             earlierWrites: store.holdsVersions(by: identity.node, through: timestampAtStart), force: force, now: now,
             handOffTime: configuration.leaveTimeout, acknowledgementTime: Self.departureAcknowledgementTime)
         var actions: [LeaveProgress.Action] = []
@@ -261,7 +256,7 @@ extension Replica {
         // committed after the departure, they reached no member. (Not when the node stays at
         // once, no member holding its writes: they wait for the check, as before.)
         if !commits.writes.isEmpty && !actions.contains(.finish(left: false)) { flush() }
-        logger.info("leaving the cluster: handing \(sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
+        logger.info("leaving the cluster: handing \(own.sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
         return await withCheckedContinuation { continuation in
             leaveWaiters.append(continuation)
             for action in actions { perform(action) }
@@ -277,7 +272,7 @@ extension Replica {
     /// A member's heartbeat arrived while leaving: does it now hold our writes?
     func leaveHeard(from node: NodeID, now: ContinuousClock.Instant) {
         guard leaving != nil else { return }
-        leaving?.published = sequence
+        leaving?.published = own.sequence
         guard let action = leaving?.heard(leaveReport(of: node), sameState: hasOurState(node), from: node, now: now) else { return }
         perform(action)
     }
@@ -365,13 +360,13 @@ extension Replica {
     /// newly trusted members are dialled, members no longer trusted are hung up on, and the ZAP
     /// handler admits connections by the new list at once.
     public func updateTrust(trusted: Set<String>, keyOwners owners: [String: NodeID]) {
-        guard var settings = curve else { return }
+        guard var settings = admission.curve else { return }
         settings.trusted = trusted
         settings.keyOwners = owners
         let (keys, byKey) = Self.trust(settings)
-        guard keys != trustedKeys || byKey != keyOwners else { return }
-        trustedKeys = keys
-        keyOwners = byKey
+        guard keys != admission.trustedKeys || byKey != admission.keyOwners else { return }
+        admission.trustedKeys = keys
+        admission.keyOwners = byKey
         logger.info("trust updated: \(keys.count) key(s)")
         cutRevokedConnections()
         forgetRefusalsOfTrustedKeys()
@@ -397,7 +392,7 @@ extension Replica {
     /// no key, a directory that cannot be read), as a `trust` problem whose subject is `source`;
     /// nil clears it. The node keeps the trust the program last gave it (`updateTrust`).
     public func noteTrustSource(_ source: String, problem: String?) {
-        guard trustFaults.source(source, problem: problem) else { return }
+        guard healthState.trustFaults.source(source, problem: problem) else { return }
         if let problem {
             logger.warning("trust source \(source): \(problem)")
         } else {
@@ -409,12 +404,12 @@ extension Replica {
     /// active member whose key is not trusted here. A listed member's message follows its reason
     /// and address (it moved, or came back with another key).
     func trustProblems() -> [String: String] {
-        var problems = trustFaults.problems
-        guard curve != nil else { return problems }
+        var problems = healthState.trustFaults.problems
+        guard admission.curve != nil else { return problems }
         for record in membership.active where !isAdmitted(record) {
             let reason: String
             let remedy: String
-            if let key = record.publicKey, let owner = keyOwners[key], owner != record.node {
+            if let key = record.publicKey, let owner = admission.keyOwners[key], owner != record.node {
                 reason = "its key is trusted as \(owner)'s, not \(record.node)'s"
                 remedy = "Stop the process that runs as \(record.node) with \(owner)'s key"
             } else if record.publicKey == nil {
@@ -454,17 +449,17 @@ extension Replica {
                 continue
             }
             guard message.node != identity.node, membership[message.node]?.status != .active else { continue }
-            if curve != nil {
-                guard let key = message.publicKey, trustedKeys.contains(key) else { continue }
+            if admission.curve != nil {
+                guard let key = message.publicKey, admission.trustedKeys.contains(key) else { continue }
                 // A trust directory names each key's node: a beacon naming another node with it
                 // is not that node (forged beacons with a member's public key, which
                 // every beacon shows, were taken as seeds).
-                if let owner = keyOwners[key], owner != message.node { continue }
+                if let owner = admission.keyOwners[key], owner != message.node { continue }
             }
-            lastBeaconHeard = instant()
+            seeding.lastBeaconHeard = instant()
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
-            guard !seeds.contains(where: { $0.address == address }),
-                  SeedRetirement.mayDiscover(seeds: seeds.map(\.discoveredAt), now: instant()) else { continue }
+            guard !seeding.seeds.contains(where: { $0.address == address }),
+                  SeedRetirement.mayDiscover(seeds: seeding.seeds.map(\.discoveredAt), now: instant()) else { continue }
             logger.info("discovered \(message.node) at \(address) by beacon")
             openSeed(address, serverKey: message.publicKey, discovered: true)
         }

@@ -7,8 +7,8 @@ extension Replica {
         guard !isShutDown, let syncServer, let publisher else { return [] }
         if let cached = pollItemsCache { return cached }
         var items = [PollItem(syncServer, role: SocketRole.syncServer), PollItem(publisher, role: .publisher)]
-        if let authenticator { items.append(PollItem(authenticator, role: .authenticator)) }
-        for (index, monitor) in handshakeMonitors.enumerated() { items.append(PollItem(monitor.socket, role: .handshakeMonitor(index))) }
+        if let authenticator = admission.authenticator { items.append(PollItem(authenticator, role: .authenticator)) }
+        for (index, monitor) in admission.handshakeMonitors.enumerated() { items.append(PollItem(monitor.socket, role: .handshakeMonitor(index))) }
         if let beacon { items.append(PollItem(fileDescriptor: beacon.fileDescriptor, role: .beacon)) }
         for link in links.values {
             items.append(PollItem(link.subscriber, role: .subscriber(link.node)))
@@ -16,7 +16,7 @@ extension Replica {
             items.append(PollItem(link.subscriberEvents, role: .subscriberEvents(link.node)))
             items.append(PollItem(link.dealerEvents, role: .dealerEvents(link.node)))
         }
-        for seed in seeds {
+        for seed in seeding.seeds {
             items.append(PollItem(seed.dealer, role: .seed(seed.id)))
             items.append(PollItem(seed.events, role: .seedEvents(seed.id)))
         }
@@ -31,7 +31,7 @@ extension Replica {
         if !commits.inbound.isEmpty || writesReady || responder.hasReplyReady(now: now) { return .zero }
         // Wake at least every 100 ms to age peer states and start syncs, when a reply waiting
         // for its requester's queue is offered again, and for housekeeping a busy turn skipped.
-        var wake = min(max(.zero, nextHeartbeat - now), .milliseconds(100))
+        var wake = min(max(.zero, duties[.heartbeat] - now), .milliseconds(100))
         if let owed = housekeeping.wake(now: now) { wake = min(wake, owed) }
         return responder.nextRetry.map { min(wake, max(.zero, $0 - now)) } ?? wake
     }
@@ -86,10 +86,9 @@ extension Replica {
     /// queued for us meanwhile.
     private func noticeStall() {
         let now = instant()
-        let gap = now - lastTurn
-        lastTurn = now
+        let gap = duties.turned(now: now)
         guard gap > timing.suspectAfter else { return }
-        nextPeriodicSync = nextPeriodicSync + gap
+        duties.stalled(for: gap)
         lastStallEnded = now
         warn("stalled", "this node was stalled for \(gap); not counting that against its members")
         let wall = configuration.wallClock()
@@ -102,8 +101,8 @@ extension Replica {
     var activeSessions: [PeerSession] { membership.active.compactMap { sessions[$0.node] } }
 
     func runTimers(now: ContinuousClock.Instant) {
-        if !seedsContacted {
-            seedsContacted = true
+        if !seeding.contacted {
+            seeding.contacted = true
             restoreMemberTable()
             contactSeeds()
         }
@@ -111,38 +110,32 @@ extension Replica {
             expireDepartures(wallMillis: wall)
         }
         saveMemberTable(now: now)
-        if now >= nextHeartbeat {
-            publishHeartbeat(now: now)
-            nextHeartbeat = now + configuration.heartbeatInterval
-            // Judged on what heartbeats tell, over minutes: once an interval is enough.
-            listDivergences(now: now)
-            if commits.shortOfSpace != nil { checkDiskSpace() }
-        }
-        if beacon != nil && now >= nextBeacon {
-            sendBeacon()
-            nextBeacon = now + configuration.beaconInterval
-        }
-        if now >= nextPeriodicSync {
-            // The backstop for differences nothing else saw. Not with a member whose digest is
-            // ours, and not while losses are known (repairs and catch-ups bring those, and a
-            // sync now would fetch the same updates again).
-            let root = store.digest.root
-            // (Losses in the stream of a member that left are no longer repaired: they do not count.)
-            let active = activeSessions
-            let catchingUp = planner.holdsRepairs || active.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
-            for session in active where session.liveness.state == .alive && session.heartbeat?.digestRoot != root && !catchingUp {
-                planner.want(.periodic, with: session.node)
+        for duty in duties.due(now: now) {
+            switch duty {
+            case .heartbeat:
+                publishHeartbeat(now: now)
+                // Judged on what heartbeats tell, over minutes: once an interval is enough.
+                listDivergences(now: now)
+                if commits.shortOfSpace != nil { checkDiskSpace() }
+            case .beacon:
+                sendBeacon()
+            case .periodicSync:
+                // The backstop for differences nothing else saw. Not with a member whose digest is
+                // ours, and not while losses are known (repairs and catch-ups bring those, and a
+                // sync now would fetch the same updates again).
+                let root = store.digest.root
+                // (Losses in the stream of a member that left are no longer repaired: they do not count.)
+                let active = activeSessions
+                let catchingUp = planner.holdsRepairs || active.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
+                for session in active where session.liveness.state == .alive && session.heartbeat?.digestRoot != root && !catchingUp {
+                    planner.want(.periodic, with: session.node)
+                }
+            case .tombstoneSweep:
+                collectTombstones()  // sooner again if it left some
+            case .storeFileCheck:
+                checkStoreFileInPlace()
+                if commits.shortOfSpace == nil { checkDiskSpace() }
             }
-            nextPeriodicSync = now + configuration.periodicSyncInterval
-        }
-        if now >= nextTombstoneSweep {
-            nextTombstoneSweep = now + configuration.tombstoneSweepInterval
-            collectTombstones()  // sooner again if it left some
-        }
-        if now >= nextStoreFileCheck {
-            nextStoreFileCheck = now + .seconds(2)
-            checkStoreFileInPlace()
-            if commits.shortOfSpace == nil { checkDiskSpace() }
         }
         if !storeReadFailureLogged, let failure = store.readFailure {
             // Listed by `status` from the store itself; said once in the log, when first seen.
@@ -239,11 +232,11 @@ extension Replica {
     func checkStoreFileInPlace() {
         guard let path = dataDirectory?.appendingPathComponent(SQLiteStore.fileName).path else { return }
         guard let why = store.fileNoLongerInPlace else {
-            misplacedStoreFile = nil
+            healthState.misplacedStoreFile = nil
             return
         }
-        guard misplacedStoreFile == nil else { return }
-        misplacedStoreFile = (path, "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
+        guard healthState.misplacedStoreFile == nil else { return }
+        healthState.misplacedStoreFile = (path, "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
             + "leads to, lost when the node stops. Keep it running until every member is up and in sync with it (their "
             + "`peers` show it alive and in sync: what only it held has reached them), then stop it and start it again: it "
             + "starts over from its members. (Its control socket may have gone with the directory: then its clients cannot "

@@ -98,7 +98,7 @@ extension Replica {
         if let actions = sessions[node]?.updatesReceived(sequences, bytes: bytes, now: now), !actions.isEmpty {
             perform(actions, for: node, now: now)
         }
-        if !relaysServed.isEmpty, let epoch = sessions[node]?.stream.epoch {
+        if !relays.served.isEmpty, let epoch = sessions[node]?.stream.epoch {
             for (offset, entry) in entries.enumerated() {
                 relay(Update(origin: node, sequence: sequences.lowerBound + UInt64(offset), entry: entry), epoch: epoch)
             }

@@ -8,15 +8,15 @@ extension Replica {
         let views = activeSessions.filter { links[$0.node] != nil }.map { session in
             RelayPlanner.View(node: session.node, directlySilent: session.silentDirectly(now: now, base: timing), hears: session.hears)
         }
-        let plan = RelayPlanner.plan(views, current: relaysTaken)
-        guard plan != relaysTaken else { return }
-        for (source, relay) in relaysTaken where plan[source] != relay {
+        let plan = RelayPlanner.plan(views, current: relays.taken)
+        guard plan != relays.taken else { return }
+        for (source, relay) in relays.taken where plan[source] != relay {
             if let link = links[relay], link.relayedSources.remove(source) != nil {
                 try? link.subscriber.unsubscribe(WireCodec.relayTopic(for: source))
                 logger.info("\(source) is heard again (or \(relay) no longer hears it): relay through \(relay) dropped")
             }
         }
-        for (source, relay) in plan where relaysTaken[source] != relay {
+        for (source, relay) in plan where relays.taken[source] != relay {
             guard let link = links[relay] else { continue }
             do {
                 try link.subscriber.subscribe(WireCodec.relayTopic(for: source))
@@ -26,7 +26,7 @@ extension Replica {
                 logger.warning("relay subscription for \(source) at \(relay) failed: \(error)")
             }
         }
-        relaysTaken = plan.filter { links[$0.value]?.relayedSources.contains($0.key) == true }
+        relays.taken = plan.filter { links[$0.value]?.relayedSources.contains($0.key) == true }
     }
 
     /// Subscription changes reported by our XPUB: which sources some member wants relayed.
@@ -38,9 +38,9 @@ extension Replica {
             switch change {
             case .subscribed(let topic):
                 // Bounded like the member table: a subscriber cannot grow it with made-up ids.
-                if let source = Self.relaySource(of: topic), relaysServed.count < codec.limits.maxMembers { relaysServed.insert(source) }
+                if let source = Self.relaySource(of: topic) { relays.serve(source, limit: codec.limits.maxMembers) }
             case .unsubscribed(let topic):
-                if let source = Self.relaySource(of: topic) { relaysServed.remove(source) }
+                if let source = Self.relaySource(of: topic) { relays.stopServing(source) }
             }
         }
     }
@@ -54,7 +54,7 @@ extension Replica {
     /// An update too large to publish (`Replica.publishesInline`) is not relayed either: the
     /// member fetches it as it fetches any gap in a stream it cannot hear, by a catch-up sync.
     func relay(_ update: Update, epoch: UInt64) {
-        guard let publisher, relaysServed.contains(update.origin), codec.publishesInline(update.entry) else { return }
+        guard let publisher, relays.served.contains(update.origin), codec.publishesInline(update.entry) else { return }
         let relayed = RelayedUpdate(origin: identity.node, source: update.origin, sourceEpoch: epoch, sequence: update.sequence, entry: update.entry)
         if (try? publisher.send([codec.publishFrame(.relay(relayed))])) == true { counters.updatesRelayed += 1 }
     }

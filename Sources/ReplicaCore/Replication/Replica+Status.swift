@@ -30,7 +30,7 @@ extension Replica {
     func statusOnLoop() -> ReplicaStatus {
         let now = instant()
         let root = store.digest.root
-        let relays = Dictionary(relaysTaken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
+        let relays = Dictionary(relays.taken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
         return ReplicaStatus(
             id: identity.node.rawValue,
             incarnation: identity.incarnation.uuidString,
@@ -44,7 +44,7 @@ extension Replica {
             entryCount: store.count,
             liveEntryCount: store.liveCount,
             digest: ReplicaStatus.digestText(root),
-            security: curve != nil ? "curve" : "insecure",
+            security: admission.curve != nil ? "curve" : "insecure",
             peers: membership.listed.compactMap { record in
                 guard let session = sessions[record.node] else { return nil }
                 return ReplicaStatus.Peer(
@@ -73,13 +73,13 @@ extension Replica {
                     futureTimestampsRejected: session.stats.futureTimestampsRejected,
                     skewedHeartbeats: session.stats.skewedHeartbeats)
             },
-            pendingSeeds: seeds.map(\.address.description),
-            refusedHandshakes: refusedHandshakes.values.sorted { $0.last < $1.last },
+            pendingSeeds: seeding.seeds.map(\.address.description),
+            refusedHandshakes: admission.refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: countersNow,
             clock: clockStatus,
             problems: currentProblems,
-            loadErrors: problems.of(.load),
-            saveErrors: problems.of(.save))
+            loadErrors: healthState.problems.of(.load),
+            saveErrors: healthState.problems.of(.save))
     }
 
     /// The counters, with those the machines keep themselves.
@@ -113,7 +113,7 @@ extension Replica {
     /// Every problem, listed afresh from the state that causes it.
     private var currentProblems: [Problem] {
         listProblems(now: instant())
-        return problems.all
+        return healthState.problems.all
     }
 
     private var clockStatus: ReplicaStatus.Clock {

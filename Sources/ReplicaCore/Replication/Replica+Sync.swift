@@ -194,7 +194,7 @@ extension Replica {
     /// that drops its requests) would otherwise never catch up and show nothing. Cleared when a
     /// sync with the member completes, or no sync with it has timed out for a while.
     func listSyncStalls(now: ContinuousClock.Instant) {
-        guard !planner.timeoutHistory.isEmpty || !problems.of(.sync).isEmpty else { return }
+        guard !planner.timeoutHistory.isEmpty || !healthState.problems.of(.sync).isEmpty else { return }
         let longest = SyncPlanner.longestTimeout(base: timing.requestTimeout)
         let stalls = planner.stalls(now: now, window: longest * 2)
         var current: [String: String] = [:]
@@ -210,7 +210,7 @@ extension Replica {
                 + "cannot send for 4 times its own; before 0.22, each timeout also costs a resent reply)"
             current[stall.peer.rawValue] = message
         }
-        let change = problems.list(.sync, messages: current)
+        let change = healthState.problems.list(.sync, messages: current)
         for problem in change.raised { logger.warning("\(problem.message)") }
         for problem in change.cleared {
             logger.info("syncs with \(problem.subject) no longer time out (one completed, or none was wanted for \(longest * 2))")
@@ -238,7 +238,7 @@ extension Replica {
                 + "entry the two stores hold, tombstones included (docs/operations.md, the divergence problem) and report it"
             current[session.node.rawValue] = message
         }
-        let change = problems.list(.divergence, messages: current)
+        let change = healthState.problems.list(.divergence, messages: current)
         for problem in change.raised { logger.warning("\(problem.message)") }
         for problem in change.cleared {
             logger.info("this node's data and \(problem.subject)'s no longer differ as they did (they agree, or one of them changed)")

@@ -12,7 +12,7 @@ extension Replica {
         for _ in 0..<64 where syncServer.isOpen {
             let message: ReceivedMessage?
             do {
-                message = try syncServer.receive(maxFrames: 2, identifyingSender: curve != nil)
+                message = try syncServer.receive(maxFrames: 2, identifyingSender: admission.curve != nil)
             } catch {
                 logger.warning("sync receive failed: \(error)")
                 return
@@ -46,12 +46,12 @@ extension Replica {
             logger.debug("sync request \(request.requestID) of \(request.origin) asked again: its reply goes on where it was")
             return
         }
-        defer { if now - lastRequestCollection >= .seconds(1) { lastRequestCollection = now } }
+        defer { duties.requestServed(now: now) }
         var differing = store.digest.differingBuckets(from: request.buckets)
         // Expired tombstones are collected before being offered: the requester would drop them
         // anyway, and keeping them would keep our digests apart. (At most once a second: a
         // collection looks at every key, and requests may come in floods.)
-        if !differing.isEmpty && now - lastRequestCollection >= .seconds(1) && collectTombstones() > 0 {
+        if !differing.isEmpty && duties.requestMayCollect(now: now) && collectTombstones() > 0 {
             differing = store.digest.differingBuckets(from: request.buckets)
         }
         // A mark from this life of ours: the requester holds what we held then; only what we
@@ -61,11 +61,11 @@ extension Replica {
         // ever converging). A mark given before an identity came into doubt is not
         // honoured either (`doubt(_:)`).
         let honoured = request.since.epoch == epoch && request.since.serial <= store.serial
-            && serialAtLastDoubt.map { request.since.serial > $0 } ?? true
+            && doubts.honours(markSerial: request.since.serial)
         let since = honoured ? request.since.serial : nil
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
-            mark: StoreMark(epoch: epoch, serial: store.serial), sequence: sequence, isRepair: false,
+            mark: StoreMark(epoch: epoch, serial: store.serial), sequence: own.sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since,
             knownHeld: since == nil ? .nothing : heldWrites(of: request.origin, now: now), lastProgress: now)
         guard admit(reply, now: now) else { return }
@@ -84,16 +84,16 @@ extension Replica {
         guard let session = sessions[requester], session.hearsDirectly(now: now, base: timing) else { return .nothing }
         return HeldByRequester.writes(
             requester: requester, requesterEpoch: session.stream.epoch, reports: session.heartbeat?.reports ?? [:], responder: identity.node,
-            publications: { [publishedStamps, sessions, me = identity.node] writer in
-                writer == me ? publishedStamps : sessions[writer]?.publications
+            publications: { [stamps = own.stamps, sessions, me = identity.node] writer in
+                writer == me ? stamps : sessions[writer]?.publications
             },
-            margin: configuration.maxClockDrift * 2, doubted: identitiesDoubted)
+            margin: configuration.maxClockDrift * 2, doubted: doubts.doubted)
     }
 
     /// Resends published updates (the current entries of their keys), or says at once that they
     /// have left the retransmit buffer.
     private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: any MessageSocket, now: ContinuousClock.Instant) {
-        guard request.last - request.first < PeerSession.maxRepair, let keys = retransmit.keys(request.first...request.last) else {
+        guard request.last - request.first < PeerSession.maxRepair, let keys = own.keys(request.first...request.last) else {
             let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
             let frame = codec.encode(.syncChunk(gone))
             do {

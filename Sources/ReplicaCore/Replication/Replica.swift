@@ -49,10 +49,7 @@ public actor Replica: PollLoopOwner {
     var syncServer: (any MessageSocket)?
     var beacon: UDPBeaconSocket?
     var links: [NodeID: MemberLink] = [:]
-    var seeds: [SeedContact] = []
-    var nextSeedID = 0
-    /// The seeds are contacted on the loop's first turn.
-    var seedsContacted = false
+    var seeding = Seeding()
     public private(set) var isShutDown = false
     /// What the poll loop waits on, rebuilt only when sockets come or go.
     var pollItemsCache: [PollItem<SocketRole>]?
@@ -65,61 +62,30 @@ public actor Replica: PollLoopOwner {
     var commits = CommitQueue()
 
     // Relays: origins we take through which member, and sources others asked us to pass on.
-    var relaysTaken: [NodeID: NodeID] = [:]
-    /// When a discovery beacon of a node we may join was last heard (see `hasMembersOrSeeds`).
-    var lastBeaconHeard: ContinuousClock.Instant?
-    var relaysServed: Set<NodeID> = []
+    var relays = Relays()
 
     // Outgoing state.
-    var sequence: UInt64 = 0
-    var retransmit: RetransmitBuffer
-    /// Our clock after each publication, by sequence: what a member's report of our stream covers.
-    var publishedStamps: PublishedStamps
+    /// What this life published: its sequence, the keys for repairs, the stamps reports cover.
+    var own: OwnStream
     var nextRequestID: UInt64 = 1
 
     // Timers.
-    var nextHeartbeat: ContinuousClock.Instant
-    var nextPeriodicSync: ContinuousClock.Instant
-    var nextTombstoneSweep: ContinuousClock.Instant
-    var lastRequestCollection: ContinuousClock.Instant
-    var nextBeacon: ContinuousClock.Instant
+    var duties: PeriodicDuties
     var housekeeping: HousekeepingSchedule
-    var lastTurn: ContinuousClock.Instant
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
     var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
-    /// This node's hybrid clock is too far ahead of its members' (`clockLeadRefusal`), as first
-    /// found: the `clock` problem says so until it is not.
-    var clockLead: ReplicaError?
-    /// The members' clocks that are off, or whose entries are refused as stamped ahead, as the
-    /// last clock check judged them (`peerClock`).
-    var memberClockFaults: [NodeID: ProblemFact] = [:]
     /// When this node last resumed after a stall (`noticeStall`): handshakes that fail right
     /// after are members' dials that timed out meanwhile, not strangers.
     var lastStallEnded: ContinuousClock.Instant?
-    /// When a node that hears no member asks its seeds again.
-    var seedRecontact = SeedRecontact()
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and
     /// when it may be saved next.
     var savedMemberTableDigest: UInt64?
-    var nextMemberTableSave: ContinuousClock.Instant
-    /// Set from the configuration's down time in `init`.
-    var isolation = Isolation(limit: .seconds(10))
-    /// Trust sources that cannot be used, and impersonations members pass on (`trust`).
-    var trustFaults = TrustFaults()
-    /// Whether another process uses our id (`identity` problem; local writes refused meanwhile).
-    var identityClash = IdentityClash(window: .seconds(10), confirmAfter: .seconds(5))
-    /// Members whose id two processes seem to use (`Problem.Kind.memberIdentity`).
-    var memberClash = MemberIdentityClash(window: .seconds(30))
     /// Which members never heard directly hold a link now.
     var unheardDials = UnheardDials()
-    /// The database file no longer where the node opened it (`store`), as last checked.
-    var misplacedStoreFile: (path: String, message: String)?
     /// Set while a sync's intake is still busy reading what connections queued.
     var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
     nonisolated let submissions = Mutex<[CommitQueue.PendingWrite]>([])
-    /// The buffer batches of updates are encoded into, reused (its capacity kept) by every commit.
-    var publishBuffer: [UInt8] = []
     /// Since when a wanted catch-up has found no member to serve it (warned after a while).
     var catchUpUnservedSince: ContinuousClock.Instant?
     static let catchUpPatience: Duration = .seconds(3)
@@ -130,39 +96,22 @@ public actor Replica: PollLoopOwner {
     var departure: Departure?
 
     // Observation and problems.
+    /// What this node's problems are listed from, and the problems as listed.
+    var healthState: NodeHealth
     var observers: [UUID: Observer] = [:]
-    /// Every problem listed, from the state that causes it (`listProblems`).
-    var problems = ProblemBoard()
-    /// Load errors and refused saves the program reports (`Sharing/Replica+Problems.swift`).
-    var reports = ProgramReports()
     /// The last ticket handed out for those reports.
     nonisolated let problemTickets = Mutex<UInt64>(0)
     var warnings = WarningLimiter()
     var storeReadFailureLogged = false
-    var nextStoreFileCheck: ContinuousClock.Instant
-    /// Members (and we) once listed as used by two processes in this life: a sync reply leaves
-    /// out nothing for them (`HeldByRequester`), even after the clash clears (`doubt(_:)`).
-    var identitiesDoubted = Set<NodeID>()
-    /// Our store serial when the last identity came into doubt (nil: none ever was): a mark at
-    /// or below it may come from a reply that left out what a requester lacked, so it is not
-    /// honoured.
-    var serialAtLastDoubt: UInt64?
+    /// Identities two processes may have used in this life (`IdentityDoubt`).
+    var doubts = IdentityDoubt()
     var clockCheck: ClockCheck
-    /// Whether this node returns from longer out of contact than the tombstone retention.
-    var absence: AbsenceCheck
     /// Whether members' heartbeats move the clock (a store that may have forgotten stamps).
     var forgottenStamps: ForgottenStamps
     var counters = ReplicaStatus.Counters()
-    var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
-    // Authentication (CURVE only).
-    let curve: CurveSecurity?
-    var trustedKeys: Set<[UInt8]>
-    var keyOwners: [[UInt8]: NodeID]
-    /// Under CURVE: the connections made to our sockets, by key, to end when a key is revoked.
-    var acceptedConnections = AcceptedConnections()
-    var authenticator: (any MessageSocket)?
-    var handshakeMonitors: [HandshakeMonitor] = []
+    /// Who may connect (CURVE keys, the ZAP socket, refused handshakes).
+    var admission: Admission
 
     // Counters and tombstones (Replica+Families.swift).
     /// This incarnation's counter slot totals, committed or queued: increments queued before a
@@ -205,13 +154,12 @@ public actor Replica: PollLoopOwner {
         }
         let now = instant()
         self.started = now
-        nextHeartbeat = now
-        lastRequestCollection = now - .seconds(1)
-        nextBeacon = now
+        duties = PeriodicDuties(
+            intervals: .init(
+                heartbeat: configuration.heartbeatInterval, beacon: configuration.discoveryPort == nil ? nil : configuration.beaconInterval,
+                periodicSync: configuration.periodicSyncInterval, tombstoneSweep: configuration.tombstoneSweepInterval),
+            now: now)
         housekeeping = HousekeepingSchedule(now: now)
-        lastTurn = now
-        nextMemberTableSave = now
-        nextStoreFileCheck = now
         codec = WireCodec(limits: configuration.limits)
         commitMetrics = CommitMetrics(node: configuration.node)
         timing = PeerTiming(
@@ -247,24 +195,18 @@ public actor Replica: PollLoopOwner {
             maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
             startingAfter: store.highestTimestamp, physical: configuration.wallClock)
         epoch = try store.beginEpoch(atLeast: configuration.wallClock())
-        publishedStamps = PublishedStamps(epoch: epoch)
-        nextPeriodicSync = instant() + configuration.periodicSyncInterval
+        own = OwnStream(epoch: epoch, retransmitWindow: configuration.retransmitWindow)
         clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         forgottenStamps = ForgottenStamps(storeMayHaveForgotten: storeMayHaveForgotten)
-        absence = AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact())
-        isolation = Isolation(limit: configuration.downAfter * 2)
-        // Long enough that the rival's next re-assertion (a round of gossip) falls inside it.
-        identityClash = IdentityClash(window: max(configuration.downAfter * 2, .seconds(10)), confirmAfter: configuration.downAfter)
-        // Three times the own clash's window: four moves, each one round of re-assertions.
-        memberClash = MemberIdentityClash(window: identityClash.window * 3)
+        healthState = NodeHealth(
+            downAfter: configuration.downAfter,
+            absence: AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact()))
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
         _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: instant())
-        retransmit = RetransmitBuffer(capacity: configuration.retransmitWindow)
-        nextTombstoneSweep = instant()
 
         sockets = try runtime?.sockets ?? ZMQContext()
-        if case .curve(let settings) = configuration.security { curve = settings } else { curve = nil }
-        (trustedKeys, keyOwners) = Self.trust(curve)
+        let curve: CurveSecurity? = if case .curve(let settings) = configuration.security { settings } else { nil }
+        admission = Admission(curve: curve)
         membership = Membership(local: MemberRecord(
             node: configuration.node, epoch: epoch, incarnation: identity.incarnation, status: .active,
             address: configuration.advertise ?? configuration.listen,
@@ -274,7 +216,7 @@ public actor Replica: PollLoopOwner {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
             let authenticator = try sockets.makeSocket(.rep)
             try authenticator.bind(Self.zapEndpoint)
-            self.authenticator = authenticator
+            admission.authenticator = authenticator
         }
         let publisher = try sockets.makeSocket(.xpub)
         // Queued per subscriber before PUB drops, whatever the subscriber does: with at most
@@ -299,17 +241,17 @@ public actor Replica: PollLoopOwner {
         try syncServer.bind(configuration.listen.syncAddress)
         // Insecure too: a CURVE node dialling this one (a cluster half moved to CURVE) is then
         // seen and named, rather than just never heard.
-        handshakeMonitors = [try HandshakeMonitor(watching: publisher), try HandshakeMonitor(watching: syncServer)]
+        admission.handshakeMonitors = [try HandshakeMonitor(watching: publisher), try HandshakeMonitor(watching: syncServer)]
         self.publisher = publisher
         self.syncServer = syncServer
         if let port = configuration.discoveryPort {
             beacon = try UDPBeaconSocket(port: port, interfaceAddress: configuration.listen.host)
         }
         if let corruption {
-            reports.load(corruption.originalPath, corruption.description)
+            healthState.reports.load(corruption.originalPath, corruption.description)
         }
         if let damagedLog {
-            reports.load(damagedLog.originalPath, damagedLog.description)
+            healthState.reports.load(damagedLog.originalPath, damagedLog.description)
         }
         if let uncleanStart {
             let message = "this start does not follow a clean stop of this store (\(uncleanStart)): counter increments go to a new slot "
@@ -497,11 +439,11 @@ public actor Replica: PollLoopOwner {
 
     /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
     public func reportLoadError(_ subject: String, message: String) {
-        logLoadReport(subject, message, reports.load(subject, message))
+        logLoadReport(subject, message, healthState.reports.load(subject, message))
     }
 
     public func clearLoadError(_ subject: String) {
-        logLoadReport(subject, nil, reports.load(subject, nil))
+        logLoadReport(subject, nil, healthState.reports.load(subject, nil))
     }
 
     private func logLoadReport(_ subject: String, _ message: String?, _ outcome: ProgramReports.Outcome) {
@@ -527,7 +469,7 @@ public actor Replica: PollLoopOwner {
     /// later (a higher ticket) about it already arrived: a good value read after a bad one is
     /// not undone by the bad one's report arriving last.
     func settleLoadError(_ subject: String, message: String?, ticket: UInt64) {
-        logLoadReport(subject, message, reports.load(subject, message, ticket: ticket))
+        logLoadReport(subject, message, healthState.reports.load(subject, message, ticket: ticket))
     }
 
     /// Stops replicating: commits what is queued, closes sockets, ends observer streams.
@@ -542,18 +484,18 @@ public actor Replica: PollLoopOwner {
         if leaving != nil || !leaveWaiters.isEmpty { finishLeaving(left: membership.local.status != .active) }
         publisher?.close()
         syncServer?.close()
-        authenticator?.close()
+        admission.authenticator?.close()
         beacon?.close()
-        for monitor in handshakeMonitors { monitor.socket.close() }
+        for monitor in admission.handshakeMonitors { monitor.socket.close() }
         publisher = nil
         syncServer = nil
-        authenticator = nil
+        admission.authenticator = nil
         beacon = nil
-        handshakeMonitors = []
+        admission.handshakeMonitors = []
         for link in links.values { link.close() }
         links.removeAll()
-        for seed in seeds { seed.close() }
-        seeds.removeAll()
+        for seed in seeding.seeds { seed.close() }
+        seeding.seeds.removeAll()
         pollItemsCache = nil
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()

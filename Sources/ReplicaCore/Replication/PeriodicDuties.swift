@@ -1,0 +1,94 @@
+/// The node's periodic duties, and when each is next due: the heartbeat, the discovery beacon,
+/// the periodic sync, the tombstone sweep, the look at the store's file and disk, and the save
+/// of the member table. One value decides when each runs; the replica runs what it returns.
+struct PeriodicDuties: Sendable {
+    enum Duty: CaseIterable, Sendable {
+        case heartbeat, beacon, periodicSync, tombstoneSweep, storeFileCheck
+    }
+
+    struct Intervals: Sendable {
+        var heartbeat: Duration
+        /// nil: no beacon (discovery is off).
+        var beacon: Duration?
+        var periodicSync: Duration
+        var tombstoneSweep: Duration
+        var storeFileCheck: Duration = .seconds(2)
+        var memberTableSave: Duration = .seconds(1)
+        var memberTableRetry: Duration = .seconds(30)
+    }
+
+    let intervals: Intervals
+    private var next: [Duty: ContinuousClock.Instant]
+    private(set) var memberTableSave: ContinuousClock.Instant
+    /// When a sync request last had expired tombstones collected (at most once a second: a
+    /// collection looks at every key, and requests may come in floods).
+    private var lastRequestCollection: ContinuousClock.Instant
+    /// When the loop last turned (a long gap is a stall: `turned(now:)`).
+    private(set) var lastTurn: ContinuousClock.Instant
+
+    /// Everything is due at once, except the periodic sync (a catch-up sync starts the node).
+    init(intervals: Intervals, now: ContinuousClock.Instant) {
+        self.intervals = intervals
+        next = Dictionary(uniqueKeysWithValues: Duty.allCases.map { ($0, now) })
+        next[.periodicSync] = now + intervals.periodicSync
+        memberTableSave = now
+        lastRequestCollection = now - .seconds(1)
+        lastTurn = now
+    }
+
+    /// The duties due now, in the order they run, each due again an interval from now.
+    mutating func due(now: ContinuousClock.Instant) -> [Duty] {
+        var due: [Duty] = []
+        for duty in Duty.allCases {
+            guard let interval = interval(of: duty), let at = next[duty], now >= at else { continue }
+            next[duty] = now + interval
+            due.append(duty)
+        }
+        return due
+    }
+
+    private func interval(of duty: Duty) -> Duration? {
+        switch duty {
+        case .heartbeat: intervals.heartbeat
+        case .beacon: intervals.beacon
+        case .periodicSync: intervals.periodicSync
+        case .tombstoneSweep: intervals.tombstoneSweep
+        case .storeFileCheck: intervals.storeFileCheck
+        }
+    }
+
+    /// When `duty` is next due.
+    subscript(duty: Duty) -> ContinuousClock.Instant { next[duty] ?? lastTurn }
+
+    /// Runs `duty` at the next turn (a heartbeat that shows a withheld update's sequence at
+    /// once; a sweep that left tombstones).
+    mutating func runSoon(_ duty: Duty, now: ContinuousClock.Instant) { next[duty] = now }
+
+    /// A loop turn at `now`; returns the time since the last one.
+    mutating func turned(now: ContinuousClock.Instant) -> Duration {
+        defer { lastTurn = now }
+        return now - lastTurn
+    }
+
+    /// The node was stalled for `gap`: the periodic sync is put off by as much (members' silence
+    /// in that time is not theirs).
+    mutating func stalled(for gap: Duration) {
+        if let at = next[.periodicSync] { next[.periodicSync] = at + gap }
+    }
+
+    /// Whether the member table may be saved now (`force`: at shutdown).
+    func savesMemberTable(now: ContinuousClock.Instant, force: Bool) -> Bool { force || now >= memberTableSave }
+
+    /// The member table was saved, or its save failed (retried later).
+    mutating func memberTableSaved(now: ContinuousClock.Instant, failed: Bool) {
+        memberTableSave = now + (failed ? intervals.memberTableRetry : intervals.memberTableSave)
+    }
+
+    /// Whether a sync request served now may have expired tombstones collected first.
+    func requestMayCollect(now: ContinuousClock.Instant) -> Bool { now - lastRequestCollection >= .seconds(1) }
+
+    /// A sync request was served at `now`.
+    mutating func requestServed(now: ContinuousClock.Instant) {
+        if requestMayCollect(now: now) { lastRequestCollection = now }
+    }
+}
