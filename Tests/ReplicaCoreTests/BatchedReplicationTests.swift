@@ -176,7 +176,7 @@ extension Replica {
         runTimers(now: .now)
         runTimers(now: .now)
         let afterSkip = pollTimeout ?? .seconds(3600)
-        housekeeping.runSoon()
+        core.housekeeping.runSoon()
         return (afterSkip, pollTimeout ?? .seconds(3600))
     }
 
@@ -184,7 +184,7 @@ extension Replica {
     /// read a member's message and took a write would.
     fileprivate func commitInOneTurn(received: [Entry], from node: NodeID, writing requests: [WriteRequest]) {
         accept(received, from: node)
-        commits.enqueue(CommitQueue.PendingWrite(requests: requests, completion: .handler { _ in }))
+        core.commits.enqueue(CommitQueue.PendingWrite(requests: requests, completion: .handler { _ in }))
         flush()
     }
 }

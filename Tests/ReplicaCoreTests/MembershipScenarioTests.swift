@@ -228,11 +228,11 @@ import Testing
         #expect(await c.leave().left)
         #expect(await eventually(timeout: .seconds(3)) { await Self.everyoneSees([a, b], .left, of: ["c"]) }, "listed before it expires")
         #expect(await eventually {
-            let (onA, onB) = (await a.membership["c"], await b.membership["c"])
+            let (onA, onB) = (await a.core.membership["c"], await b.core.membership["c"])
             return onA == nil && onB == nil
         })
         #expect(ContinuousClock.now - start >= retention, "not before the retention, counted from the departure")
-        let digests = (await a.membership.digest, await b.membership.digest)
+        let digests = (await a.core.membership.digest, await b.core.membership.digest)
         #expect(digests.0 == digests.1)
         #expect(await a.status().peers.map(\.id) == ["b"])
         for replica in [a, b] { await replica.shutdown() }

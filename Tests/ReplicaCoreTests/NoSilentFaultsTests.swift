@@ -308,7 +308,7 @@ import Testing
         #expect(await eventually { await b.status().clock.verdict == "unverified" })
         let held = Task { try await b.write("held", payload: [0x31]) }
         #expect(await eventually {
-            let queued = await b.commits.writes.count
+            let queued = await b.core.commits.writes.count
             return await b.status().clock.verdict == "unverified" && queued == 1
         })
         _ = await b.leave()
@@ -402,7 +402,7 @@ import Testing
 
         await replica.accept([stored], from: "n2")  // during the back-off: dropped, and counted
         #expect(await replica.counterSnapshot().inboundDroppedOnFailedCommit == 1)
-        #expect(await eventually { await replica.commits.acceptsInbound(now: .now) })
+        #expect(await eventually { await replica.core.commits.acceptsInbound(now: .now) })
         await replica.accept([stored], from: "n2")
         await replica.flush()
         #expect(await !replica.health().healthy, "an entry already stored wrote nothing: the store may still fail")

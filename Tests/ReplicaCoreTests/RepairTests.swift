@@ -170,22 +170,22 @@ import Testing
         for update in peer.updates { try peer.publish(update) }
         #expect(try await eventually {
             try peer.keepAlive()
-            return await replica.sessions["fake"]?.stream.through == 3
+            return await replica.core.sessions["fake"]?.stream.through == 3
         })
 
         try await peer.restartPublisher()
-        #expect(await eventually { await replica.sessions["fake"]?.stream.awaitsEpoch == true }, "the lost connection is seen")
+        #expect(await eventually { await replica.core.sessions["fake"]?.stream.awaitsEpoch == true }, "the lost connection is seen")
         let newLife = (1...5).map { Update(origin: "fake", sequence: UInt64($0), entry: RepairTests.entry("new\($0)")) }
         #expect(try await eventually {
             for update in newLife { try peer.publish(update) }  // until the node's SUB is back
             return try await replica.entry(for: "new5") != nil
         }, "its entries are applied at once")
-        #expect(await replica.sessions["fake"]?.stream.through == 3, "its sequences wait for a heartbeat")
+        #expect(await replica.core.sessions["fake"]?.stream.through == 3, "its sequences wait for a heartbeat")
 
         let before = peer.syncRequests
         try peer.heartbeat(sequence: 5, epoch: FakePeer.epoch + 1)
-        #expect(await eventually { await replica.sessions["fake"]?.stream.epoch == FakePeer.epoch + 1 })
-        #expect(await replica.sessions["fake"]?.stream.through == 5)
+        #expect(await eventually { await replica.core.sessions["fake"]?.stream.epoch == FakePeer.epoch + 1 })
+        #expect(await replica.core.sessions["fake"]?.stream.through == 5)
         #expect(try await eventually {
             try peer.heartbeat(sequence: 5, epoch: FakePeer.epoch + 1)
             return peer.syncRequests > before

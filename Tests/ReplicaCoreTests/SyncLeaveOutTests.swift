@@ -19,7 +19,7 @@ import Testing
 
         // Stored after the mark: four writes of the node, three of the requester's (its life began at epoch 1).
         for index in 1...4 { _ = try await replica.write("own\(index)", payload: [UInt8(index)]) }
-        let through = await replica.own.sequence
+        let through = await replica.core.own.sequence
         for update in peer.updates { try peer.publish(update) }
         // And one stamped before the requester's life began (plus the 200 ms margin): maybe of
         // an earlier life of it, lost by a power cut. It goes.
@@ -81,12 +81,12 @@ import Testing
         #expect(await eventually { UInt64(Date().timeIntervalSince1970 * 1000) > writer.epoch + 200 })
         #expect(try await eventually {
             try peer.keepAlive()
-            return await replica.sessions["writer"]?.publications != nil
+            return await replica.core.sessions["writer"]?.publications != nil
         })
         let first = try requester.sync(since: .none)
 
         for index in 1...4 { _ = try await writer.write("w\(index)", payload: [UInt8(index)]) }
-        let through = await writer.own.sequence
+        let through = await writer.core.own.sequence
         #expect(try await eventually {
             try peer.keepAlive()
             for index in 1...4 where try await replica.entry(for: "w\(index)") == nil { return false }

@@ -7,11 +7,11 @@ extension Replica {
     /// `AbsenceCheck`), saves it now and then, and tells a return from longer away than the
     /// tombstone retention.
     func noteContact() {
-        guard case .agrees = clockCheck.verdict, let now = expiryWallMillis(received: false) else {
-            healthState.absence.contactLost()
+        guard case .agrees = core.clockCheck.verdict, let now = expiryWallMillis(received: false) else {
+            core.healthState.absence.contactLost()
             return
         }
-        switch healthState.absence.contact(atWallMillis: now) {
+        switch core.healthState.absence.contact(atWallMillis: now) {
         case .none: break
         case .save(let wall): saveLastContact(wall)
         case .returned(_, let until):
@@ -23,8 +23,8 @@ extension Replica {
     /// Saves the last contact, if later than the one saved: at a clean stop, so that the next
     /// start judges from it.
     func saveUnsavedContact() {
-        guard let contact = healthState.absence.unsaved else { return }
-        healthState.absence.markSaved(contact)
+        guard let contact = core.healthState.absence.unsaved else { return }
+        core.healthState.absence.markSaved(contact)
         saveLastContact(contact)
     }
 

@@ -22,7 +22,7 @@ extension Replica {
         for monitor in admission.handshakeMonitors {
             let report = monitor.drain()
             for descriptor in report.closed { admission.acceptedConnections.closed(descriptor) }
-            counters.handshakesFailed += report.failedHandshakes
+            core.counters.handshakesFailed += report.failedHandshakes
             if report.mechanismMismatches > 0 {
                 warn("security_mismatch", "refused \(report.mechanismMismatches) incoming connection(s) "
                     + (admission.curve != nil ? "without CURVE: " : "that use CURVE: ") + securityMismatch)
@@ -30,7 +30,7 @@ extension Replica {
             // Insecure, the rest are only counted: port scans and connections closed early.
             if admission.curve != nil, report.failedHandshakes > report.mechanismMismatches {
                 let failed = report.failedHandshakes - report.mechanismMismatches
-                if let resumed = lastStallEnded, instant() - resumed < Self.stallAftermath {
+                if let resumed = core.lastStallEnded, instant() - resumed < Self.stallAftermath {
                     // Members re-dial a silent node, and give up on each handshake it cannot run
                     // while stopped: those fail as it resumes. Said as what they are, not as keys.
                     logger.info("\(failed) incoming connection(s) failed their handshake as this node resumed from a stall: members' dials that timed out while it was stopped")
@@ -91,11 +91,11 @@ extension Replica {
     /// only as that member going down; only the host is known, so the message says both).
     func handshakeProblems() -> [String: ProblemFact] {
         var problems: [String: ProblemFact] = [:]
-        for link in links.values { if let refusal = link.handshakeRefusal { problems[link.address.description] = ProblemFact(refusal) } }
+        for link in sockets.links.values { if let refusal = link.handshakeRefusal { problems[link.address.description] = ProblemFact(refusal) } }
         for seed in seeding.seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
         guard !admission.refusedHandshakes.isEmpty else { return problems }
         var membersAt: [String: [MemberRecord]] = [:]
-        for record in membership.listed where record.status == .active { membersAt[record.address.host, default: []].append(record) }
+        for record in core.membership.listed where record.status == .active { membersAt[record.address.host, default: []].append(record) }
         for refusal in admission.refusedHandshakes.values.sorted(by: { $0.last < $1.last }) {
             guard let atHost = membersAt[refusal.address], atHost.count == 1, let member = atHost.first else { continue }
             let earlier = problems[member.node.rawValue]?.occurrences ?? 0
@@ -119,7 +119,7 @@ extension Replica {
         let ports: Set<UInt16> = [configuration.listen.port, configuration.listen.syncPort]
         let ended = descriptors.filter { AcceptedTCPConnection.shutDown(descriptor: $0, ifLocalPortIn: ports) }.count
         guard ended > 0 else { return }
-        counters.revokedConnectionsEnded += ended
+        core.counters.revokedConnectionsEnded += ended
         logger.warning("ended \(ended) connection(s) made with a key that is no longer trusted; its next handshake is refused")
     }
 
@@ -147,7 +147,7 @@ extension Replica {
         refusal.count += 1
         refusal.last = Date()
         admission.refusedHandshakes[row] = refusal
-        counters.untrustedHandshakesRefused += 1
+        core.counters.untrustedHandshakesRefused += 1
         if refusal.count == 1 || refusal.count % 100 == 0 {
             // Once per 10 s at most, as other refused input: each made-up key was a line.
             warn("untrusted key", "refused connection from \(address): \(mechanism) key \(keyText ?? "-") is not trusted (\(refusal.count) so far)")

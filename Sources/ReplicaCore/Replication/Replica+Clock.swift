@@ -11,13 +11,13 @@ extension Replica {
         // node's own clock is refused: behind, it refuses everyone's, and the fault is its own.
         var refusing: [NodeID: Int64] = [:]
         var newRefusals: [NodeID: Int] = [:]
-        if clockCheck.refusal == nil {
+        if core.clockCheck.refusal == nil {
             let window = max(Self.refusedEntriesWindow, configuration.periodicSyncInterval * 2)
-            let acceptedThrough = clock.acceptsThrough(wallMillis: configuration.wallClock())
+            let acceptedThrough = core.clock.acceptsThrough(wallMillis: configuration.wallClock())
             for session in activeSessions where session.liveness.state != .down {
                 if let ahead = session.refusedEntriesAhead(now: now, window: window, acceptedThroughWallMillis: acceptedThrough) {
                     refusing[session.node] = ahead
-                    newRefusals[session.node] = sessions[session.node]?.takeNewFutureRejections()
+                    newRefusals[session.node] = core.sessions[session.node]?.takeNewFutureRejections()
                 }
             }
         }
@@ -35,25 +35,25 @@ extension Replica {
                 unmeasured += 1
             }
         }
-        clock.extraDriftMillis = clockCheck.allowanceMillis
+        core.clock.extraDriftMillis = core.clockCheck.allowanceMillis
         // A node with seeds or members has something to compare with, even before it hears them:
         // until it has (or the grace runs out), its clock is unverified and local writes wait.
         if offsets.isEmpty && unmeasured == 0 && hasMembersOrSeeds {
             unmeasured = 1
         }
         let lead = clockLeadRefusal()
-        if let verdict = clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
-            clock.extraDriftMillis = clockCheck.allowanceMillis
+        if let verdict = core.clockCheck.evaluate(offsets: offsets, unmeasured: unmeasured, now: now) {
+            core.clock.extraDriftMillis = core.clockCheck.allowanceMillis
             if case .skewed(let median) = verdict {
-                let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
-                refuse(commits.takeWrites()) { _ in error }
+                let error = ReplicaError.clockSkew(offsetMillis: median, limitMillis: core.clockCheck.limitMillis)
+                refuse(core.commits.takeWrites()) { _ in error }
             }
         }
         noteClockLead(lead)
         // A member that is down has no clock to judge: what was said of it is stale.
-        healthState.memberClockFaults = judgeMemberClocks(
-            measured, median: clockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals,
-            keeping: healthState.memberClockFaults.filter { unheard.contains($0.key) })
+        core.healthState.memberClockFaults = judgeMemberClocks(
+            measured, median: core.clockCheck.median(offsets), refusing: refusing, newRefusals: newRefusals,
+            keeping: core.healthState.memberClockFaults.filter { unheard.contains($0.key) })
     }
 
     /// The `clock` problem, from the clock check's state: a clock beyond the limit from the
@@ -61,20 +61,20 @@ extension Replica {
     /// from the start, while writes wait for the comparison, then while they are refused); a
     /// hybrid clock further ahead than members accept.
     func ownClockProblem(now: ContinuousClock.Instant) -> String? {
-        if let skew = clockCheck.refusal {
-            return clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: clockCheck.limitMillis))
+        if let skew = core.clockCheck.refusal {
+            return clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: core.clockCheck.limitMillis))
         }
-        if configuration.requireClockCheck && !clockCheck.hasAgreed && clockCheck.verdict == .unverified {
-            return clockCheck.isUnchecked(now: now) ? ReplicaError.clockUnchecked.description : clockNotComparedYet
+        if configuration.requireClockCheck && !core.clockCheck.hasAgreed && core.clockCheck.verdict == .unverified {
+            return core.clockCheck.isUnchecked(now: now) ? ReplicaError.clockUnchecked.description : clockNotComparedYet
         }
-        return healthState.clockLead?.description
+        return core.healthState.clockLead?.description
     }
 
     /// The `clock` problem of a node that requires a clock check, before its first comparison
     /// and while its writes still wait for one.
     var clockNotComparedYet: String {
         "this node's clock has not been compared with any member's yet, and it requires that check: writes wait for the first "
-            + "comparison, for at most \(clockCheck.grace), and are refused after that until a member is reached"
+            + "comparison, for at most \(core.clockCheck.grace), and are refused after that until a member is reached"
     }
 
     /// The refusal of local writes while this node's hybrid clock is further ahead of its
@@ -87,9 +87,9 @@ extension Replica {
     /// nobody refuses what it stamps, and its clock stays monotonic.
     func clockLeadRefusal() -> ReplicaError? {
         guard hasMembersOrSeeds else { return nil }
-        let limit = Int64(clamping: clock.maxDriftMillis)
-        let members = Int64(clamping: configuration.wallClock()) + clockCheck.agreedMedianMillis
-        let lead = Int64(clamping: clock.last.wallMillis) - members
+        let limit = Int64(clamping: core.clock.maxDriftMillis)
+        let members = Int64(clamping: configuration.wallClock()) + core.clockCheck.agreedMedianMillis
+        let lead = Int64(clamping: core.clock.last.wallMillis) - members
         return lead > limit ? .clockAhead(leadMillis: lead, limitMillis: limit) : nil
     }
 
@@ -98,10 +98,10 @@ extension Replica {
     /// clock's message wins (fixing the clock comes first); the lead is kept as first described
     /// (its figures would change every second).
     func noteClockLead(_ refusal: ReplicaError?) {
-        if clockCheck.refusal != nil || refusal == nil {
-            healthState.clockLead = nil
-        } else if healthState.clockLead == nil {
-            healthState.clockLead = refusal
+        if core.clockCheck.refusal != nil || refusal == nil {
+            core.healthState.clockLead = nil
+        } else if core.healthState.clockLead == nil {
+            core.healthState.clockLead = refusal
         }
     }
 
@@ -117,7 +117,7 @@ extension Replica {
     /// no member trusts, was never listed isolated; then listed and cleared each
     /// time its discovered seed expired).
     var hasMembersOrSeeds: Bool {
-        !configuration.peers.isEmpty || !membership.active.isEmpty || !seeding.seeds.isEmpty
+        !configuration.peers.isEmpty || !core.membership.active.isEmpty || !seeding.seeds.isEmpty
             || seeding.lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
     }
 
@@ -127,26 +127,26 @@ extension Replica {
     private func judgeMemberClocks(_ measured: [(node: NodeID, offset: Int64)], median: Int64?, refusing: [NodeID: Int64],
                                    newRefusals: [NodeID: Int], keeping kept: [NodeID: ProblemFact]) -> [NodeID: ProblemFact] {
         var faults = kept
-        let judgedOff = Set(measured.filter { clockCheck.judge(memberOffset: $0.offset, median: median) != .fine }.map(\.node))
+        let judgedOff = Set(measured.filter { core.clockCheck.judge(memberOffset: $0.offset, median: median) != .fine }.map(\.node))
         for (node, ahead) in refusing where !judgedOff.contains(node) {
             // Its clock may look right now (fixed), but what it writes is still stamped ahead:
             // said (instead of what was said of its clock) until this clock takes them, or none
             // has been refused for a while. Each check that saw new refusals is one more
             // occurrence.
-            if var listed = healthState.memberClockFaults[node], listed.message.hasPrefix(Self.refusedEntriesPrefix) {
+            if var listed = core.healthState.memberClockFaults[node], listed.message.hasPrefix(Self.refusedEntriesPrefix) {
                 if newRefusals[node] ?? 0 > 0 { listed.occurrences = (listed.occurrences ?? 1) + 1 }
                 faults[node] = listed
                 continue
             }
             faults[node] = ProblemFact("\(Self.refusedEntriesPrefix) \(node) are stamped \(ahead / 1000) s ahead of "
-                + "this node's clock, beyond the \(clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its "
-                + "clock was ahead. They are taken once this clock is within \(clockCheck.limitMillis / 1000) s of them, at the next "
+                + "this node's clock, beyond the \(core.clockCheck.limitMillis / 1000) s limit, and refused here: it wrote them while its "
+                + "clock was ahead. They are taken once this clock is within \(core.clockCheck.limitMillis / 1000) s of them, at the next "
                 + "sync (and then win over later writes to the same keys)", occurrences: 1)
         }
         for (node, offset) in measured {
             let subject = node.rawValue
             let message: String
-            switch clockCheck.judge(memberOffset: offset, median: median) {
+            switch core.clockCheck.judge(memberOffset: offset, median: median) {
             case .fine:
                 continue
             case .ahead:
@@ -155,7 +155,7 @@ extension Replica {
                 message = "\(subject)'s clock is \(-offset / 1000) s behind this node's and its other members'; it refuses its own writes while so"
             }
             // Each check that finds it off is one more occurrence.
-            faults[node] = ProblemFact(message, occurrences: (healthState.memberClockFaults[node]?.occurrences ?? 0) + 1)
+            faults[node] = ProblemFact(message, occurrences: (core.healthState.memberClockFaults[node]?.occurrences ?? 0) + 1)
         }
         return faults
     }
@@ -171,17 +171,17 @@ extension Replica {
     /// before the wipe that the member holding it brought back. The median is a
     /// checked time (within the drift limit), not one member's clock.
     func retakeForgottenStamps() {
-        guard forgottenStamps.takesHeartbeatClocks else { return }
+        guard core.forgottenStamps.takesHeartbeatClocks else { return }
         let wall = configuration.wallClock()
-        for (node, timestamp) in forgottenStamps.refused where (try? clock.receive(timestamp, wallMillis: wall)) != nil {
-            forgottenStamps.took(from: node)
+        for (node, timestamp) in core.forgottenStamps.refused where (try? core.clock.receive(timestamp, wallMillis: wall)) != nil {
+            core.forgottenStamps.took(from: node)
         }
         // Not over before the clock check has judged: the median is taken then.
-        guard case .agrees(let median) = clockCheck.verdict else { return }
+        guard case .agrees(let median) = core.clockCheck.verdict else { return }
         if median > 0 {
-            _ = try? clock.receive(HybridTimestamp(wallMillis: wall + UInt64(median), logical: 0), wallMillis: wall)
+            _ = try? core.clock.receive(HybridTimestamp(wallMillis: wall + UInt64(median), logical: 0), wallMillis: wall)
         }
-        forgottenStamps.settle(active: activeSessions.map(\.node))
+        core.forgottenStamps.settle(active: activeSessions.map(\.node))
     }
 
     /// The wall clock moved differently from the monotonic clock (stepped by an operator or
@@ -194,15 +194,15 @@ extension Replica {
     func noticeClockStep() {
         // Both clocks read together: a step shows as their difference, not as a turn's length.
         let (wall, now) = (configuration.wallClock(), instant())
-        defer { lastClockReading = (wall, now) }
-        guard let (lastWall, lastNow) = lastClockReading else { return }
+        defer { core.lastClockReading = (wall, now) }
+        guard let (lastWall, lastNow) = core.lastClockReading else { return }
         let wallElapsed = Int64(bitPattern: wall &- lastWall)
         let elapsed = Int64((now - lastNow) / .milliseconds(1))
         guard abs(wallElapsed - elapsed) > 1000 else { return }
         logger.warning("the wall clock was stepped by \(wallElapsed - elapsed) ms; measuring the members' clocks afresh")
-        for node in sessions.keys { sessions[node]?.resetClock(wallMillis: wall) }
-        clockCheck.clockStepped(now: now)
+        for node in core.sessions.keys { core.sessions[node]?.resetClock(wallMillis: wall) }
+        core.clockCheck.clockStepped(now: now)
         checkClock(now: now)
-        housekeeping.runSoon()
+        core.housekeeping.runSoon()
     }
 }

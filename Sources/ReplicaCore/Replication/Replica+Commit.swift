@@ -4,20 +4,20 @@ import Foundation
 /// the local winners, resume the writers and tell observers.
 extension Replica {
     func flush() {
-        guard !commits.isEmpty else { return }
+        guard !core.commits.isEmpty else { return }
         // One look for the whole batch: queued writes are refused (a skewed clock, one never
         // compared under `requireClockCheck`, another process with our id), held (until the
         // first clock comparison, at most the grace), or committed.
         let now = instant()
-        if !commits.writes.isEmpty, let error = localWriteRefusal(now: now) {
-            refuse(commits.takeWrites()) { _ in error }
+        if !core.commits.writes.isEmpty, let error = localWriteRefusal(now: now) {
+            refuse(core.commits.takeWrites()) { _ in error }
         }
-        let (writes, remote) = commits.takeBatch(
-            holdingWrites: clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) == .hold)
+        let (writes, remote) = core.commits.takeBatch(
+            holdingWrites: core.clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) == .hold)
         guard !writes.isEmpty || !remote.isEmpty else { return }
         let local = writes.map { write in
             (entries: write.requests.map { request in
-                Entry(key: request.key, version: Version(timestamp: clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
+                Entry(key: request.key, version: Version(timestamp: core.clock.tick(), node: identity.node), schema: request.schema, payload: request.payload)
             }, completion: write.completion)
         }
         let localCount = local.reduce(0) { $0 + $1.entries.count }
@@ -42,8 +42,8 @@ extension Replica {
         }
         // A batch that wrote nothing (every entry lost to what is stored) did not touch the disk:
         // it proves nothing about a store that has been failing.
-        if !winners.isEmpty, let ended = commits.committed(now: instant(), disk: store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
-            if let disk = commits.shortOfSpace {
+        if !winners.isEmpty, let ended = core.commits.committed(now: instant(), disk: store.diskSpace, frameBytes: codec.limits.maxFrameBytes) {
+            if let disk = core.commits.shortOfSpace {
                 logger.warning("""
                     commits succeed again after \(ended.count) failure(s) since \(ended.first), but the disk has \
                     \(disk.freeBytes) bytes free: the commit problem stays listed until it has room
@@ -51,13 +51,13 @@ extension Replica {
             } else {
                 logger.info("commits succeed again after \(ended.count) failure(s) since \(ended.first)")
             }
-            planner.wantCatchUp(.commitFailed)
+            core.planner.wantCatchUp(.commitFailed)
         }
         // The refusals of failing commits: their cause is gone once a commit writes, a received
         // entry's as well as a local write's (a node that only receives kept a full disk's
         // refusals listed, and its health alerts firing, until someone wrote to it).
-        if !local.isEmpty || !winners.isEmpty, !commits.failedSaves.isEmpty {
-            logger.info("saves succeed again; clearing \(commits.savesWork()) save error(s)")
+        if !local.isEmpty || !winners.isEmpty, !core.commits.failedSaves.isEmpty {
+            logger.info("saves succeed again; clearing \(core.commits.savesWork()) save error(s)")
         }
 
         // Which member each remote winner came through, for observers only (a dictionary of keys
@@ -75,12 +75,12 @@ extension Replica {
             guard let firstLocalStamp else { return false }
             return entry.version.node == identity.node && entry.version.timestamp >= firstLocalStamp
         }
-        if remoteCount > 0 && !counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, isLocal: isLocal) }
+        if remoteCount > 0 && !core.counterSlots.isEmpty { forgetCounterSlots(overwrittenBy: winners, isLocal: isLocal) }
         let published: ArraySlice<Entry>
         if winners.count == batch.count {
             // Every entry won (the usual case): the winners are the batch, local ones last.
             published = winners[remoteCount...]
-            counters.updatesApplied += remoteCount
+            core.counters.updatesApplied += remoteCount
         } else {
             var mine: [Entry] = []
             mine.reserveCapacity(localCount)
@@ -88,7 +88,7 @@ extension Replica {
                 if isLocal(entry) {
                     mine.append(entry)
                 } else {
-                    counters.updatesApplied += 1
+                    core.counters.updatesApplied += 1
                 }
             }
             published = mine[...]
@@ -107,22 +107,22 @@ extension Replica {
     /// received entries are dropped, to be fetched again by a catch-up sync once commits work.
     private func commitFailed(_ error: any Error, local: [CommitQueue.PendingWrite], remoteCount: Int) {
         let reason = "\(error)"
-        if commits.failed(reason, now: instant()) {
+        if core.commits.failed(reason, now: instant()) {
             logger.error("commit failed", metadata: ["local": "\(local.count)", "remote": "\(remoteCount)", "error": "\(reason)"])
-        } else if case let (true, suppressed) = warnings.admit("commit", now: instant()) {
+        } else if case let (true, suppressed) = core.warnings.admit("commit", now: instant()) {
             logger.error("commits still fail (\(suppressed + 1) more since the last line; retrying with back-off): \(reason)")
         }
         // (A batch of received entries only keeps the cached counter totals: increments held
         // meanwhile, for the clock check, are still to be committed, and their totals stand.)
         for write in local {
             // Listed in the user's terms: one line per counter or log, not one per slot or element key.
-            for request in write.requests { commits.saveFailed(FamilyKey.subject(of: request.key), reason: reason) }
+            for request in write.requests { core.commits.saveFailed(FamilyKey.subject(of: request.key), reason: reason) }
         }
         refuse(local) { ReplicaError.saveFailed(key: $0.requests.first?.key ?? "", reason: reason) }
         if remoteCount > 0 {
             forgetSyncMarks()
-            counters.inboundDroppedOnFailedCommit += remoteCount
-            planner.wantCatchUp(.commitFailed)
+            core.counters.inboundDroppedOnFailedCommit += remoteCount
+            core.planner.wantCatchUp(.commitFailed)
         }
     }
 
@@ -143,17 +143,17 @@ extension Replica {
         // Writes still queued once the node leaves (held for the first clock comparison when
         // `leave` began): committed after the departure, they were acknowledged and reached no
         // member.
-        if leaving != nil || membership.local.status != .active { return .leaving }
-        if let rival = healthState.identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
+        if core.leaving != nil || core.membership.local.status != .active { return .leaving }
+        if let rival = core.healthState.identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
         let error: ReplicaError
-        switch clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
+        switch core.clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
         case .hold: return nil
         case .accept:
             // Judged once the clock check lets writes through: the allowance it sets counts.
             guard let lead = clockLeadRefusal() else { return nil }
             noteClockLead(lead)
             return lead
-        case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: clockCheck.limitMillis)
+        case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: core.clockCheck.limitMillis)
         case .refuseUnchecked: error = .clockUnchecked
         }
         return error
@@ -172,11 +172,11 @@ extension Replica {
         guard !entries.isEmpty else { return }
         // Recorded once the sequences are taken: a sync reply leaves out what members report
         // holding of our stream (`PublishedStamps`).
-        guard let publisher else {
-            own.published(clock: clock.last, sent: false)
+        guard let publisher = sockets.publisher else {
+            core.own.published(clock: core.clock.last, sent: false)
             return
         }
-        defer { own.published(clock: clock.last) }
+        defer { core.own.published(clock: core.clock.last) }
         let limits = codec.limits
         var start = entries.startIndex
         while start < entries.endIndex {
@@ -190,16 +190,16 @@ extension Replica {
                 }
             }
             let batch = entries[start..<end]
-            let first = own.sequence &+ 1
-            for entry in batch { _ = own.take(entry.key) }
+            let first = core.own.sequence &+ 1
+            for entry in batch { _ = core.own.take(entry.key) }
             let frame: [UInt8]
             if batch.count == 1 && !codec.publishesInline(batch[start]) {
                 // Queued per subscriber, a large value would cost its size for each one that
                 // reads slowly or not at all: it takes the sequence and stays unpublished, and
                 // members fetch it by a repair (kind 5) on seeing the gap, which the heartbeat
                 // sent at the next turn shows at once.
-                counters.largeUpdatesWithheld += 1
-                duties.runSoon(.heartbeat, now: instant())
+                core.counters.largeUpdatesWithheld += 1
+                core.duties.runSoon(.heartbeat, now: instant())
                 start = end
                 continue
             } else if batch.count == 1 {
@@ -208,18 +208,18 @@ extension Replica {
                 // Moved out of the property and back after the send: a uniquely held buffer is
                 // written in place, with no copy and no allocation.
                 var buffer: [UInt8] = []
-                swap(&buffer, &own.buffer)
+                swap(&buffer, &core.own.buffer)
                 frame = codec.publishFrame(batchOf: identity.node, firstSequence: first, entries: batch, reusing: consume buffer)
             }
             do {
                 try publisher.send(frame: frame)
-                counters.updatesPublished += batch.count
-                counters.updateMessagesPublished += 1
+                core.counters.updatesPublished += batch.count
+                core.counters.updateMessagesPublished += 1
             } catch {
                 // PUB never blocks; a failure here is a closed context. Repairs fill the gap.
                 logger.error("publish failed", metadata: ["updates": "\(batch.count)", "error": "\(error)"])
             }
-            if batch.count > 1 { own.buffer = frame }
+            if batch.count > 1 { core.own.buffer = frame }
             start = end
         }
     }
@@ -245,7 +245,7 @@ extension Replica {
         }
         do {
             try store.saveMemberTable(memberTableMessages())
-            savedMemberTableDigest = membership.digest
+            core.savedMemberTableDigest = core.membership.digest
             return nil
         } catch {
             return "a test commit failed: \(error)"
@@ -258,9 +258,9 @@ extension Replica {
     /// use the same file system, so a stalled one stalls them anyway.
     func checkDiskSpace() {
         let disk = store.diskSpace
-        switch commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
+        switch core.commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
         case .began:
-            if let short = commits.shortOfSpace { logger.warning("\(shortOfSpaceMessage(short))") }
+            if let short = core.commits.shortOfSpace { logger.warning("\(shortOfSpaceMessage(short))") }
         case .ended:
             if disk == nil {
                 logger.info("the disk's space can no longer be read: the commit problem is cleared")
@@ -269,9 +269,9 @@ extension Replica {
             }
         case .unchanged: break
         }
-        if commits.fetchOwed(afterLookAt: disk, frameBytes: codec.limits.maxFrameBytes, now: instant()) {
+        if core.commits.fetchOwed(afterLookAt: disk, frameBytes: codec.limits.maxFrameBytes, now: instant()) {
             logger.info("the disk has room again: fetching what failed commits dropped")
-            planner.wantCatchUp(.commitFailed)
+            core.planner.wantCatchUp(.commitFailed)
         }
     }
 

@@ -23,7 +23,7 @@ extension Replica {
             self.assumeIsolated { replica in
                 do {
                     let request = try replica.counterIncrement(name, delta: delta)
-                    replica.commits.enqueue(CommitQueue.PendingWrite(requests: [request], completion: .handler { result in
+                    replica.core.commits.enqueue(CommitQueue.PendingWrite(requests: [request], completion: .handler { result in
                         completion(result.map { $0[0] })
                     }))
                 } catch {
@@ -39,7 +39,7 @@ extension Replica {
         let key = FamilyKey.counterSlot(name, incarnation: counterSlotOwner)
         try refuseNewerSchema(key, known: CounterFamily.slotSchema)
         let current: Int
-        if let cached = counterSlots[ExactKey(key)] {
+        if let cached = core.counterSlots[ExactKey(key)] {
             current = cached
         } else if let stored = try store.entry(for: key) {
             current = try CounterFamily.total(of: stored)
@@ -53,7 +53,7 @@ extension Replica {
         // before the total is cached: a cached total nothing committed would be counted again
         // by the next increment.
         try validate([request], refusingNewerSchemaThan: nil)
-        counterSlots[ExactKey(key)] = total
+        core.counterSlots[ExactKey(key)] = total
         return request
     }
 
@@ -65,9 +65,9 @@ extension Replica {
     /// A remote entry replaced one of our cached slot totals (a restored backup of this data
     /// directory, say): read it from the store next time.
     func forgetCounterSlots(overwrittenBy winners: [Entry], isLocal: (Entry) -> Bool) {
-        for entry in winners where counterSlots[ExactKey(entry.key)] != nil {
+        for entry in winners where core.counterSlots[ExactKey(entry.key)] != nil {
             if isLocal(entry) { continue }
-            counterSlots[ExactKey(entry.key)] = nil
+            core.counterSlots[ExactKey(entry.key)] = nil
         }
     }
 
@@ -87,7 +87,7 @@ extension Replica {
     /// kept and collected later, which is harmless.
     func expiryWallMillis(received: Bool) -> UInt64? {
         let own = configuration.wallClock()
-        switch clockCheck.verdict {
+        switch core.clockCheck.verdict {
         case .agrees(let median): return median < 0 ? own - min(own, UInt64(-median)) : own
         // Alone and with nobody to hear: not a node whose members are merely down (or not
         // restored yet: the first tick restores the member table, then sweeps).
@@ -114,11 +114,11 @@ extension Replica {
         do {
             let keys = try store.removeTombstones(before: cutoff, limit: Self.tombstonesPerSweep)
             if !keys.isEmpty {
-                counters.tombstonesCollected += keys.count
+                core.counters.tombstonesCollected += keys.count
                 logger.info("collected \(keys.count) expired tombstone(s)")
             }
             // Some may be left: the rest at the next tick.
-            if keys.count == Self.tombstonesPerSweep { duties.runSoon(.tombstoneSweep, now: instant()) }
+            if keys.count == Self.tombstonesPerSweep { core.duties.runSoon(.tombstoneSweep, now: instant()) }
             return keys.count
         } catch {
             logger.error("tombstone collection failed", metadata: ["error": "\(error)"])

@@ -12,27 +12,27 @@ extension Replica {
             message.map { [subject: ProblemFact($0)] } ?? [:]
         }
 
-        note(.load, healthState.problems.list(.load, healthState.reports.loadErrors, at: date))
+        note(.load, core.healthState.problems.list(.load, core.healthState.reports.loadErrors, at: date))
         // A key a failing commit refused is listed as that; one the program refused, as its own.
-        note(.save, healthState.problems.list(.save, healthState.reports.refusedSaves.merging(commits.failedSaves) { _, failed in failed }, at: date))
-        note(.commit, healthState.problems.list(.commit, commits.commitProblem(shortOfSpace: shortOfSpaceMessage).map { [Self.commitSubject: $0] } ?? [:], at: date))
+        note(.save, core.healthState.problems.list(.save, core.healthState.reports.refusedSaves.merging(core.commits.failedSaves) { _, failed in failed }, at: date))
+        note(.commit, core.healthState.problems.list(.commit, core.commits.commitProblem(shortOfSpace: shortOfSpaceMessage).map { [Self.commitSubject: $0] } ?? [:], at: date))
         var store: [String: ProblemFact] = [:]
-        if let misplaced = healthState.misplacedStoreFile { store[misplaced.path] = ProblemFact(misplaced.message) }
+        if let misplaced = core.healthState.misplacedStoreFile { store[misplaced.path] = ProblemFact(misplaced.message) }
         if let failure = self.store.readFailure {
             store[failure.path] = ProblemFact(failure.description, since: failure.since, last: failure.last, occurrences: failure.count)
         }
-        note(.store, healthState.problems.list(.store, store, at: date))
-        note(.clock, healthState.problems.list(.clock, facts(ownClockProblem(now: now)), at: date))
-        note(.peerClock, healthState.problems.list(.peerClock, Dictionary(uniqueKeysWithValues: healthState.memberClockFaults.map { ($0.key.rawValue, $0.value) }), at: date))
-        let clash = healthState.identityClash.rival.map { ReplicaError.identityClash(evidence: Self.clashEvidence($0)).description }
-        note(.identity, healthState.problems.list(.identity, facts(clash), at: date))
-        note(.memberIdentity, healthState.problems.list(.memberIdentity, healthState.memberClash.problems, at: date))
-        note(.trust, healthState.problems.list(.trust, messages: trustProblems(), at: date))
-        note(.handshake, healthState.problems.list(.handshake, handshakeProblems(), at: date))
-        note(.isolated, healthState.problems.list(.isolated, facts(isolationProblem(), subject: Self.isolationSubject), at: date))
-        let absent = healthState.absence.returned.map { Self.absenceMessage(since: $0.since, until: $0.until, retentionMillis: healthState.absence.retentionMillis) }
-        note(.absence, healthState.problems.list(.absence, facts(absent), at: date))
-        note(.claims, healthState.problems.list(.claims, unservedClaims(now: now, date: date), at: date))
+        note(.store, core.healthState.problems.list(.store, store, at: date))
+        note(.clock, core.healthState.problems.list(.clock, facts(ownClockProblem(now: now)), at: date))
+        note(.peerClock, core.healthState.problems.list(.peerClock, Dictionary(uniqueKeysWithValues: core.healthState.memberClockFaults.map { ($0.key.rawValue, $0.value) }), at: date))
+        let clash = core.healthState.identityClash.rival.map { ReplicaError.identityClash(evidence: Self.clashEvidence($0)).description }
+        note(.identity, core.healthState.problems.list(.identity, facts(clash), at: date))
+        note(.memberIdentity, core.healthState.problems.list(.memberIdentity, core.healthState.memberClash.problems, at: date))
+        note(.trust, core.healthState.problems.list(.trust, messages: trustProblems(), at: date))
+        note(.handshake, core.healthState.problems.list(.handshake, handshakeProblems(), at: date))
+        note(.isolated, core.healthState.problems.list(.isolated, facts(isolationProblem(), subject: Self.isolationSubject), at: date))
+        let absent = core.healthState.absence.returned.map { Self.absenceMessage(since: $0.since, until: $0.until, retentionMillis: core.healthState.absence.retentionMillis) }
+        note(.absence, core.healthState.problems.list(.absence, facts(absent), at: date))
+        note(.claims, core.healthState.problems.list(.claims, unservedClaims(now: now, date: date), at: date))
         listSyncStalls(now: now)
     }
 
@@ -71,9 +71,9 @@ extension Replica {
             case .peerClock: logger.debug("\(problem.subject)'s clock is no longer listed")
             case .clock: logger.info("this node's clock is within reach of its members' again; writes are accepted")
             case .identity:
-                logger.info("no member has heard another process with id \(problem.subject) for \(healthState.identityClash.window): writes are accepted again")
+                logger.info("no member has heard another process with id \(problem.subject) for \(core.healthState.identityClash.window): writes are accepted again")
             case .memberIdentity:
-                logger.info("member \(problem.subject) has neither moved nor been contradicted for \(healthState.memberClash.window): no longer listed as used by two processes")
+                logger.info("member \(problem.subject) has neither moved nor been contradicted for \(core.healthState.memberClash.window): no longer listed as used by two processes")
             case .trust: logger.info("trust problem over: \(problem.subject)")
             case .isolated: logger.info("members hear this node again: no longer isolated")
             case .store: logger.notice("store problem over: \(problem.subject) (a database file back in place keeps what the node committed meanwhile)")

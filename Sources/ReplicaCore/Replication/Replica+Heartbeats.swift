@@ -3,7 +3,7 @@ import Foundation
 /// Heartbeats: liveness, our stream position, digests, and what we know of every member.
 extension Replica {
     func publishHeartbeat(now: ContinuousClock.Instant) {
-        guard let publisher else { return }
+        guard let publisher = sockets.publisher else { return }
         var reports: [PeerReport] = []
         let active = activeSessions
         reports.reserveCapacity(active.count)
@@ -21,9 +21,9 @@ extension Replica {
         // `PublishedStamps.heard`). Moving the clock to the wall clock here instead would carry
         // a wrong wall clock into it without any write.
         let heartbeat = Heartbeat(
-            origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: own.sequence,
-            timestamp: clock.leastNext, wallMillis: configuration.wallClock(), digestRoot: store.digest.root,
-            entryCount: UInt64(store.count), membersDigest: membership.digest, storeSerial: store.serial,
+            origin: identity.node, incarnation: identity.incarnation, epoch: epoch, sequence: core.own.sequence,
+            timestamp: core.clock.leastNext, wallMillis: configuration.wallClock(), digestRoot: store.digest.root,
+            entryCount: UInt64(store.count), membersDigest: core.membership.digest, storeSerial: store.serial,
             reports: reports)
         do {
             try publisher.send([codec.publishFrame(.heartbeat(heartbeat))])

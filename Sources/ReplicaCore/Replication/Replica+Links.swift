@@ -23,8 +23,8 @@ extension Replica {
     /// Opens the links to a member, unless it has never been heard here and the places for
     /// such members are taken (`UnheardDials`): then it waits its turn.
     func dial(_ record: MemberRecord, now: ContinuousClock.Instant) {
-        let heard = sessions[record.node]?.liveness.lastHeard != nil
-        guard heard || record.status != .active || !isAdmitted(record) || unheardDials.admit(record.node, now: now) else {
+        let heard = core.sessions[record.node]?.liveness.lastHeard != nil
+        guard heard || record.status != .active || !isAdmitted(record) || core.unheardDials.admit(record.node, now: now) else {
             closeLink(to: record.node)
             return
         }
@@ -34,15 +34,15 @@ extension Replica {
     /// Members heard since they were dialled leave the count of unheard ones; links unheard
     /// for too long give their places to members waiting (`UnheardDials`).
     func maintainUnheardDials(now: ContinuousClock.Instant) {
-        for node in unheardDials.dialling.keys where sessions[node]?.liveness.lastHeard != nil { unheardDials.heard(node) }
-        for action in unheardDials.tick(now: now) {
+        for node in core.unheardDials.dialling.keys where core.sessions[node]?.liveness.lastHeard != nil { core.unheardDials.heard(node) }
+        for action in core.unheardDials.tick(now: now) {
             switch action {
             case .close(let node):
-                logger.info("member \(node) was not heard in \(unheardDials.attempt) since it was dialled; hanging up until it may be dialled again")
+                logger.info("member \(node) was not heard in \(core.unheardDials.attempt) since it was dialled; hanging up until it may be dialled again")
                 closeLink(to: node)
             case .open(let node):
-                guard let record = membership[node], record.status == .active, isAdmitted(record) else {
-                    unheardDials.remove(node)
+                guard let record = core.membership[node], record.status == .active, isAdmitted(record) else {
+                    core.unheardDials.remove(node)
                     continue
                 }
                 openLink(to: record, now: now)
@@ -55,10 +55,10 @@ extension Replica {
         closeLink(to: record.node)
         guard record.status == .active, isAdmitted(record), let security = linkSecurity(serverKey: record.publicKey) else { return }
         do {
-            links[record.node] = try MemberLink(
-                node: record.node, address: record.address, from: configuration.listen, context: sockets,
+            sockets.links[record.node] = try MemberLink(
+                node: record.node, address: record.address, from: configuration.listen, context: socketFactory,
                 limits: configuration.limits, security: security)
-            pollItemsCache = nil
+            sockets.pollItemsCache = nil
             logger.info("dialling member \(record.node) at \(record.address)")
         } catch {
             logger.error("cannot dial member \(record.node) at \(record.address): \(error)")
@@ -66,31 +66,31 @@ extension Replica {
     }
 
     func closeLink(to node: NodeID) {
-        guard let link = links.removeValue(forKey: node) else { return }
+        guard let link = sockets.links.removeValue(forKey: node) else { return }
         link.close()
-        pollItemsCache = nil
+        sockets.pollItemsCache = nil
         // Relays taken through it are chosen again at the next housekeeping (`keepHouse`).
-        relays.relayGone(node)
+        core.relays.relayGone(node)
     }
 
     func receiveLinkEvents(of node: NodeID, subscriber: Bool) {
-        guard let link = links[node] else { return }
+        guard let link = sockets.links[node] else { return }
         let socket = subscriber ? link.subscriberEvents : link.dealerEvents
         let now = instant()
         for _ in 0..<64 {
             guard let notice = try? socket.receiveMonitorNotice() else { return }
             switch (notice.event, subscriber) {
-            case (.connected, true): sessions[node]?.subscriberTCPConnected(now: now)
-            case (.connected, false): sessions[node]?.dealerTCPConnected(now: now)
+            case (.connected, true): core.sessions[node]?.subscriberTCPConnected(now: now)
+            case (.connected, false): core.sessions[node]?.dealerTCPConnected(now: now)
             case (.handshakeSucceeded, true):
-                sessions[node]?.subscriberHandshakeSucceeded(now: now)
+                core.sessions[node]?.subscriberHandshakeSucceeded(now: now)
                 link.handshakeRefusal = nil
             case (.handshakeSucceeded, false):
-                sessions[node]?.dealerHandshakeSucceeded(now: now)
+                core.sessions[node]?.dealerHandshakeSucceeded(now: now)
                 link.handshakeRefusal = nil
-            case (.disconnected, true): sessions[node]?.subscriberDisconnected(now: now, base: timing)
+            case (.disconnected, true): core.sessions[node]?.subscriberDisconnected(now: now, base: timing)
             case (.disconnected, false):
-                if let actions = sessions[node]?.dealerDisconnected(now: now, base: timing) { perform(actions, for: node, now: now) }
+                if let actions = core.sessions[node]?.dealerDisconnected(now: now, base: timing) { perform(actions, for: node, now: now) }
             case (.handshakeFailed, _):
                 // The disconnection that follows re-dials, with back-off.
                 if let failure = notice.failure, let refusal = refusedHandshakeMessage(failure, by: "member \(node)", at: link.address) {
@@ -106,7 +106,7 @@ extension Replica {
 
     /// Asks every configured seed (except this node itself) to let us join.
     func contactSeeds() {
-        let own = [configuration.listen, membership.local.address]
+        let own = [configuration.listen, core.membership.local.address]
         for seed in configuration.peers where !own.contains(seed) {
             openSeed(seed, serverKey: admission.curve?.peerKeys[seed].flatMap(CurveKeyPair.rawBytes(ofZ85:)))
         }
@@ -122,11 +122,11 @@ extension Replica {
         if discovered { closeDiscoveredSeeds(making: 1, now: instant()) }
         do {
             let seed = try SeedContact(
-                id: seeding.nextID, address: address, from: configuration.listen, context: sockets,
+                id: seeding.nextID, address: address, from: configuration.listen, context: socketFactory,
                 limits: configuration.limits, security: security, discovered: discovered, now: instant())
             seeding.nextID += 1
             seeding.seeds.append(seed)
-            pollItemsCache = nil
+            sockets.pollItemsCache = nil
             sendJoin(to: seed, now: instant())
         } catch {
             logger.error("cannot contact seed \(address): \(error)")
@@ -152,7 +152,7 @@ extension Replica {
         guard let index = seeding.seeds.firstIndex(where: { $0.id == id }) else { return }
         let seed = seeding.seeds.remove(at: index)
         seed.close()
-        pollItemsCache = nil
+        sockets.pollItemsCache = nil
     }
 
     func receiveSeedEvents(of id: Int) {
@@ -243,8 +243,8 @@ extension Replica {
                 sendJoin(to: seed, now: now)
             }
         }
-        if !membership.probes.isEmpty {  // (who is heard directly costs a pass over the members)
-            for record in membership.dueProbes(wallMillis: configuration.wallClock(), heardDirectly: heardDirectly(now: now)) {
+        if !core.membership.probes.isEmpty {  // (who is heard directly costs a pass over the members)
+            for record in core.membership.dueProbes(wallMillis: configuration.wallClock(), heardDirectly: heardDirectly(now: now)) {
                 logger.debug("asking \(record.node) at \(record.address) to join: a record not its own ended or moved it while it was not heard here")
                 openSeed(record.address, serverKey: record.publicKey, discovered: true)
             }
@@ -272,20 +272,20 @@ extension Replica {
             }
         }
         let hasMembersOrSeeds = hasMembersOrSeeds
-        if healthState.isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) == nil {
+        if core.healthState.isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) == nil {
             let hearsUs = anyMemberAlive && anyMemberHearsUs()
-            _ = healthState.isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: hearsUs, now: now)
+            _ = core.healthState.isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: hearsUs, now: now)
         }
     }
 
     /// The `isolated` problem, from `isolation`'s last judgement.
     func isolationProblem() -> String? {
-        switch healthState.isolation.condition {
+        switch core.healthState.isolation.condition {
         case nil: return nil
         case .alone(let alone):
             let pending = seeding.seeds.map(\.address.description)
             let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
-            let unchecked = clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
+            let unchecked = core.clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
                 ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
                 : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
             return "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "

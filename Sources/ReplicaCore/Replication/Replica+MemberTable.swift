@@ -39,20 +39,20 @@ extension Replica {
     /// Saves the table when it changed (at most once a second; at once with `force`, at shutdown).
     /// A failure (a full disk) is logged and retried later: the table only spares the seeds.
     func saveMemberTable(now: ContinuousClock.Instant, force: Bool = false) {
-        guard membership.digest != savedMemberTableDigest, duties.savesMemberTable(now: now, force: force) else { return }
+        guard core.membership.digest != core.savedMemberTableDigest, core.duties.savesMemberTable(now: now, force: force) else { return }
         do {
             try store.saveMemberTable(memberTableMessages())
-            savedMemberTableDigest = membership.digest
-            duties.memberTableSaved(now: now, failed: false)
+            core.savedMemberTableDigest = core.membership.digest
+            core.duties.memberTableSaved(now: now, failed: false)
         } catch {
-            logger.warning("cannot save the member table\(force ? "" : " (retrying in \(duties.intervals.memberTableRetry))"): \(error)")
-            duties.memberTableSaved(now: now, failed: true)
+            logger.warning("cannot save the member table\(force ? "" : " (retrying in \(core.duties.intervals.memberTableRetry))"): \(error)")
+            core.duties.memberTableSaved(now: now, failed: true)
         }
     }
 
     /// The table as saved: its members messages, encoded.
     func memberTableMessages() -> [[UInt8]] {
-        MembersMessage.split(origin: identity.node, wantsReply: false, records: membership.allRecords, limits: codec.limits)
+        MembersMessage.split(origin: identity.node, wantsReply: false, records: core.membership.allRecords, limits: codec.limits)
             .map { codec.encode(.members($0)) }
     }
 

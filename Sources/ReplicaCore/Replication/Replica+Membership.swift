@@ -8,14 +8,14 @@ extension Replica {
     /// they arrived on, or of the CURVE key that delivered them; nil when nothing proves it.
     func mergeMembers(_ records: [MemberRecord], from source: NodeID, sender: NodeID?) {
         let now = instant()
-        let result = membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
+        let result = core.membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
                                       keyOwners: admission.keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
         act(on: result, from: source.rawValue, now: now)
     }
 
     /// Takes the records held back against members that have fallen silent since (`Membership.releaseHeld`).
     func releaseHeldRecords(now: ContinuousClock.Instant) {
-        guard let result = membership.releaseHeld(heardDirectly: heardDirectly(now: now), wallMillis: configuration.wallClock(),
+        guard let result = core.membership.releaseHeld(heardDirectly: heardDirectly(now: now), wallMillis: configuration.wallClock(),
                                                   expiryWallMillis: expiryWallMillis(received: true), keyOwners: admission.keyOwners)
         else { return }
         act(on: result, from: "records held while their members were heard", now: now)
@@ -26,7 +26,7 @@ extension Replica {
         if !result.refused.isEmpty { noteRefused(result.refused, from: source) }
         for record in result.held { noteHeld(record, from: source, now: now) }
         if result.reasserted {
-            logger.warning("\(source) holds a record of this node that would replace ours (a forget, a stale leave, or another process with id \(identity.node)); re-asserting with epoch \(membership.local.epoch)")
+            logger.warning("\(source) holds a record of this node that would replace ours (a forget, a stale leave, or another process with id \(identity.node)); re-asserting with epoch \(core.membership.local.epoch)")
         }
         for change in result.changes { apply(change, now: now) }
         if !result.announce.isEmpty { announce(result.announce) }
@@ -40,7 +40,7 @@ extension Replica {
 
     /// Records `merge` did not take: counted, and logged (once per reason a while).
     private func noteRefused(_ refusals: [Membership.Refusal], from source: String) {
-        counters.memberRecordsRefused += refusals.count
+        core.counters.memberRecordsRefused += refusals.count
         for refusal in refusals {
             let record = refusal.record
             warn("member record \(refusal.reason)", "refused a member record of \(record.node) (\(record.status), at \(record.address), epoch \(record.epoch)) "
@@ -55,14 +55,14 @@ extension Replica {
     private func noteHeld(_ record: MemberRecord, from source: String, now: ContinuousClock.Instant) {
         logger.debug("held back a member record of \(record.node) (\(record.status), at \(record.address)) from \(source): \(record.node) is heard directly")
         guard record.status == .active else { return }
-        _ = healthState.memberClash.contested(record.node, heardAt: membership[record.node]?.address, placedAt: record.address, now: now)
+        _ = core.healthState.memberClash.contested(record.node, heardAt: core.membership[record.node]?.address, placedAt: record.address, now: now)
     }
 
     /// A member's heartbeat reported this node: heard directly in another life is evidence of a
     /// second process with our id (`IdentityClash`).
     func judgeReport(ofUs report: PeerReport, by member: NodeID, now: ContinuousClock.Instant) {
-        guard healthState.identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
-              healthState.identityClash.rival != nil
+        guard core.healthState.identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
+              core.healthState.identityClash.rival != nil
         else { return }
         // Listed (health fails) and local writes refused until it stops: `identityClash.rival`.
         doubt(identity.node)
@@ -79,15 +79,15 @@ extension Replica {
 
     /// Two processes may write as `node` (we, or a member): see `IdentityDoubt`.
     func doubt(_ node: NodeID) {
-        doubts.doubt(node, serial: store.serial)
+        core.doubts.doubt(node, serial: store.serial)
     }
 
     /// The clash is over once no member has reported another life of our id for the window. So
     /// is an impersonation no member has passed on for as long.
     func judgeIdentityClash(now: ContinuousClock.Instant) {
-        _ = healthState.identityClash.tick(now: now)
-        _ = healthState.memberClash.tick(now: now)
-        _ = healthState.trustFaults.expire(now: now, window: healthState.identityClash.window)
+        _ = core.healthState.identityClash.tick(now: now)
+        _ = core.healthState.memberClash.tick(now: now)
+        _ = core.healthState.trustFaults.expire(now: now, window: core.healthState.identityClash.window)
     }
 
     /// A record refused by `Membership.merge` (its key is trusted here as another node's): a
@@ -102,56 +102,56 @@ extension Replica {
             + "a process holding \(owner)'s secret key claims to be \(record.node), or this node's trust directory names "
             + "\(record.node)'s key \(owner).pub by mistake. The record is refused. Stop that process, or name the file "
             + "\(record.node).pub; if \(owner)'s key is not in safe hands, remove \(owner).pub from every member's trust directory"
-        healthState.trustFaults.impersonated(subject, message, now: now)
+        core.healthState.trustFaults.impersonated(subject, message, now: now)
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
         switch change {
         case .joined(let record):
-            if sessions[record.node] == nil {
-                sessions[record.node] = PeerSession(record: record, now: now)
-            } else if let actions = sessions[record.node]?.recordChanged(record, now: now) {
+            if core.sessions[record.node] == nil {
+                core.sessions[record.node] = PeerSession(record: record, now: now)
+            } else if let actions = core.sessions[record.node]?.recordChanged(record, now: now) {
                 perform(actions, for: record.node, now: now)
             }
             let admitted = isAdmitted(record)
             logger.info("member \(record.node) joined at \(record.address)\(admitted ? "" : " (its key is not trusted here: not dialled)")")
             dial(record, now: now)
             // It may hold data we lack (a node that had been on its own): one sync, when it is up.
-            if admitted { planner.want(.memberJoined, with: record.node) }
+            if admitted { core.planner.want(.memberJoined, with: record.node) }
         case .restarted(let record):
-            _ = sessions[record.node]?.recordChanged(record, now: now)
+            _ = core.sessions[record.node]?.recordChanged(record, now: now)
         case .moved(let record):
             logger.info("member \(record.node) moved to \(record.address)")
-            if healthState.memberClash.moved(record.node, to: record.address, now: now) != nil {
+            if core.healthState.memberClash.moved(record.node, to: record.address, now: now) != nil {
                 doubt(record.node)
             }
             // Its old connections close: a sync running over them will not be answered.
-            _ = planner.connectionLost(to: record.node)
-            if sessions[record.node] == nil {
-                sessions[record.node] = PeerSession(record: record, now: now)
+            _ = core.planner.connectionLost(to: record.node)
+            if core.sessions[record.node] == nil {
+                core.sessions[record.node] = PeerSession(record: record, now: now)
             } else {
-                sessions[record.node]?.moved(to: record, now: now)
+                core.sessions[record.node]?.moved(to: record, now: now)
             }
             dial(record, now: now)
         case .left(let record):
             logger.info("member \(record.node) left the cluster")
-            if let actions = sessions[record.node]?.recordChanged(record, now: now) { perform(actions, for: record.node, now: now) }
-            if sessions[record.node] == nil { sessions[record.node] = PeerSession(record: record, now: now) }
+            if let actions = core.sessions[record.node]?.recordChanged(record, now: now) { perform(actions, for: record.node, now: now) }
+            if core.sessions[record.node] == nil { core.sessions[record.node] = PeerSession(record: record, now: now) }
             stopAsking(record.node)
         case .forgotten(let record):
             logger.info("member \(record.node) was forgotten")
-            sessions[record.node] = nil
+            core.sessions[record.node] = nil
             stopAsking(record.node)
         case .expired(let record):
             logger.info("member \(record.node): its departure is older than the retention (\(configuration.tombstoneRetention)); removed from the member table")
-            sessions[record.node] = nil
+            core.sessions[record.node] = nil
             stopAsking(record.node)
         }
     }
 
     /// Removes the departures older than the retention (`Membership.nextExpiry` says when).
     func expireDepartures(wallMillis: UInt64) {
-        let expired = membership.expireDepartures(wallMillis: wallMillis)
+        let expired = core.membership.expireDepartures(wallMillis: wallMillis)
         for record in expired { apply(.expired(record), now: instant()) }
     }
 
@@ -160,17 +160,17 @@ extension Replica {
     private func stopAsking(_ node: NodeID) {
         // Not waited for by our own leave either (acted on at the next housekeeping, not amid a
         // merge).
-        leaving?.memberDeparted(node)
+        core.leaving?.memberDeparted(node)
         closeLink(to: node)
-        unheardDials.remove(node)
-        planner.remove(node)
-        healthState.memberClockFaults[node] = nil
-        healthState.memberClash.forget(node)
+        core.unheardDials.remove(node)
+        core.planner.remove(node)
+        core.healthState.memberClockFaults[node] = nil
+        core.healthState.memberClash.forget(node)
     }
 
     /// Tells every member (on PUB) about records that changed our table.
     func announce(_ records: [MemberRecord]) {
-        guard let publisher, !records.isEmpty else { return }
+        guard let publisher = sockets.publisher, !records.isEmpty else { return }
         for message in MembersMessage.split(origin: identity.node, wantsReply: false, records: records, limits: codec.limits) {
             _ = try? publisher.send([codec.publishFrame(.members(message))])
         }
@@ -178,7 +178,7 @@ extension Replica {
 
     /// Sends our whole table to `node` over its DEALER; with `wantsReply`, it answers with its own.
     func sendMembers(to node: NodeID, wantsReply: Bool) {
-        guard let link = links[node] else { return }
+        guard let link = sockets.links[node] else { return }
         for message in membersMessages(wantsReply: wantsReply) {
             _ = try? link.dealer.send([codec.encode(.members(message))])
         }
@@ -188,7 +188,7 @@ extension Replica {
     /// record and the active members come first, so that a joining node that reads only the first
     /// message (a seed's reply) knows whom to dial; gossip brings the rest.
     func membersMessages(wantsReply: Bool) -> [MembersMessage] {
-        MembersMessage.split(origin: identity.node, wantsReply: wantsReply, records: membership.allRecords, limits: codec.limits)
+        MembersMessage.split(origin: identity.node, wantsReply: wantsReply, records: core.membership.allRecords, limits: codec.limits)
     }
 
     /// A members message that came in on our ROUTER (a join or an exchange): merged, and answered
@@ -205,7 +205,7 @@ extension Replica {
     /// our departure: its acknowledgement).
     func receiveMembersReply(_ message: MembersMessage, from node: NodeID) {
         mergeMembers(message.records, from: message.origin, sender: node)
-        if Self.acknowledgesDeparture(message.records, of: identity.node), let action = leaving?.acknowledged(by: node) { perform(action) }
+        if Self.acknowledgesDeparture(message.records, of: identity.node), let action = core.leaving?.acknowledged(by: node) { perform(action) }
     }
 
     /// Whether a members reply shows our departure merged: it lists our record as departed. A
@@ -230,10 +230,10 @@ extension Replica {
     /// so (`Departure.left` false). A second call while the first waits joins it.
     @discardableResult
     public func leave(force: Bool = false) async -> Departure {
-        guard !isShutDown else { return departure ?? Self.noDeparture }
-        if leaving != nil || membership.local.status != .active {
+        guard !isShutDown else { return core.departure ?? Self.noDeparture }
+        if core.leaving != nil || core.membership.local.status != .active {
             // Resumed with the first call's result, or by the shutdown that follows it.
-            if force { leaving?.force = true }
+            if force { core.leaving?.force = true }
             return await withCheckedContinuation { leaveWaiters.append($0) }
         }
         // Writes made before the departure are committed and published ahead of it, on the same
@@ -241,9 +241,9 @@ extension Replica {
         takeSubmissions()
         flush()
         let now = instant()
-        let alive = Set(sessions.filter { $0.value.liveness.state == .alive && links[$0.key] != nil }.map(\.key))
+        let alive = Set(core.sessions.filter { $0.value.liveness.state == .alive && sockets.links[$0.key] != nil }.map(\.key))
         var progress = LeaveProgress(
-            asking: alive, epoch: epoch, published: own.sequence,
+            asking: alive, epoch: epoch, published: core.own.sequence,
             earlierWrites: store.holdsVersions(by: identity.node, through: timestampAtStart), force: force, now: now,
             handOffTime: configuration.leaveTimeout, acknowledgementTime: Self.departureAcknowledgementTime)
         var actions: [LeaveProgress.Action] = []
@@ -251,12 +251,12 @@ extension Replica {
             if let action = progress.heard(leaveReport(of: node), sameState: hasOurState(node), from: node, now: now) { actions.append(action) }
         }
         if let action = progress.start(now: now) { actions.append(action) }
-        leaving = progress
+        core.leaving = progress
         // Writes the clock check still holds (it has not compared clocks yet) are refused now:
         // committed after the departure, they reached no member. (Not when the node stays at
         // once, no member holding its writes: they wait for the check, as before.)
-        if !commits.writes.isEmpty && !actions.contains(.finish(left: false)) { flush() }
-        logger.info("leaving the cluster: handing \(own.sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
+        if !core.commits.writes.isEmpty && !actions.contains(.finish(left: false)) { flush() }
+        logger.info("leaving the cluster: handing \(core.own.sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
         return await withCheckedContinuation { continuation in
             leaveWaiters.append(continuation)
             for action in actions { perform(action) }
@@ -271,25 +271,27 @@ extension Replica {
 
     /// A member's heartbeat arrived while leaving: does it now hold our writes?
     func leaveHeard(from node: NodeID, now: ContinuousClock.Instant) {
-        guard leaving != nil else { return }
-        leaving?.published = own.sequence
-        guard let action = leaving?.heard(leaveReport(of: node), sameState: hasOurState(node), from: node, now: now) else { return }
+        guard core.leaving != nil else { return }
+        let published = core.own.sequence
+        core.leaving?.published = published
+        let (report, sameState) = (leaveReport(of: node), hasOurState(node))
+        guard let action = core.leaving?.heard(report, sameState: sameState, from: node, now: now) else { return }
         perform(action)
     }
 
     /// What `node`'s latest heartbeat says it holds of our stream.
-    private func leaveReport(of node: NodeID) -> PeerReport? { sessions[node]?.heartbeat?.reports[identity.node] }
+    private func leaveReport(of node: NodeID) -> PeerReport? { core.sessions[node]?.heartbeat?.reports[identity.node] }
 
     /// Whether `node`'s latest heartbeat carried our digest: it holds everything we hold.
-    private func hasOurState(_ node: NodeID) -> Bool { sessions[node]?.heartbeat?.digestRoot == store.digest.root }
+    private func hasOurState(_ node: NodeID) -> Bool { core.sessions[node]?.heartbeat?.digestRoot == store.digest.root }
 
     func checkLeaveDeadline(now: ContinuousClock.Instant) {
-        guard let action = leaving?.tick(now: now) else { return }
-        if case .announce = action, let lacking = leaving?.lacking, !lacking.isEmpty {
+        guard let action = core.leaving?.tick(now: now) else { return }
+        if case .announce = action, let lacking = core.leaving?.lacking, !lacking.isEmpty {
             let names = lacking.sorted().map(\.rawValue).joined(separator: ", ")
             logger.warning("leave: \(names) did not confirm holding this node's writes in time; leaving anyway: they get them from the members that did")
         }
-        if case .finish(left: true) = action, let leaving {
+        if case .finish(left: true) = action, let leaving = core.leaving {
             let silent = leaving.asked.subtracting(leaving.acknowledged)
             if !silent.isEmpty { logger.warning("leave: no acknowledgement from \(silent.sorted().map(\.rawValue).joined(separator: ", ")) in time") }
         }
@@ -299,9 +301,9 @@ extension Replica {
     private func perform(_ action: LeaveProgress.Action) {
         switch action {
         case .announce:
-            let departed = membership.leave(wallMillis: configuration.wallClock())
+            let departed = core.membership.leave(wallMillis: configuration.wallClock())
             announce([departed])
-            let asked = leaving?.asked ?? []
+            let asked = core.leaving?.asked ?? []
             for node in asked.sorted() { sendMembers(to: node, wantsReply: true) }
             if asked.isEmpty { perform(.finish(left: true)) }
         case .reask(let nodes):
@@ -313,13 +315,13 @@ extension Replica {
 
     /// Resumes every `leave` caller; a node that left then shuts down (`leave` returns after).
     func finishLeaving(left: Bool = true) {
-        let result = leaving.map { progress in
+        let result = core.leaving.map { progress in
             Departure(
                 left: left, asked: progress.asked.sorted(), holding: progress.holding.sorted(),
                 acknowledged: progress.acknowledged.sorted(), published: progress.published, earlierWrites: progress.earlierWrites)
-        } ?? departure ?? Self.noDeparture
-        departure = result
-        leaving = nil
+        } ?? core.departure ?? Self.noDeparture
+        core.departure = result
+        core.leaving = nil
         if !left && !isShutDown {
             let asked = result.asked.isEmpty ? "none alive" : result.asked.map(\.rawValue).joined(separator: ", ")
             logger.error("not leaving: no member confirmed holding \(result.writesText) (asked: \(asked)); it stays a member and accepts writes again")
@@ -339,9 +341,9 @@ extension Replica {
     /// it no more. Refused for this node itself and for a member that is alive (stop it first, or
     /// run `leave` on it). If the member starts again later, it rejoins as a new life.
     public func forget(_ node: NodeID) throws {
-        let alive = sessions[node]?.liveness.state == .alive
+        let alive = core.sessions[node]?.liveness.state == .alive
         do {
-            let tombstone = try membership.forget(node, isAlive: alive, wallMillis: configuration.wallClock())
+            let tombstone = try core.membership.forget(node, isAlive: alive, wallMillis: configuration.wallClock())
             apply(.forgotten(tombstone), now: instant())
             announce([tombstone])
         } catch .isSelf {
@@ -371,16 +373,16 @@ extension Replica {
         cutRevokedConnections()
         forgetRefusalsOfTrustedKeys()
         let now = instant()
-        for record in membership.active {
+        for record in core.membership.active {
             let admitted = isAdmitted(record)
-            if admitted && links[record.node] == nil {
+            if admitted && sockets.links[record.node] == nil {
                 dial(record, now: now)
-                planner.want(.memberJoined, with: record.node)
-            } else if !admitted && links[record.node] != nil {
+                core.planner.want(.memberJoined, with: record.node)
+            } else if !admitted && sockets.links[record.node] != nil {
                 logger.warning("member \(record.node)'s key is no longer trusted; hanging up")
                 closeLink(to: record.node)
-                unheardDials.remove(record.node)
-                planner.remove(record.node)
+                core.unheardDials.remove(record.node)
+                core.planner.remove(record.node)
             }
         }
     }
@@ -392,7 +394,7 @@ extension Replica {
     /// no key, a directory that cannot be read), as a `trust` problem whose subject is `source`;
     /// nil clears it. The node keeps the trust the program last gave it (`updateTrust`).
     public func noteTrustSource(_ source: String, problem: String?) {
-        guard healthState.trustFaults.source(source, problem: problem) else { return }
+        guard core.healthState.trustFaults.source(source, problem: problem) else { return }
         if let problem {
             logger.warning("trust source \(source): \(problem)")
         } else {
@@ -404,9 +406,9 @@ extension Replica {
     /// active member whose key is not trusted here. A listed member's message follows its reason
     /// and address (it moved, or came back with another key).
     func trustProblems() -> [String: String] {
-        var problems = healthState.trustFaults.problems
+        var problems = core.healthState.trustFaults.problems
         guard admission.curve != nil else { return problems }
-        for record in membership.active where !isAdmitted(record) {
+        for record in core.membership.active where !isAdmitted(record) {
             let reason: String
             let remedy: String
             if let key = record.publicKey, let owner = admission.keyOwners[key], owner != record.node {
@@ -429,8 +431,8 @@ extension Replica {
     // MARK: Discovery
 
     func sendBeacon() {
-        guard let beacon else { return }
-        let local = membership.local
+        guard let beacon = sockets.beacon else { return }
+        let local = core.membership.local
         guard local.status == .active else { return }
         let host = configuration.advertise?.host ?? (configuration.listen.isWildcard ? "" : configuration.listen.host)
         beacon.broadcast(codec.encode(Beacon(node: identity.node, host: host, port: local.address.port, publicKey: local.publicKey)))
@@ -438,7 +440,7 @@ extension Replica {
 
     /// A beacon from a node we do not know yet is a seed to join through.
     func receiveBeacons() {
-        guard let beacon else { return }
+        guard let beacon = sockets.beacon else { return }
         for _ in 0..<64 {
             guard let (bytes, sender) = beacon.receive() else { return }
             let message: Beacon
@@ -448,7 +450,7 @@ extension Replica {
                 dropMalformed(error, from: "a beacon from \(sender)")
                 continue
             }
-            guard message.node != identity.node, membership[message.node]?.status != .active else { continue }
+            guard message.node != identity.node, core.membership[message.node]?.status != .active else { continue }
             if admission.curve != nil {
                 guard let key = message.publicKey, admission.trustedKeys.contains(key) else { continue }
                 // A trust directory names each key's node: a beacon naming another node with it

@@ -4,13 +4,13 @@ import Foundation
 /// writes, then run the timers.
 extension Replica {
     public var pollItems: [PollItem<SocketRole>] {
-        guard !isShutDown, let syncServer, let publisher else { return [] }
-        if let cached = pollItemsCache { return cached }
+        guard !isShutDown, let syncServer = sockets.syncServer, let publisher = sockets.publisher else { return [] }
+        if let cached = sockets.pollItemsCache { return cached }
         var items = [PollItem(syncServer, role: SocketRole.syncServer), PollItem(publisher, role: .publisher)]
         if let authenticator = admission.authenticator { items.append(PollItem(authenticator, role: .authenticator)) }
         for (index, monitor) in admission.handshakeMonitors.enumerated() { items.append(PollItem(monitor.socket, role: .handshakeMonitor(index))) }
-        if let beacon { items.append(PollItem(fileDescriptor: beacon.fileDescriptor, role: .beacon)) }
-        for link in links.values {
+        if let beacon = sockets.beacon { items.append(PollItem(fileDescriptor: beacon.fileDescriptor, role: .beacon)) }
+        for link in sockets.links.values {
             items.append(PollItem(link.subscriber, role: .subscriber(link.node)))
             items.append(PollItem(link.dealer, role: .dealer(link.node)))
             items.append(PollItem(link.subscriberEvents, role: .subscriberEvents(link.node)))
@@ -20,20 +20,20 @@ extension Replica {
             items.append(PollItem(seed.dealer, role: .seed(seed.id)))
             items.append(PollItem(seed.events, role: .seedEvents(seed.id)))
         }
-        pollItemsCache = items
+        sockets.pollItemsCache = items
         return items
     }
 
     public var pollTimeout: Duration? {
         guard !isShutDown else { return nil }
         let now = instant()
-        let writesReady = !commits.writes.isEmpty && !clockCheck.holdsWrites(now: now)
-        if !commits.inbound.isEmpty || writesReady || responder.hasReplyReady(now: now) { return .zero }
+        let writesReady = !core.commits.writes.isEmpty && !core.clockCheck.holdsWrites(now: now)
+        if !core.commits.inbound.isEmpty || writesReady || core.responder.hasReplyReady(now: now) { return .zero }
         // Wake at least every 100 ms to age peer states and start syncs, when a reply waiting
         // for its requester's queue is offered again, and for housekeeping a busy turn skipped.
-        var wake = min(max(.zero, duties[.heartbeat] - now), .milliseconds(100))
-        if let owed = housekeeping.wake(now: now) { wake = min(wake, owed) }
-        return responder.nextRetry.map { min(wake, max(.zero, $0 - now)) } ?? wake
+        var wake = min(max(.zero, core.duties[.heartbeat] - now), .milliseconds(100))
+        if let owed = core.housekeeping.wake(now: now) { wake = min(wake, owed) }
+        return core.responder.nextRetry.map { min(wake, max(.zero, $0 - now)) } ?? wake
     }
 
     public func pollDidReturn(ready: [SocketRole]) {
@@ -67,9 +67,9 @@ extension Replica {
         }
         let now = instant()
         if intakeFull {
-            intakeBusySince = intakeBusySince ?? now
+            core.intakeBusySince = core.intakeBusySince ?? now
         } else {
-            intakeBusySince = nil
+            core.intakeBusySince = nil
         }
         guard !isShutDown else { return }
         continueReplies()
@@ -86,19 +86,19 @@ extension Replica {
     /// queued for us meanwhile.
     private func noticeStall() {
         let now = instant()
-        let gap = duties.turned(now: now)
+        let gap = core.duties.turned(now: now)
         guard gap > timing.suspectAfter else { return }
-        duties.stalled(for: gap)
-        lastStallEnded = now
+        core.duties.stalled(for: gap)
+        core.lastStallEnded = now
         warn("stalled", "this node was stalled for \(gap); not counting that against its members")
         let wall = configuration.wallClock()
-        for node in sessions.keys { sessions[node]?.stalled(for: gap, now: now, wallMillis: wall) }
+        for node in core.sessions.keys { core.sessions[node]?.stalled(for: gap, now: now, wallMillis: wall) }
     }
 
     /// The sessions of active members, by id: what the timers, syncs, relays, the clock check
     /// and isolation look at. Members that left keep a session for `status` only, and a cluster
     /// that has seen thousands of them must not pay for them every turn.
-    var activeSessions: [PeerSession] { membership.active.compactMap { sessions[$0.node] } }
+    var activeSessions: [PeerSession] { core.membership.active.compactMap { core.sessions[$0.node] } }
 
     func runTimers(now: ContinuousClock.Instant) {
         if !seeding.contacted {
@@ -106,17 +106,17 @@ extension Replica {
             restoreMemberTable()
             contactSeeds()
         }
-        if let expiry = membership.nextExpiry, let wall = expiryWallMillis(received: false), wall >= expiry {
+        if let expiry = core.membership.nextExpiry, let wall = expiryWallMillis(received: false), wall >= expiry {
             expireDepartures(wallMillis: wall)
         }
         saveMemberTable(now: now)
-        for duty in duties.due(now: now) {
+        for duty in core.duties.due(now: now) {
             switch duty {
             case .heartbeat:
                 publishHeartbeat(now: now)
                 // Judged on what heartbeats tell, over minutes: once an interval is enough.
                 listDivergences(now: now)
-                if commits.shortOfSpace != nil { checkDiskSpace() }
+                if core.commits.shortOfSpace != nil { checkDiskSpace() }
             case .beacon:
                 sendBeacon()
             case .periodicSync:
@@ -126,27 +126,27 @@ extension Replica {
                 let root = store.digest.root
                 // (Losses in the stream of a member that left are no longer repaired: they do not count.)
                 let active = activeSessions
-                let catchingUp = planner.holdsRepairs || active.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
+                let catchingUp = core.planner.holdsRepairs || active.contains { !$0.stream.missing.isEmpty || $0.repair != nil }
                 for session in active where session.liveness.state == .alive && session.heartbeat?.digestRoot != root && !catchingUp {
-                    planner.want(.periodic, with: session.node)
+                    core.planner.want(.periodic, with: session.node)
                 }
             case .tombstoneSweep:
                 collectTombstones()  // sooner again if it left some
             case .storeFileCheck:
                 checkStoreFileInPlace()
-                if commits.shortOfSpace == nil { checkDiskSpace() }
+                if core.commits.shortOfSpace == nil { checkDiskSpace() }
             }
         }
-        if !storeReadFailureLogged, let failure = store.readFailure {
+        if !core.storeReadFailureLogged, let failure = store.readFailure {
             // Listed by `status` from the store itself; said once in the log, when first seen.
-            storeReadFailureLogged = true
+            core.storeReadFailureLogged = true
             logger.error("store read failed", metadata: ["path": "\(failure.path)", "error": "\(failure.reason)"])
         }
-        if commits.refetchDue(now: now) {
+        if core.commits.refetchDue(now: now) {
             // The back-off after a failed commit passed: fetch again what was dropped meanwhile.
-            planner.wantCatchUp(.commitFailed)
+            core.planner.wantCatchUp(.commitFailed)
         }
-        if housekeeping.runs(now: now) { keepHouse(now: now) }
+        if core.housekeeping.runs(now: now) { keepHouse(now: now) }
     }
 
     /// What every turn used to do, now at most once per `HousekeepingSchedule.interval`: the
@@ -157,8 +157,10 @@ extension Replica {
     func keepHouse(now: ContinuousClock.Instant) {
         // Only active members have timers (`PeerSession.tick`); those that left keep a session
         // for `status`, and there may be thousands of them.
-        for node in membership.active.map(\.node) {
-            guard let actions = sessions[node]?.tick(now: now, base: timing, holdRepairs: planner.holdsRepairs) else { continue }
+        // (Read before the session's tick: an optional-chained call holds `core` from the start.)
+        let holdRepairs = core.planner.holdsRepairs
+        for node in core.membership.active.map(\.node) {
+            guard let actions = core.sessions[node]?.tick(now: now, base: timing, holdRepairs: holdRepairs) else { continue }
             perform(actions, for: node, now: now)
         }
         checkClock(now: now)
@@ -168,8 +170,8 @@ extension Replica {
         releaseHeldRecords(now: now)
         maintainUnheardDials(now: now)
         planRelays(now: now)
-        if let expired = planner.expire(now: now, timeout: timing.requestTimeout) {
-            let patience = planner.timeout(for: expired.peer, base: timing.requestTimeout)
+        if let expired = core.planner.expire(now: now, timeout: timing.requestTimeout) {
+            let patience = core.planner.timeout(for: expired.peer, base: timing.requestTimeout)
             logger.warning("sync with \(expired.peer) timed out after \(expired.chunks) chunks; will retry, waiting up to \(patience) for a chunk")
         }
         startNextSync(now: now)
@@ -185,21 +187,21 @@ extension Replica {
             case .stateChanged(let transition):
                 stateChanged(node, transition)
             case .wantSync(let reason):
-                planner.want(reason, with: node)
+                core.planner.want(reason, with: node)
             case .exchangeMembers:
                 sendMembers(to: node, wantsReply: true)
             case .requestRepair(let range):
                 requestRepair(range, from: node, now: now)
             case .redialSubscriber:
-                guard let link = links[node] else { continue }
+                guard let link = sockets.links[node] else { continue }
                 redial(link.subscriber, link.publishAddress, of: node)
-                sessions[node]?.subscriberRedialed(now: now)
+                core.sessions[node]?.subscriberRedialed(now: now)
             case .redialDealer:
-                guard let link = links[node] else { continue }
+                guard let link = sockets.links[node] else { continue }
                 redial(link.dealer, link.syncAddress, of: node)
-                if let follow = sessions[node]?.dealerRedialed(now: now) { perform(follow, for: node, now: now) }
+                if let follow = core.sessions[node]?.dealerRedialed(now: now) { perform(follow, for: node, now: now) }
             case .syncConnectionLost:
-                if let lost = planner.connectionLost(to: node) {
+                if let lost = core.planner.connectionLost(to: node) {
                     logger.info("sync with \(node) interrupted after \(lost.chunks) chunks; will resume")
                 }
             }
@@ -207,13 +209,13 @@ extension Replica {
     }
 
     private func stateChanged(_ node: NodeID, _ transition: Liveness.Transition) {
-        let address = sessions[node]?.record.address.description ?? "?"
+        let address = core.sessions[node]?.record.address.description ?? "?"
         logger.info("member \(node) (\(address)) is \(transition.to.rawValue) (was \(transition.from.rawValue))")
     }
 
     func redial(_ socket: any MessageSocket, _ address: String, of node: NodeID) {
         do {
-            if let session = sessions[node], session.dialRoundTrip != nil {
+            if let session = core.sessions[node], session.dialRoundTrip != nil {
                 try socket.setConnectTimeout(session.dialTiming(timing).connectAttempt)
             }
             try socket.redial(address)
@@ -232,11 +234,11 @@ extension Replica {
     func checkStoreFileInPlace() {
         guard let path = dataDirectory?.appendingPathComponent(SQLiteStore.fileName).path else { return }
         guard let why = store.fileNoLongerInPlace else {
-            healthState.misplacedStoreFile = nil
+            core.healthState.misplacedStoreFile = nil
             return
         }
-        guard healthState.misplacedStoreFile == nil else { return }
-        healthState.misplacedStoreFile = (path, "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
+        guard core.healthState.misplacedStoreFile == nil else { return }
+        core.healthState.misplacedStoreFile = (path, "the database file \(path) \(why) while the node ran: what it commits now goes to a file no path "
             + "leads to, lost when the node stops. Keep it running until every member is up and in sync with it (their "
             + "`peers` show it alive and in sync: what only it held has reached them), then stop it and start it again: it "
             + "starts over from its members. (Its control socket may have gone with the directory: then its clients cannot "

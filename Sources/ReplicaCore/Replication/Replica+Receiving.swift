@@ -5,7 +5,7 @@ extension Replica {
     /// Reads a member's SUB while the turn's intake budget lasts; returns true if more may be
     /// waiting, so that a catch-up sync waits until the queued stream has been read.
     func receivePublished(from node: NodeID, budget: inout IntakeBudget) -> Bool {
-        guard let link = links[node] else { return false }
+        guard let link = sockets.links[node] else { return false }
         var taken = 0
         // A message handled below may close this very link (the member said it left): stop
         // there, instead of reading the closed socket and logging a failure that is not one.
@@ -54,17 +54,17 @@ extension Replica {
         guard link.subscriber.isOpen else { return false }
         // Its messages wait to be read: it is not silent, this node is behind (a backlog after a
         // pause). Judging it silent would re-dial its connection and drop what is queued.
-        if let actions = sessions[node]?.heardDirectly(now: instant()) { perform(actions, for: node, now: instant()) }
+        if let actions = core.sessions[node]?.heardDirectly(now: instant()) { perform(actions, for: node, now: instant()) }
         return true
     }
 
     func dropMalformed(_ error: any Error, from source: String) {
         let (cause, message): (String, String)
         if case WireError.tooLarge(field: "message", _, _) = error {
-            counters.oversizedDropped += 1
+            core.counters.oversizedDropped += 1
             (cause, message) = ("oversized", "an oversized message")
         } else {
-            counters.malformedDropped += 1
+            core.counters.malformedDropped += 1
             (cause, message) = ("malformed", "a malformed message")
         }
         warn(cause, "dropped \(message) from \(source): \(error)")
@@ -74,31 +74,31 @@ extension Replica {
     /// or this node): a member speaks for itself only; forwarded entries travel in syncs,
     /// repairs and relays, which keep their writers.
     func dropForged(_ origin: NodeID, on node: NodeID) {
-        counters.forgedOriginsDropped += 1
+        core.counters.forgedOriginsDropped += 1
         warn("forged origin", "dropped a message claiming origin \(origin) on \(node)'s connection")
     }
 
     /// Logs a warning at most once per cause per interval, with the count of those not logged.
     func warn(_ cause: String, _ message: @autoclosure () -> String) {
-        let (log, suppressed) = warnings.admit(cause, now: instant())
+        let (log, suppressed) = core.warnings.admit(cause, now: instant())
         guard log else { return }
         logger.warning("\(message())\(suppressed > 0 ? " (and \(suppressed) more since the last such line)" : "")")
     }
 
     /// A message on the member's own connection: it is heard.
     private func heard(_ node: NodeID, bytes: Int, now: ContinuousClock.Instant) {
-        guard let actions = sessions[node]?.heardDirectly(now: now) else { return }
-        sessions[node]?.countBytes(update: bytes)
+        guard let actions = core.sessions[node]?.heardDirectly(now: now) else { return }
+        core.sessions[node]?.countBytes(update: bytes)
         if !actions.isEmpty { perform(actions, for: node, now: now) }
     }
 
     /// Updates of the member itself (one, or a batch), with their sequences: one step of its
     /// session for all of them, then each entry to the commit.
     private func receive(_ entries: [Entry], sequences: ClosedRange<UInt64>, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
-        if let actions = sessions[node]?.updatesReceived(sequences, bytes: bytes, now: now), !actions.isEmpty {
+        if let actions = core.sessions[node]?.updatesReceived(sequences, bytes: bytes, now: now), !actions.isEmpty {
             perform(actions, for: node, now: now)
         }
-        if !relays.served.isEmpty, let epoch = sessions[node]?.stream.epoch {
+        if !core.relays.served.isEmpty, let epoch = core.sessions[node]?.stream.epoch {
             for (offset, entry) in entries.enumerated() {
                 relay(Update(origin: node, sequence: sequences.lowerBound + UInt64(offset), entry: entry), epoch: epoch)
             }
@@ -108,52 +108,52 @@ extension Replica {
 
     private func receive(_ relayed: RelayedUpdate, now: ContinuousClock.Instant) {
         let source = relayed.source
-        guard source != identity.node, sessions[source] != nil else {
+        guard source != identity.node, core.sessions[source] != nil else {
             accept(relayed.entry, from: relayed.origin)
             return
         }
-        let actions = sessions[source]?.relayReceived(sequence: relayed.sequence, epoch: relayed.sourceEpoch, now: now, base: timing) ?? []
+        let actions = core.sessions[source]?.relayReceived(sequence: relayed.sequence, epoch: relayed.sourceEpoch, now: now, base: timing) ?? []
         perform(actions, for: source, now: now)
         accept(relayed.entry, from: source)
     }
 
     private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: ContinuousClock.Instant) {
         // What housekeeping judges (clocks, liveness, reports, relays) moves with heartbeats.
-        housekeeping.runSoon()
+        core.housekeeping.runSoon()
         // A heartbeat is not data: its timestamp does not move our clock (but while this node's
         // store may lack stamps of its own, see `ForgottenStamps`). From a member whose clock
         // is beyond the limit ahead of ours it keeps the member alive and measures its clock (so
         // the skew shows), and does nothing else: no gap, repair, sync or exchange.
         let wall = configuration.wallClock()
         let ahead = Int64(bitPattern: heartbeat.wallMillis &- wall)
-        if ahead > clockCheck.limitMillis + Int64(clockCheck.allowanceMillis) {
-            counters.skewedHeartbeats += 1
-            if let actions = sessions[node]?.skewedHeartbeatReceived(heartbeat, local: identity.node, now: now, wallMillis: wall) {
+        if ahead > core.clockCheck.limitMillis + Int64(core.clockCheck.allowanceMillis) {
+            core.counters.skewedHeartbeats += 1
+            if let actions = core.sessions[node]?.skewedHeartbeatReceived(heartbeat, local: identity.node, now: now, wallMillis: wall) {
                 perform(actions, for: node, now: now)
             }
             return
         }
         let local = PeerSession.LocalView(
-            node: identity.node, digestRoot: store.digest.root, membersDigest: membership.digest,
-            syncing: planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
-        guard let actions = sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
-        if forgottenStamps.takes(heartbeat.timestamp) {
+            node: identity.node, digestRoot: store.digest.root, membersDigest: core.membership.digest,
+            syncing: core.planner.inFlight?.peer == node, heartbeatInterval: configuration.heartbeatInterval)
+        guard let actions = core.sessions[node]?.heartbeatReceived(heartbeat, local: local, now: now, wallMillis: wall) else { return }
+        if core.forgottenStamps.takes(heartbeat.timestamp) {
             // Stamps of this id's earlier life may be above this clock (`ForgottenStamps`). One
             // beyond the drift limit is taken again after the clock check.
             do {
-                try clock.receive(heartbeat.timestamp, wallMillis: wall)
-                forgottenStamps.took(from: node)
+                try core.clock.receive(heartbeat.timestamp, wallMillis: wall)
+                core.forgottenStamps.took(from: node)
             } catch {
-                forgottenStamps.refusedTimestamp(heartbeat.timestamp, from: node)
+                core.forgottenStamps.refusedTimestamp(heartbeat.timestamp, from: node)
             }
         }
         perform(actions, for: node, now: now)
         if heartbeat.digestRoot == local.digestRoot {
             // Equal digests, equal state: what the member holds of each stream, we hold too.
-            sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
-            if planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }
+            core.sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
+            if core.planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }
             for report in heartbeat.reports where report.node != identity.node && report.node != node {
-                sessions[report.node]?.covered(through: report.through, epoch: report.epoch)
+                core.sessions[report.node]?.covered(through: report.through, epoch: report.epoch)
             }
         }
         leaveHeard(from: node, now: now)
@@ -161,14 +161,14 @@ extension Replica {
         // What the member says about the others: whom it hears (indirect liveness), and how far it
         // has their streams (updates of members we cannot hear that we lack).
         for report in heartbeat.reports where report.node != identity.node && report.node != node {
-            guard var session = sessions[report.node], session.record.status == .active else { continue }
+            guard var session = core.sessions[report.node], session.record.status == .active else { continue }
             var follow: [PeerSession.Action] = []
             if report.hearsDirectly { follow += session.heardIndirectly(now: now) }
             if !session.hearsDirectly(now: now, base: timing) && session.stream.behind(epoch: report.epoch, through: report.through) != nil {
                 session.heldElsewhere(epoch: report.epoch, through: report.through)
-                planner.wantCatchUp(.behindMember, preferring: node)
+                core.planner.wantCatchUp(.behindMember, preferring: node)
             }
-            sessions[report.node] = session
+            core.sessions[report.node] = session
             perform(follow, for: report.node, now: now)
         }
     }
@@ -176,7 +176,7 @@ extension Replica {
     /// Queues remote entries for the next commit, those whose timestamps are acceptable, with
     /// one reading of the clocks for all of them.
     func accept(_ entries: [Entry], from node: NodeID) {
-        let wall = clock.wallMillis()
+        let wall = core.clock.wallMillis()
         let now = instant()
         var dropped = false
         for entry in entries where !accept(entry, from: node, wallMillis: wall, now: now) { dropped = true }
@@ -193,22 +193,22 @@ extension Replica {
     private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: ContinuousClock.Instant) -> Bool {
         if entry.isTombstone, let cutoff = tombstoneCutoff(received: true), entry.version.timestamp < cutoff {
             // Already collected here (or about to be): taking it back would undo the collection.
-            counters.expiredTombstonesDropped += 1
+            core.counters.expiredTombstonesDropped += 1
             return true
         }
         do {
-            try clock.receive(entry.version.timestamp, wallMillis: wallMillis)
+            try core.clock.receive(entry.version.timestamp, wallMillis: wallMillis)
         } catch {
-            counters.futureTimestampsRejected += 1
+            core.counters.futureTimestampsRejected += 1
             let aheadMillis = Int64(entry.version.timestamp.wallMillis) - Int64(wallMillis)
-            sessions[entry.version.node]?.countFutureRejection(aheadMillis: aheadMillis, stampWallMillis: entry.version.timestamp.wallMillis, now: now)
+            core.sessions[entry.version.node]?.countFutureRejection(aheadMillis: aheadMillis, stampWallMillis: entry.version.timestamp.wallMillis, now: now)
             let ahead = Double(aheadMillis) / 1000
             warn("future \(entry.version.node)", "refused entries written by \(entry.version.node) \(Int(ahead)) s ahead of this node's clock "
-                + "(limit \(clockCheck.limitMillis / 1000) s), received from \(node)")
+                + "(limit \(core.clockCheck.limitMillis / 1000) s), received from \(node)")
             return false
         }
-        guard commits.accept(entry, from: node, now: now) else {
-            counters.inboundDroppedOnFailedCommit += 1
+        guard core.commits.accept(entry, from: node, now: now) else {
+            core.counters.inboundDroppedOnFailedCommit += 1
             return false
         }
         return true
@@ -218,11 +218,11 @@ extension Replica {
     /// claim we hold what members held, not even that of the sync now running: the next syncs
     /// ask for everything in the differing buckets, so what was dropped is fetched again.
     func forgetSyncMarks() {
-        for member in sessions.keys {
-            sessions[member]?.forgetSyncMark()
-            sessions[member]?.receivedEntriesDropped()
+        for member in core.sessions.keys {
+            core.sessions[member]?.forgetSyncMark()
+            core.sessions[member]?.receivedEntriesDropped()
         }
-        planner.entriesDropped()
+        core.planner.entriesDropped()
     }
 }
 

@@ -23,30 +23,30 @@ extension Replica {
     /// clock comparison, a failing store's back-off) or a departure handing writes over. A
     /// simulation lets its clock run while one does.
     @_spi(Simulation) public var waitsOnTime: Bool {
-        !commits.writes.isEmpty || leaving != nil || !submissions.withLock { $0.isEmpty }
+        !core.commits.writes.isEmpty || core.leaving != nil || !submissions.withLock { $0.isEmpty }
     }
 
     /// Everything in `status` the replica's state says.
     func statusOnLoop() -> ReplicaStatus {
         let now = instant()
         let root = store.digest.root
-        let relays = Dictionary(relays.taken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
+        let relays = Dictionary(core.relays.taken.map { ($0.key, $0.value.rawValue) }, uniquingKeysWith: { first, _ in first })
         return ReplicaStatus(
             id: identity.node.rawValue,
             incarnation: identity.incarnation.uuidString,
             counterSlot: counterSlotOwner.uuidString.lowercased(),
             epoch: epoch,
             listen: configuration.listen.description,
-            advertise: membership.local.address.description,
-            membership: membership.local.status != .active ? "left" : leaving != nil ? "leaving" : "active",
-            hlc: clock.last.description,
+            advertise: core.membership.local.address.description,
+            membership: core.membership.local.status != .active ? "left" : core.leaving != nil ? "leaving" : "active",
+            hlc: core.clock.last.description,
             uptimeSeconds: (now - started) / .seconds(1),
             entryCount: store.count,
             liveEntryCount: store.liveCount,
             digest: ReplicaStatus.digestText(root),
             security: admission.curve != nil ? "curve" : "insecure",
-            peers: membership.listed.compactMap { record in
-                guard let session = sessions[record.node] else { return nil }
+            peers: core.membership.listed.compactMap { record in
+                guard let session = core.sessions[record.node] else { return nil }
                 return ReplicaStatus.Peer(
                     id: record.node.rawValue,
                     address: record.address.description,
@@ -63,7 +63,7 @@ extension Replica {
                     sequenceGaps: session.stream.gaps,
                     syncsCompleted: session.stats.syncsCompleted,
                     repairsCompleted: session.stats.repairsCompleted,
-                    syncInProgress: planner.inFlight?.peer == record.node,
+                    syncInProgress: core.planner.inFlight?.peer == record.node,
                     missingUpdates: Int(clamping: session.stream.missingCount.addingSaturated(session.repair.map { OriginStream.length(of: $0.range) } ?? 0)),
                     roundTripMillis: session.clock.smoothedRoundTripMillis,
                     clockOffsetMillis: session.clock.offsetMillis,
@@ -78,14 +78,14 @@ extension Replica {
             counters: countersNow,
             clock: clockStatus,
             problems: currentProblems,
-            loadErrors: healthState.problems.of(.load),
-            saveErrors: healthState.problems.of(.save))
+            loadErrors: core.healthState.problems.of(.load),
+            saveErrors: core.healthState.problems.of(.save))
     }
 
     /// The counters, with those the machines keep themselves.
     var countersNow: ReplicaStatus.Counters {
-        var now = counters
-        now.memberDialsDeferred = unheardDials.deferred
+        var now = core.counters
+        now.memberDialsDeferred = core.unheardDials.deferred
         return now
     }
 
@@ -106,23 +106,23 @@ extension Replica {
     /// The node's health: see `ReplicaHealth`.
     public func health() -> ReplicaHealth {
         let current = currentProblems
-        let serving = !isShutDown && membership.local.status == .active
+        let serving = !isShutDown && core.membership.local.status == .active
         return ReplicaHealth(healthy: serving && !current.contains(where: \.failsHealth), serving: serving, problems: current)
     }
 
     /// Every problem, listed afresh from the state that causes it.
     private var currentProblems: [Problem] {
         listProblems(now: instant())
-        return healthState.problems.all
+        return core.healthState.problems.all
     }
 
     private var clockStatus: ReplicaStatus.Clock {
-        let (verdict, median): (String, Int64?) = switch clockCheck.verdict {
+        let (verdict, median): (String, Int64?) = switch core.clockCheck.verdict {
         case .alone: ("alone", nil)
         case .unverified: ("unverified", nil)
         case .agrees(let median): ("agrees", median)
         case .skewed(let median): ("skewed", median)
         }
-        return ReplicaStatus.Clock(verdict: verdict, medianOffsetMillis: median, limitMillis: clockCheck.limitMillis)
+        return ReplicaStatus.Clock(verdict: verdict, medianOffsetMillis: median, limitMillis: core.clockCheck.limitMillis)
     }
 }

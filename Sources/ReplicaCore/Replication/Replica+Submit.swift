@@ -31,7 +31,7 @@ extension Replica {
                 if write.requests.isEmpty {
                     write.completion.resume(returning: [])
                 } else {
-                    commits.enqueue(write)
+                    core.commits.enqueue(write)
                 }
             } catch {
                 write.completion.resume(throwing: error)

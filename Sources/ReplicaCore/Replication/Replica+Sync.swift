@@ -7,10 +7,10 @@ extension Replica {
     /// Starts the sync the planner picks, if any (while the store is failing, only when the
     /// fetch's back-off has passed: what a sync brought would only fail again).
     func startNextSync(now: ContinuousClock.Instant) {
-        guard commits.acceptsSyncs(now: now) else { return }
+        guard core.commits.acceptsSyncs(now: now) else { return }
         let active = activeSessions
         let lossy = active.filter { !$0.stream.missing.isEmpty }
-        let candidates = active.filter { links[$0.node] != nil }.map { session in
+        let candidates = active.filter { sockets.links[$0.node] != nil }.map { session in
             SyncPlanner.Candidate(
                 node: session.node,
                 // Heard directly, or its sync connection just came back (a healed partition: the
@@ -21,27 +21,27 @@ extension Replica {
                 progress: (session.heartbeat?.reports.values.reduce(0) { $0 &+ $1.through } ?? 0) &+ (session.heartbeat?.sequence ?? 0))
         }
         // A catch-up waits (at most a second) while queued updates are still being read.
-        let deferCatchUp = intakeBusySince.map { now - $0 < .seconds(1) } ?? false
-        guard let (node, reason) = planner.next(candidates, deferCatchUp: deferCatchUp), let link = links[node], let session = sessions[node] else {
+        let deferCatchUp = core.intakeBusySince.map { now - $0 < .seconds(1) } ?? false
+        guard let (node, reason) = core.planner.next(candidates, deferCatchUp: deferCatchUp), let link = sockets.links[node], let session = core.sessions[node] else {
             // Said only once it has waited a while: right after start, or while a link comes
             // back, nobody is reachable for a moment, and that is normal.
-            if planner.catchUp != nil, planner.inFlight == nil, !candidates.isEmpty, !deferCatchUp {
-                catchUpUnservedSince = catchUpUnservedSince ?? now
+            if core.planner.catchUp != nil, core.planner.inFlight == nil, !candidates.isEmpty, !deferCatchUp {
+                core.catchUpUnservedSince = core.catchUpUnservedSince ?? now
             } else {
-                catchUpUnservedSince = nil
+                core.catchUpUnservedSince = nil
             }
-            if let catchUp = planner.catchUp, let since = catchUpUnservedSince, now - since >= Self.catchUpPatience {
+            if let catchUp = core.planner.catchUp, let since = core.catchUpUnservedSince, now - since >= Self.catchUpPatience {
                 warn("catch-up waiting", "a catch-up sync (\(catchUp.reason.rawValue)) waits: no member can serve it now "
                     + "(\(candidates.map { "\($0.node): \($0.reachable ? "reachable" : "unreachable")" }.joined(separator: ", "))\(deferCatchUp ? ", intake busy" : ""))")
             }
             return
         }
-        catchUpUnservedSince = nil
+        core.catchUpUnservedSince = nil
         // A sync abandoned for a slow chunk is asked again as it was: the member leaves out
         // what it already sent for it (see `SyncPlanner.Retry`).
-        let retry = planner.retrying(with: node, since: session.syncMark)
-        let requestID = retry?.requestID ?? nextRequestID
-        if retry == nil { nextRequestID += 1 }
+        let retry = core.planner.retrying(with: node, since: session.syncMark)
+        let requestID = retry?.requestID ?? core.nextRequestID
+        if retry == nil { core.nextRequestID += 1 }
         let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets, since: session.syncMark)
         do {
             guard try link.dealer.send([codec.encode(.syncRequest(request))]) else { return }
@@ -49,10 +49,10 @@ extension Replica {
             logger.warning("sync request to \(node) failed: \(error)")
             return
         }
-        planner.started(
+        core.planner.started(
             with: node, requestID: requestID, reason: reason, reports: retry?.reports ?? session.heartbeat?.reports ?? [:],
             reportsEpoch: retry?.reportsEpoch ?? session.heartbeat?.epoch ?? 0, since: session.syncMark, now: now)
-        commits.syncStarted()
+        core.commits.syncStarted()
         // Routine periodic checks log at debug; every other sync is worth a line.
         logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
     }
@@ -70,28 +70,28 @@ extension Replica {
     }
 
     func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
-        let requestID = nextRequestID
+        let requestID = core.nextRequestID
         let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
         let sent: Bool
         do {
-            sent = try links[node]?.dealer.send([codec.encode(.repairRequest(request))]) ?? false
+            sent = try sockets.links[node]?.dealer.send([codec.encode(.repairRequest(request))]) ?? false
         } catch {
             logger.warning("repair request to \(node) failed: \(error)")
             sent = false
         }
         guard sent else {
             // The range goes back to the missing ones; failed sends count like timeouts.
-            perform(sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
+            perform(core.sessions[node]?.repairNotSent(range) ?? [], for: node, now: now)
             return
         }
-        nextRequestID += 1
-        sessions[node]?.repairStarted(requestID: requestID, range: range, now: now)
+        core.nextRequestID += 1
+        core.sessions[node]?.repairStarted(requestID: requestID, range: range, now: now)
         logger.debug("repair requested", metadata: ["peer": "\(node)", "range": "\(range)"])
     }
 
     /// Reads replies on a member's DEALER: sync and repair chunks, and membership answers.
     func receiveReplies(from node: NodeID) {
-        guard let link = links[node] else { return }
+        guard let link = sockets.links[node] else { return }
         // A bounded intake per loop turn (at most 8 chunks, about 8,000 entries), so one commit
         // stays short and heartbeats, local writes and other members are served in between.
         // A reply handled below may close this very link, or every socket: the acknowledgement
@@ -114,7 +114,7 @@ extension Replica {
                     continue
                 }
                 let now = instant()
-                if let actions = sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
+                if let actions = core.sessions[node]?.heardDirectly(now: now) { perform(actions, for: node, now: now) }
                 switch decoded {
                 case .syncChunk(let chunk): receive(chunk, bytes: message.frames[0].count, from: node, now: now)
                 case .members(let members): receiveMembersReply(members, from: node)
@@ -127,66 +127,66 @@ extension Replica {
     }
 
     func receive(_ chunk: SyncChunk, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
-        guard var session = sessions[node] else { return }
+        guard var session = core.sessions[node] else { return }
         switch session.repairChunk(requestID: chunk.requestID, entries: chunk.entries.count, isLast: chunk.isLast, isUnavailable: chunk.isUnavailable, now: now) {
         case .unrelated:
             break
         case .unavailable:
-            sessions[node] = session
-            counters.repairsUnavailable += 1
+            core.sessions[node] = session
+            core.counters.repairsUnavailable += 1
             logger.info("\(node) no longer holds the updates we lost; syncing instead")
-            planner.wantCatchUp(.repairUnavailable, preferring: node)
+            core.planner.wantCatchUp(.repairUnavailable, preferring: node)
             return
         case .unavailableDeferred:
-            sessions[node] = session
-            counters.repairsUnavailable += 1
+            core.sessions[node] = session
+            core.counters.repairsUnavailable += 1
             warn("unserved \(node)", "\(node) answered again that it no longer holds updates its heartbeats claim "
                 + "(\(session.unservedRepairs) times in a row); syncing after \(PeerSession.unservedCatchUpWait(afterUnserved: session.unservedRepairs))")
             return
         case .progress, .completed:
             // A repair that completes lets the next one, or a sync, start at the next turn.
-            housekeeping.runSoon()
+            core.housekeeping.runSoon()
             session.countBytes(repair: bytes)
-            sessions[node] = session
+            core.sessions[node] = session
             accept(chunk.entries, from: node)
-            counters.repairedUpdates += chunk.entries.count
+            core.counters.repairedUpdates += chunk.entries.count
             return
         }
-        switch planner.received(requestID: chunk.requestID, from: node, entries: chunk.entries.count, bytes: bytes, isLast: chunk.isLast, now: now) {
+        switch core.planner.received(requestID: chunk.requestID, from: node, entries: chunk.entries.count, bytes: bytes, isLast: chunk.isLast, now: now) {
         case .unrelated:
             // A reply to a request we abandoned (a chunk slower than our patience): its entries
             // are as good as any, versions decide, so they are kept; it completes nothing. (They
             // were dropped, and behind a slow link each retry's reply queued behind the last
             // one's, which then crossed the link for nothing.)
-            sessions[node]?.countBytes(sync: bytes)
+            core.sessions[node]?.countBytes(sync: bytes)
             accept(chunk.entries, from: node)
-            counters.syncEntriesReceived += chunk.entries.count
-            counters.syncBytesReceived += bytes
+            core.counters.syncEntriesReceived += chunk.entries.count
+            core.counters.syncBytesReceived += bytes
             return
         case .progress(let sync):
             if sync.chunks % 100 == 0 {
                 logger.info("sync from \(node) in progress: \(sync.entries) entries, \(sync.bytes) bytes")
             }
         case .completed(let sync):
-            housekeeping.runSoon()  // the next sync starts at the next turn
+            core.housekeeping.runSoon()  // the next sync starts at the next turn
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
             syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
-            if sync.reason == .commitFailed && commits.needsTestCommit(afterCatchUpOf: sync.entries) {
+            if sync.reason == .commitFailed && core.commits.needsTestCommit(afterCatchUpOf: sync.entries) {
                 // Nothing received is missing, so no commit of its own will tell whether the store
                 // writes again: a test commit does. If it fails, the next fetch (and test) comes
                 // after the back-off, as after any failed commit.
                 if let refusal = commitRefusal() {
-                    _ = commits.failed(refusal, now: now)
-                } else if commits.committed(now: now, disk: nil, frameBytes: 0) != nil {  // the refusal test just found room
+                    _ = core.commits.failed(refusal, now: now)
+                } else if core.commits.committed(now: now, disk: nil, frameBytes: 0) != nil {  // the refusal test just found room
                     logger.info("commits succeed again: a test commit worked and the disk has room")
                 }
             }
         }
-        sessions[node]?.countBytes(sync: bytes)
+        core.sessions[node]?.countBytes(sync: bytes)
         accept(chunk.entries, from: node)
-        counters.syncEntriesReceived += chunk.entries.count
-        counters.syncBytesReceived += bytes
+        core.counters.syncEntriesReceived += chunk.entries.count
+        core.counters.syncBytesReceived += bytes
     }
 
     /// Lists, as `sync` problems, the members whose syncs keep timing out while waiting for a
@@ -194,9 +194,9 @@ extension Replica {
     /// that drops its requests) would otherwise never catch up and show nothing. Cleared when a
     /// sync with the member completes, or no sync with it has timed out for a while.
     func listSyncStalls(now: ContinuousClock.Instant) {
-        guard !planner.timeoutHistory.isEmpty || !healthState.problems.of(.sync).isEmpty else { return }
+        guard !core.planner.timeoutHistory.isEmpty || !core.healthState.problems.of(.sync).isEmpty else { return }
         let longest = SyncPlanner.longestTimeout(base: timing.requestTimeout)
-        let stalls = planner.stalls(now: now, window: longest * 2)
+        let stalls = core.planner.stalls(now: now, window: longest * 2)
         var current: [String: String] = [:]
         for stall in stalls {
             let late = stall.lateChunks == 0
@@ -210,7 +210,7 @@ extension Replica {
                 + "cannot send for 4 times its own; before 0.22, each timeout also costs a resent reply)"
             current[stall.peer.rawValue] = message
         }
-        let change = healthState.problems.list(.sync, messages: current)
+        let change = core.healthState.problems.list(.sync, messages: current)
         for problem in change.raised { logger.warning("\(problem.message)") }
         for problem in change.cleared {
             logger.info("syncs with \(problem.subject) no longer time out (one completed, or none was wanted for \(longest * 2))")
@@ -238,7 +238,7 @@ extension Replica {
                 + "entry the two stores hold, tombstones included (docs/operations.md, the divergence problem) and report it"
             current[session.node.rawValue] = message
         }
-        let change = healthState.problems.list(.divergence, messages: current)
+        let change = core.healthState.problems.list(.divergence, messages: current)
         for problem in change.raised { logger.warning("\(problem.message)") }
         for problem in change.cleared {
             logger.info("this node's data and \(problem.subject)'s no longer differ as they did (they agree, or one of them changed)")
@@ -253,11 +253,11 @@ extension Replica {
         let node = sync.peer
         // Entries dropped meanwhile: the sync counts, but no mark or stream is covered by it (the
         // next sync asks for everything in the differing buckets).
-        sessions[node]?.syncCompleted(
+        core.sessions[node]?.syncCompleted(
             mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence, askedInFull: sync.since == .none)
         let reports = SyncPlanner.coveringReports(of: sync, markEpoch: mark.epoch)
-        for origin in sessions.keys where origin != node {
-            if let report = reports[origin] { sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
+        for origin in core.sessions.keys where origin != node {
+            if let report = reports[origin] { core.sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
         }
         if sync.reason.isCatchUp { catchUpSettled(now: now, except: node) }
     }
@@ -266,9 +266,9 @@ extension Replica {
     /// we cannot reach that it did not cover are given up, since nobody reachable holds them
     /// (they come back with those members).
     func catchUpSettled(now: ContinuousClock.Instant, except node: NodeID? = nil) {
-        for origin in sessions.keys where origin != node {
-            if let session = sessions[origin], !session.hearsDirectly(now: now, base: timing) {
-                sessions[origin]?.giveUpLosses()
+        for origin in core.sessions.keys where origin != node {
+            if let session = core.sessions[origin], !session.hearsDirectly(now: now, base: timing) {
+                core.sessions[origin]?.giveUpLosses()
             }
         }
     }

@@ -7,7 +7,7 @@ extension Replica {
     static let keysPerTurn = 2048
 
     func receiveRequests() {
-        guard let syncServer else { return }
+        guard let syncServer = sockets.syncServer else { return }
         let now = instant()
         for _ in 0..<64 where syncServer.isOpen {
             let message: ReceivedMessage?
@@ -37,21 +37,21 @@ extension Replica {
     }
 
     private func acceptSync(_ request: SyncRequest, from client: [UInt8], now: ContinuousClock.Instant) {
-        if responder.continues(client: client, requestID: request.requestID, since: request.since) {
+        if core.responder.continues(client: client, requestID: request.requestID, since: request.since) {
             // Its reply goes on where it was; its newer bucket hashes are not needed: the
             // reply's mark and what it sends are the first attempt's. (Debug: a client may
             // repeat a request thousands of times.)
-            counters.syncRequestsServed += 1
-            counters.syncRetriesResumed += 1
+            core.counters.syncRequestsServed += 1
+            core.counters.syncRetriesResumed += 1
             logger.debug("sync request \(request.requestID) of \(request.origin) asked again: its reply goes on where it was")
             return
         }
-        defer { duties.requestServed(now: now) }
+        defer { core.duties.requestServed(now: now) }
         var differing = store.digest.differingBuckets(from: request.buckets)
         // Expired tombstones are collected before being offered: the requester would drop them
         // anyway, and keeping them would keep our digests apart. (At most once a second: a
         // collection looks at every key, and requests may come in floods.)
-        if !differing.isEmpty && duties.requestMayCollect(now: now) && collectTombstones() > 0 {
+        if !differing.isEmpty && core.duties.requestMayCollect(now: now) && collectTombstones() > 0 {
             differing = store.digest.differingBuckets(from: request.buckets)
         }
         // A mark from this life of ours: the requester holds what we held then; only what we
@@ -61,18 +61,18 @@ extension Replica {
         // ever converging). A mark given before an identity came into doubt is not
         // honoured either (`doubt(_:)`).
         let honoured = request.since.epoch == epoch && request.since.serial <= store.serial
-            && doubts.honours(markSerial: request.since.serial)
+            && core.doubts.honours(markSerial: request.since.serial)
         let since = honoured ? request.since.serial : nil
         let reply = SyncResponder.Reply(
             client: client, since: request.since, requester: request.origin, requestID: request.requestID,
-            mark: StoreMark(epoch: epoch, serial: store.serial), sequence: own.sequence, isRepair: false,
+            mark: StoreMark(epoch: epoch, serial: store.serial), sequence: core.own.sequence, isRepair: false,
             pending: [], buckets: differing[...], storedAfter: since,
             knownHeld: since == nil ? .nothing : heldWrites(of: request.origin, now: now), lastProgress: now)
         guard admit(reply, now: now) else { return }
-        counters.syncRequestsServed += 1
-        if let index = responder.replies.indices.last, responder.isResumed(index) {
-            counters.syncRetriesResumed += 1
-            logger.info("sync request \(request.requestID) of \(request.origin) asked again: \(responder.replies[index].queuedBefore.count) buckets already sent on its connection go again only with what changed since")
+        core.counters.syncRequestsServed += 1
+        if let index = core.responder.replies.indices.last, core.responder.isResumed(index) {
+            core.counters.syncRetriesResumed += 1
+            logger.info("sync request \(request.requestID) of \(request.origin) asked again: \(core.responder.replies[index].queuedBefore.count) buckets already sent on its connection go again only with what changed since")
         }
     }
 
@@ -81,19 +81,19 @@ extension Replica {
     /// included) through what it reports. Only while we hear it directly: its heartbeats then
     /// tell its current life and reports (one we stopped hearing may have restarted since).
     private func heldWrites(of requester: NodeID, now: ContinuousClock.Instant) -> HeldWrites {
-        guard let session = sessions[requester], session.hearsDirectly(now: now, base: timing) else { return .nothing }
+        guard let session = core.sessions[requester], session.hearsDirectly(now: now, base: timing) else { return .nothing }
         return HeldByRequester.writes(
             requester: requester, requesterEpoch: session.stream.epoch, reports: session.heartbeat?.reports ?? [:], responder: identity.node,
-            publications: { [stamps = own.stamps, sessions, me = identity.node] writer in
-                writer == me ? stamps : sessions[writer]?.publications
+            publications: { [stamps = core.own.stamps, sessions = core.sessions, me = identity.node] writer in
+                writer == me ? stamps : core.sessions[writer]?.publications
             },
-            margin: configuration.maxClockDrift * 2, doubted: doubts.doubted)
+            margin: configuration.maxClockDrift * 2, doubted: core.doubts.doubted)
     }
 
     /// Resends published updates (the current entries of their keys), or says at once that they
     /// have left the retransmit buffer.
     private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: any MessageSocket, now: ContinuousClock.Instant) {
-        guard request.last - request.first < PeerSession.maxRepair, let keys = own.keys(request.first...request.last) else {
+        guard request.last - request.first < PeerSession.maxRepair, let keys = core.own.keys(request.first...request.last) else {
             let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
             let frame = codec.encode(.syncChunk(gone))
             do {
@@ -107,7 +107,7 @@ extension Replica {
         let reply = SyncResponder.Reply(
             client: client, requester: request.origin, requestID: request.requestID, mark: .none, isRepair: true,
             pending: Self.once(keys[...])[...], lastProgress: now)
-        if admit(reply, now: now) { counters.repairsServed += 1 }
+        if admit(reply, now: now) { core.counters.repairsServed += 1 }
     }
 
     /// How long a reply that could queue nothing is stalled: as long as the most patient
@@ -118,11 +118,11 @@ extension Replica {
     /// counted). A reply stalled for `replyStall` gives up its place when all are taken: it is
     /// usually one whose queue drains at the pace of a slow link, but may be one nobody reads.
     private func admit(_ reply: SyncResponder.Reply, now: ContinuousClock.Instant) -> Bool {
-        switch responder.accept(reply, now: now, stalledAfter: replyStall) {
+        switch core.responder.accept(reply, now: now, stalledAfter: replyStall) {
         case .refused:
             // A bounded number of replies at once, so requests cannot grow memory; a refused
             // requester times out and asks again.
-            counters.syncRequestsRefused += 1
+            core.counters.syncRequestsRefused += 1
             return false
         case .tookPlaceOfStalled(let requester):
             logger.warning("reply to \(requester) abandoned for a new request: nothing could be sent for \(replyStall)")
@@ -134,13 +134,13 @@ extension Replica {
 
     /// Sends the next slice of every reply in progress, as far as each requester's queue allows.
     func continueReplies() {
-        guard let syncServer, !responder.replies.isEmpty else { return }
+        guard let syncServer = sockets.syncServer, !core.responder.replies.isEmpty else { return }
         let now = instant()
         var finished: [Int] = []
-        for index in responder.replies.indices where !responder.isWaiting(index, now: now) {
+        for index in core.responder.replies.indices where !core.responder.isWaiting(index, now: now) {
             // Chunks its queue could not take last time go first, as encoded: nothing more is
             // read until they are queued.
-            var chunks = responder.takeHeld(at: index)
+            var chunks = core.responder.takeHeld(at: index)
             if chunks.isEmpty {
                 do {
                     chunks = try readNextChunks(of: index)
@@ -150,7 +150,7 @@ extension Replica {
                     continue
                 }
             }
-            let reply = responder.replies[index]
+            let reply = core.responder.replies[index]
             var queued = 0
             var queuedEntries = 0
             var queuedKeys: [Int: Int] = [:]
@@ -167,16 +167,16 @@ extension Replica {
                 finished.append(index)
                 continue
             }
-            if queued > 0 { responder.sent(entries: queuedEntries, keys: queuedKeys, at: index, now: now) }
+            if queued > 0 { core.responder.sent(entries: queuedEntries, keys: queuedKeys, at: index, now: now) }
             if queued < chunks.count {
                 // Its queue is full (it reads slowly, or not at all): the rest waits, encoded.
-                responder.hold(Array(chunks[queued...]), at: index, now: now)
-            } else if responder.isDone(index) {
-                logger.debug("reply to \(reply.requester) sent \(responder.replies[index].entriesSent) entries")
+                core.responder.hold(Array(chunks[queued...]), at: index, now: now)
+            } else if core.responder.isDone(index) {
+                logger.debug("reply to \(reply.requester) sent \(core.responder.replies[index].entriesSent) entries")
                 finished.append(index)
             }
         }
-        responder.remove(at: finished)
+        core.responder.remove(at: finished)
     }
 
     /// Bytes of entries one reply reads from the store per turn (about two chunks of the
@@ -188,23 +188,23 @@ extension Replica {
     /// last chunk of the reply says so (an empty one if nothing is left to send).
     private func readNextChunks(of index: Int) throws -> [SyncResponder.HeldChunk] {
         // A sync lists its buckets' keys as it goes: a slice's worth per turn.
-        while responder.replies[index].pending.count < Self.keysPerTurn, let next = responder.nextBucket(of: index) {
-            let listed = store.keys(inBuckets: [next.bucket], storedAfter: next.storedAfter, leavingOut: responder.replies[index].knownHeld)
-            counters.syncEntriesLeftOut += listed.leftOut
-            responder.append(listed.keys, from: next.bucket, to: index)
+        while core.responder.replies[index].pending.count < Self.keysPerTurn, let next = core.responder.nextBucket(of: index) {
+            let listed = store.keys(inBuckets: [next.bucket], storedAfter: next.storedAfter, leavingOut: core.responder.replies[index].knownHeld)
+            core.counters.syncEntriesLeftOut += listed.leftOut
+            core.responder.append(listed.keys, from: next.bucket, to: index)
         }
         // The store stops at the turn's bytes, row by row: values of a reply may be 100 B or
         // 1 MiB, mixed, and 2,048 of the largest read at once would take 2 GiB.
-        let keys = Array(responder.take(from: index, limit: Self.keysPerTurn))
+        let keys = Array(core.responder.take(from: index, limit: Self.keysPerTurn))
         let (entries, unread) = try store.entries(forKeys: keys, maxBytes: Self.replyBytesPerTurn)
-        let keysRead = responder.read(keys, unread: unread, at: index)
-        let isLast = responder.isListed(index)
+        let keysRead = core.responder.read(keys, unread: unread, at: index)
+        let isLast = core.responder.isListed(index)
         var split = split(entries)
         if split.isEmpty && isLast { split = [[]] }
         // Keys read that made no chunk were gone from the store: nothing of them to send.
-        if split.isEmpty { responder.sent(entries: 0, keys: keysRead, at: index, now: instant()) }
-        let reply = responder.replies[index]
-        let first = responder.numberChunks(split.count, at: index)
+        if split.isEmpty { core.responder.sent(entries: 0, keys: keysRead, at: index, now: instant()) }
+        let reply = core.responder.replies[index]
+        let first = core.responder.numberChunks(split.count, at: index)
         return split.enumerated().map { position, entries in
             let isTurnsLast = position == split.count - 1
             let chunk = SyncChunk(

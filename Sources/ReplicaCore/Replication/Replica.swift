@@ -4,11 +4,11 @@ import Logging
 
 /// A running node: its store, clock, sockets and members, owned by one actor.
 ///
-/// The actor is the reactor of the peer layer. It owns what does I/O (sockets, store, clock)
-/// and carries out what the value-type state machines decide: `PeerSession` (one per member:
-/// liveness, dialling, its update stream, repairs), `SyncPlanner` (which full sync to run, one
-/// at a time), `SyncResponder` (replies being streamed), `CommitQueue` (group commit and its
-/// failures) and `Membership` (the member table and gossip). docs/architecture.md draws them.
+/// The actor is the reactor of the peer layer. It owns what does I/O (sockets, store, clock
+/// readings) and one value, `core` (`NodeCore`), that holds everything the node decides from:
+/// the state machines (`PeerSession` per member, `SyncPlanner`, `SyncResponder`, `CommitQueue`,
+/// `Membership`, `ClockCheck`, `PeriodicDuties`, the health checks) and their state. It feeds
+/// them what happens and carries out what they return. docs/architecture.md draws them.
 ///
 /// The actor runs on its own `PollLoop` thread, which also waits on its sockets. One wake-up
 /// reads everything that arrived, merges it together with the local writes queued meanwhile in
@@ -32,7 +32,6 @@ public actor Replica: PollLoopOwner {
     /// Commit latency and batch sizes, through swift-metrics (see `ReplicaMetricsReporter`).
     let commitMetrics: CommitMetrics
     let store: any ReplicaStore
-    var clock: HybridLogicalClock
     /// This node's monotonic clock: the system's, or a simulation's (`ReplicaRuntime`).
     nonisolated let instant: @Sendable () -> ContinuousClock.Instant
     let started: ContinuousClock.Instant
@@ -41,82 +40,35 @@ public actor Replica: PollLoopOwner {
     let timestampAtStart: HybridTimestamp
     let timing: PeerTiming
 
-    // Sockets (nil once shut down).
     /// Where its sockets come from: libzmq, or a simulated network.
-    let sockets: any SocketFactory
-    /// An XPUB: updates, heartbeats and announcements out; relay subscriptions in.
-    var publisher: (any MessageSocket)?
-    var syncServer: (any MessageSocket)?
-    var beacon: UDPBeaconSocket?
-    var links: [NodeID: MemberLink] = [:]
+    let socketFactory: any SocketFactory
+    var sockets = NodeSockets()
     var seeding = Seeding()
     public private(set) var isShutDown = false
-    /// What the poll loop waits on, rebuilt only when sockets come or go.
-    var pollItemsCache: [PollItem<SocketRole>]?
 
-    // The state machines.
-    var membership: Membership
-    var sessions: [NodeID: PeerSession] = [:]
-    var planner = SyncPlanner()
-    var responder = SyncResponder(maxReplies: Replica.maxConcurrentReplies)
-    var commits = CommitQueue()
+    /// Everything the node decides from (`NodeCore`): its machines and their state.
+    var core: NodeCore
 
     // Relays: origins we take through which member, and sources others asked us to pass on.
-    var relays = Relays()
 
     // Outgoing state.
-    /// What this life published: its sequence, the keys for repairs, the stamps reports cover.
-    var own: OwnStream
-    var nextRequestID: UInt64 = 1
 
     // Timers.
-    var duties: PeriodicDuties
-    var housekeeping: HousekeepingSchedule
-    /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
-    var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
-    /// When this node last resumed after a stall (`noticeStall`): handshakes that fail right
-    /// after are members' dials that timed out meanwhile, not strangers.
-    var lastStallEnded: ContinuousClock.Instant?
-    /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and
-    /// when it may be saved next.
-    var savedMemberTableDigest: UInt64?
-    /// Which members never heard directly hold a link now.
-    var unheardDials = UnheardDials()
-    /// Set while a sync's intake is still busy reading what connections queued.
-    var intakeBusySince: ContinuousClock.Instant?
     /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
     nonisolated let submissions = Mutex<[CommitQueue.PendingWrite]>([])
-    /// Since when a wanted catch-up has found no member to serve it (warned after a while).
-    var catchUpUnservedSince: ContinuousClock.Instant?
     static let catchUpPatience: Duration = .seconds(3)
-    var leaving: LeaveProgress?
     /// Every `leave()` caller waiting for it (a second call joins the first), resumed once.
     var leaveWaiters: [CheckedContinuation<Departure, Never>] = []
-    /// How the last `leave` went.
-    var departure: Departure?
 
     // Observation and problems.
-    /// What this node's problems are listed from, and the problems as listed.
-    var healthState: NodeHealth
     var observers: [UUID: Observer] = [:]
     /// The last ticket handed out for those reports.
     nonisolated let problemTickets = Mutex<UInt64>(0)
-    var warnings = WarningLimiter()
-    var storeReadFailureLogged = false
-    /// Identities two processes may have used in this life (`IdentityDoubt`).
-    var doubts = IdentityDoubt()
-    var clockCheck: ClockCheck
-    /// Whether members' heartbeats move the clock (a store that may have forgotten stamps).
-    var forgottenStamps: ForgottenStamps
-    var counters = ReplicaStatus.Counters()
 
     /// Who may connect (CURVE keys, the ZAP socket, refused handshakes).
     var admission: Admission
 
     // Counters and tombstones (Replica+Families.swift).
-    /// This incarnation's counter slot totals, committed or queued: increments queued before a
-    /// commit add to each other. Cleared when a commit fails (the store is then the truth).
-    var counterSlots: [ExactKey: Int] = [:]
 
     struct Observer {
         var prefix: String
@@ -154,12 +106,11 @@ public actor Replica: PollLoopOwner {
         }
         let now = instant()
         self.started = now
-        duties = PeriodicDuties(
+        let duties = PeriodicDuties(
             intervals: .init(
                 heartbeat: configuration.heartbeatInterval, beacon: configuration.discoveryPort == nil ? nil : configuration.beaconInterval,
                 periodicSync: configuration.periodicSyncInterval, tombstoneSweep: configuration.tombstoneSweepInterval),
             now: now)
-        housekeeping = HousekeepingSchedule(now: now)
         codec = WireCodec(limits: configuration.limits)
         commitMetrics = CommitMetrics(node: configuration.node)
         timing = PeerTiming(
@@ -191,34 +142,39 @@ public actor Replica: PollLoopOwner {
         counterSlotOwner = store.counterSlotOwner
         reader = try store.makeReader()
         timestampAtStart = store.highestTimestamp
-        clock = HybridLogicalClock(
-            maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
-            startingAfter: store.highestTimestamp, physical: configuration.wallClock)
-        epoch = try store.beginEpoch(atLeast: configuration.wallClock())
-        own = OwnStream(epoch: epoch, retransmitWindow: configuration.retransmitWindow)
-        clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
-        forgottenStamps = ForgottenStamps(storeMayHaveForgotten: storeMayHaveForgotten)
-        healthState = NodeHealth(
-            downAfter: configuration.downAfter,
-            absence: AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact()))
+        let epoch = try store.beginEpoch(atLeast: configuration.wallClock())
+        self.epoch = epoch
+        var clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
         _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: instant())
+        let health = NodeHealth(
+            downAfter: configuration.downAfter,
+            absence: AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact()))
 
-        sockets = try runtime?.sockets ?? ZMQContext()
+        socketFactory = try runtime?.sockets ?? ZMQContext()
         let curve: CurveSecurity? = if case .curve(let settings) = configuration.security { settings } else { nil }
         admission = Admission(curve: curve)
-        membership = Membership(local: MemberRecord(
-            node: configuration.node, epoch: epoch, incarnation: identity.incarnation, status: .active,
-            address: configuration.advertise ?? configuration.listen,
-            publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }),
-            departureRetention: configuration.tombstoneRetentionMillis, epochAllowance: max(configuration.maxClockDriftMillis, Membership.yearMillis))
+        core = NodeCore(
+            clock: HybridLogicalClock(
+                maxDriftMillis: UInt64(configuration.maxClockDrift / .milliseconds(1)),
+                startingAfter: store.highestTimestamp, physical: configuration.wallClock),
+            clockCheck: clockCheck, forgottenStamps: ForgottenStamps(storeMayHaveForgotten: storeMayHaveForgotten),
+            membership: Membership(
+                local: MemberRecord(
+                    node: configuration.node, epoch: epoch, incarnation: store.identity.incarnation, status: .active,
+                    address: configuration.advertise ?? configuration.listen,
+                    publicKey: curve.flatMap { CurveKeyPair.rawBytes(ofZ85: $0.keys.publicKey) }),
+                departureRetention: configuration.tombstoneRetentionMillis,
+                epochAllowance: max(configuration.maxClockDriftMillis, Membership.yearMillis)),
+            own: OwnStream(epoch: epoch, retransmitWindow: configuration.retransmitWindow),
+            duties: duties, housekeeping: HousekeepingSchedule(now: now), healthState: health)
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
-            let authenticator = try sockets.makeSocket(.rep)
+            let authenticator = try socketFactory.makeSocket(.rep)
             try authenticator.bind(Self.zapEndpoint)
             admission.authenticator = authenticator
         }
-        let publisher = try sockets.makeSocket(.xpub)
+        let publisher = try socketFactory.makeSocket(.xpub)
         // Queued per subscriber before PUB drops, whatever the subscriber does: with at most
         // `maxBatchBytes` in a published update or batch (larger values are repaired, not
         // published), a subscriber that never reads pins at most about 128 MiB. Well inside
@@ -230,7 +186,7 @@ public actor Replica: PollLoopOwner {
             try publisher.reportEverySubscription()
         }
         try publisher.bind(configuration.listen.publishAddress)
-        let syncServer = try sockets.makeSocket(.router)
+        let syncServer = try socketFactory.makeSocket(.router)
         try syncServer.setRouterMandatory(true)
         try syncServer.setMaxMessageSize(configuration.limits.deliveredFrameBytes)
         // Replies wait in a connection's queue only this many chunks deep (each at most
@@ -242,16 +198,16 @@ public actor Replica: PollLoopOwner {
         // Insecure too: a CURVE node dialling this one (a cluster half moved to CURVE) is then
         // seen and named, rather than just never heard.
         admission.handshakeMonitors = [try HandshakeMonitor(watching: publisher), try HandshakeMonitor(watching: syncServer)]
-        self.publisher = publisher
-        self.syncServer = syncServer
+        sockets.publisher = publisher
+        sockets.syncServer = syncServer
         if let port = configuration.discoveryPort {
-            beacon = try UDPBeaconSocket(port: port, interfaceAddress: configuration.listen.host)
+            sockets.beacon = try UDPBeaconSocket(port: port, interfaceAddress: configuration.listen.host)
         }
         if let corruption {
-            healthState.reports.load(corruption.originalPath, corruption.description)
+            core.healthState.reports.load(corruption.originalPath, corruption.description)
         }
         if let damagedLog {
-            healthState.reports.load(damagedLog.originalPath, damagedLog.description)
+            core.healthState.reports.load(damagedLog.originalPath, damagedLog.description)
         }
         if let uncleanStart {
             let message = "this start does not follow a clean stop of this store (\(uncleanStart)): counter increments go to a new slot "
@@ -262,7 +218,7 @@ public actor Replica: PollLoopOwner {
         started = true
         // Whatever the cluster wrote while this node was away comes with one sync, from the
         // first member reached.
-        planner.wantCatchUp(.startUp)
+        core.planner.wantCatchUp(.startUp)
         loop.start(for: self)
     }
 
@@ -344,7 +300,7 @@ public actor Replica: PollLoopOwner {
     func enqueue(_ batch: [WriteRequest]) async throws -> [Entry] {
         guard !batch.isEmpty else { return [] }
         return try await withCheckedThrowingContinuation { continuation in
-            commits.enqueue(CommitQueue.PendingWrite(requests: batch, completion: .continuation(continuation)))
+            core.commits.enqueue(CommitQueue.PendingWrite(requests: batch, completion: .continuation(continuation)))
         }
     }
 
@@ -352,7 +308,7 @@ public actor Replica: PollLoopOwner {
     /// were counted into the cached slot totals: those are read from the store again.
     func refuse(_ writes: [CommitQueue.PendingWrite], with error: (CommitQueue.PendingWrite) -> any Error) {
         guard !writes.isEmpty else { return }
-        counterSlots.removeAll()
+        core.counterSlots.removeAll()
         for write in writes { write.completion.resume(throwing: error(write)) }
     }
 
@@ -361,7 +317,7 @@ public actor Replica: PollLoopOwner {
     func validate(_ batch: [WriteRequest], refusingNewerSchemaThan known: UInt16?) throws {
         guard !isShutDown else { throw ReplicaError.shutDown }
         // Left, or handing its writes over before it leaves.
-        guard membership.local.status == .active, leaving == nil else { throw ReplicaError.leaving }
+        guard core.membership.local.status == .active, core.leaving == nil else { throw ReplicaError.leaving }
         try throwIfLocalWritesAreRefused()
         for request in batch {
             do {
@@ -439,11 +395,11 @@ public actor Replica: PollLoopOwner {
 
     /// Records a load error for `subject` (a key or file) until `clearLoadError` is called.
     public func reportLoadError(_ subject: String, message: String) {
-        logLoadReport(subject, message, healthState.reports.load(subject, message))
+        logLoadReport(subject, message, core.healthState.reports.load(subject, message))
     }
 
     public func clearLoadError(_ subject: String) {
-        logLoadReport(subject, nil, healthState.reports.load(subject, nil))
+        logLoadReport(subject, nil, core.healthState.reports.load(subject, nil))
     }
 
     private func logLoadReport(_ subject: String, _ message: String?, _ outcome: ProgramReports.Outcome) {
@@ -469,7 +425,7 @@ public actor Replica: PollLoopOwner {
     /// later (a higher ticket) about it already arrived: a good value read after a bad one is
     /// not undone by the bad one's report arriving last.
     func settleLoadError(_ subject: String, message: String?, ticket: UInt64) {
-        logLoadReport(subject, message, healthState.reports.load(subject, message, ticket: ticket))
+        logLoadReport(subject, message, core.healthState.reports.load(subject, message, ticket: ticket))
     }
 
     /// Stops replicating: commits what is queued, closes sockets, ends observer streams.
@@ -480,23 +436,23 @@ public actor Replica: PollLoopOwner {
         flush()
         isShutDown = true
         // Writes the flush could not take (held for the clock check) are refused, not left waiting.
-        refuse(commits.takeWrites()) { _ in ReplicaError.shutDown }
-        if leaving != nil || !leaveWaiters.isEmpty { finishLeaving(left: membership.local.status != .active) }
-        publisher?.close()
-        syncServer?.close()
+        refuse(core.commits.takeWrites()) { _ in ReplicaError.shutDown }
+        if core.leaving != nil || !leaveWaiters.isEmpty { finishLeaving(left: core.membership.local.status != .active) }
+        sockets.publisher?.close()
+        sockets.syncServer?.close()
         admission.authenticator?.close()
-        beacon?.close()
+        sockets.beacon?.close()
         for monitor in admission.handshakeMonitors { monitor.socket.close() }
-        publisher = nil
-        syncServer = nil
+        sockets.publisher = nil
+        sockets.syncServer = nil
         admission.authenticator = nil
-        beacon = nil
+        sockets.beacon = nil
         admission.handshakeMonitors = []
-        for link in links.values { link.close() }
-        links.removeAll()
+        for link in sockets.links.values { link.close() }
+        sockets.links.removeAll()
         for seed in seeding.seeds { seed.close() }
         seeding.seeds.removeAll()
-        pollItemsCache = nil
+        sockets.pollItemsCache = nil
         for observer in observers.values { observer.receiver.finish() }
         observers.removeAll()
         saveMemberTable(now: instant(), force: true)

@@ -38,22 +38,22 @@ extension Replica {
     }
 
     func settleRefusedSave(_ subject: String, message: String?, ticket: UInt64) {
-        logSaveReport(subject, message, healthState.reports.save(subject, message, ticket: ticket))
+        logSaveReport(subject, message, core.healthState.reports.save(subject, message, ticket: ticket))
     }
 
     /// A save of a shared key that this program refused to make (it would overwrite newer-schema
     /// data, or a log element is too large or repeated): listed in `saveErrors` until the key
     /// saves `subject` again.
     func reportRefusedSave(_ subject: String, message: String) {
-        logSaveReport(subject, message, healthState.reports.save(subject, message))
+        logSaveReport(subject, message, core.healthState.reports.save(subject, message))
     }
 
     func clearRefusedSave(_ subject: String) {
-        logSaveReport(subject, nil, healthState.reports.save(subject, nil))
+        logSaveReport(subject, nil, core.healthState.reports.save(subject, nil))
     }
 
     func clearRefusedSaves(where belongs: (String) -> Bool) {
-        for subject in healthState.reports.clearSaves(where: belongs) { logSaveReport(subject, nil, .cleared) }
+        for subject in core.healthState.reports.clearSaves(where: belongs) { logSaveReport(subject, nil, .cleared) }
     }
 
     private func logSaveReport(_ subject: String, _ message: String?, _ outcome: ProgramReports.Outcome) {
