@@ -151,7 +151,7 @@ extension Replica {
         case .accept:
             // Judged once the clock check lets writes through: the allowance it sets counts.
             guard let lead = clockLeadRefusal() else { return nil }
-            noteClockLead(lead)
+            core.noteClockLead(lead)
             return lead
         case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: core.clockCheck.limitMillis)
         case .refuseUnchecked: error = .clockUnchecked

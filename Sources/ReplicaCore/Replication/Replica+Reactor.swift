@@ -98,7 +98,7 @@ extension Replica {
     /// The sessions of active members, by id: what the timers, syncs, relays, the clock check
     /// and isolation look at. Members that left keep a session for `status` only, and a cluster
     /// that has seen thousands of them must not pay for them every turn.
-    var activeSessions: [PeerSession] { core.membership.active.compactMap { core.sessions[$0.node] } }
+    var activeSessions: [PeerSession] { core.activeSessions }
 
     func runTimers(now: ContinuousClock.Instant) {
         if !seeding.contacted {

@@ -85,7 +85,7 @@ extension Replica {
         return HeldByRequester.writes(
             requester: requester, requesterEpoch: session.stream.epoch, reports: session.heartbeat?.reports ?? [:], responder: identity.node,
             publications: { [stamps = core.own.stamps, sessions = core.sessions, me = identity.node] writer in
-                writer == me ? stamps : core.sessions[writer]?.publications
+                writer == me ? stamps : sessions[writer]?.publications
             },
             margin: configuration.maxClockDrift * 2, doubted: core.doubts.doubted)
     }
