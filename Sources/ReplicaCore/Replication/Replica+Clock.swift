@@ -13,25 +13,9 @@ extension Replica {
         if let error = core.checkClock(readings) { refuse(core.commits.takeWrites()) { _ in error } }
     }
 
-    /// The `clock` problem, from the clock check's state: a clock beyond the limit from the
-    /// members' median; one never compared while the configuration requires it (failing health
-    /// from the start, while writes wait for the comparison, then while they are refused); a
-    /// hybrid clock further ahead than members accept.
+    /// The `clock` problem now (`NodeCore.ownClockProblem`).
     func ownClockProblem(now: ContinuousClock.Instant) -> String? {
-        if let skew = core.clockCheck.refusal {
-            return clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: core.clockCheck.limitMillis))
-        }
-        if configuration.requireClockCheck && !core.clockCheck.hasAgreed && core.clockCheck.verdict == .unverified {
-            return core.clockCheck.isUnchecked(now: now) ? ReplicaError.clockUnchecked.description : clockNotComparedYet
-        }
-        return core.healthState.clockLead?.description
-    }
-
-    /// The `clock` problem of a node that requires a clock check, before its first comparison
-    /// and while its writes still wait for one.
-    var clockNotComparedYet: String {
-        "this node's clock has not been compared with any member's yet, and it requires that check: writes wait for the first "
-            + "comparison, for at most \(core.clockCheck.grace), and are refused after that until a member is reached"
+        core.ownClockProblem(now: now, requiringCheck: configuration.requireClockCheck)
     }
 
     /// How long after the last refused entry of a member it stays listed for it.
@@ -45,11 +29,6 @@ extension Replica {
     var hasMembersOrSeeds: Bool {
         !configuration.peers.isEmpty || !core.membership.active.isEmpty || !seeding.seeds.isEmpty
             || seeding.lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
-    }
-
-    /// The hybrid clock's lead over the members', as local writes meet it now.
-    func clockLeadRefusal() -> ReplicaError? {
-        core.clockLeadRefusal(wallMillis: configuration.wallClock(), hasMembersOrSeeds: hasMembersOrSeeds)
     }
 
     /// Heartbeat stamps the clock refused, taken again after the check (`NodeCore.retakeForgottenStamps`).

@@ -8,12 +8,11 @@ extension Replica {
         // One look for the whole batch: queued writes are refused (a skewed clock, one never
         // compared under `requireClockCheck`, another process with our id), held (until the
         // first clock comparison, at most the grace), or committed.
-        let now = instant()
-        if !core.commits.writes.isEmpty, let error = localWriteRefusal(now: now) {
+        let decision = core.commits.writes.isEmpty ? .accept : localWrites(now: instant())
+        if case .refuse(let error) = decision {
             refuse(core.commits.takeWrites()) { _ in error }
         }
-        let (writes, remote) = core.commits.takeBatch(
-            holdingWrites: core.clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) == .hold)
+        let (writes, remote) = core.commits.takeBatch(holdingWrites: decision == .hold)
         guard !writes.isEmpty || !remote.isEmpty else { return }
         let local = writes.map { write in
             (entries: write.requests.map { request in
@@ -129,41 +128,17 @@ extension Replica {
     /// The subject of the problem of failing commits.
     static let commitSubject = "store"
 
-    /// Fails with `ReplicaError.clockSkew` while this node's clock is too far from its members',
-    /// with `clockUnchecked` while it has never been compared, under `requireClockCheck`, and
-    /// with `identityClash` while another process uses this node's id.
+    /// Fails with what a local write meets now (`NodeCore.localWrites`): `leaving`,
+    /// `identityClash`, `clockSkew`, `clockUnchecked` or `clockAhead`.
     func throwIfLocalWritesAreRefused() throws {
-        if let error = localWriteRefusal(now: instant()) { throw error }
+        if case .refuse(let error) = localWrites(now: instant()) { throw error }
     }
 
-    /// The error a local write meets now, if another process uses our id (listed as `identity`
-    /// when it was found) or the clock refuses it (each clock refusal counts in the `clock`
-    /// problem).
-    func localWriteRefusal(now: ContinuousClock.Instant) -> ReplicaError? {
-        // Writes still queued once the node leaves (held for the first clock comparison when
-        // `leave` began): committed after the departure, they were acknowledged and reached no
-        // member.
-        if core.leaving != nil || core.membership.local.status != .active { return .leaving }
-        if let rival = core.healthState.identityClash.rival { return .identityClash(evidence: Self.clashEvidence(rival)) }
-        let error: ReplicaError
-        switch core.clockCheck.localWrites(now: now, requiringCheck: configuration.requireClockCheck) {
-        case .hold: return nil
-        case .accept:
-            // Judged once the clock check lets writes through: the allowance it sets counts.
-            guard let lead = clockLeadRefusal() else { return nil }
-            core.noteClockLead(lead)
-            return lead
-        case .refuseSkewed(let median): error = .clockSkew(offsetMillis: median, limitMillis: core.clockCheck.limitMillis)
-        case .refuseUnchecked: error = .clockUnchecked
-        }
-        return error
-    }
-
-    /// The `clock` problem's message for a refusal: a clock behind also refuses what the members
-    /// write (it looks stamped in the future), so reads on this node are stale meanwhile.
-    func clockProblemMessage(_ error: ReplicaError) -> String {
-        guard case .clockSkew(let median, _) = error, median > 0 else { return error.description }
-        return error.description + "; entries the members write look too far ahead and are refused here too, so reads on this node are stale"
+    /// What happens to local writes now, decided in the core.
+    func localWrites(now: ContinuousClock.Instant) -> NodeCore.LocalWrites {
+        core.localWrites(
+            now: now, wallMillis: configuration.wallClock(), requiringCheck: configuration.requireClockCheck,
+            hasMembersOrSeeds: hasMembersOrSeeds)
     }
 
     /// Publishes this commit's local winners: in batches of consecutive sequences, each cut at

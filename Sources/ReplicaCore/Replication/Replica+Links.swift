@@ -254,28 +254,16 @@ extension Replica {
             logger.info("no member heard for \(timing.downAfter); contacting the seeds again")
             contactSeeds()
         }
-        judgeIsolation(anyMemberAlive: anyAlive, now: now)
+        judgeIsolation(now: now)
     }
 
     /// Lists this node as `isolated` while it has heard no member for `Isolation.limit`, or has
-    /// heard members none of which reports hearing it (and clears it once that is over).
-    func judgeIsolation(anyMemberAlive: Bool, now: ContinuousClock.Instant) {
-        // Only the reports of members alive now, in a recent heartbeat: a member that left or died
-        // keeps its last report. While this node's clock is refused (the `clock` problem), the
-        // members' heartbeats look skewed and are not read: that problem says what is wrong.
-        // (Judged only when members are heard at all: see `Isolation.unheard`.)
-        func anyMemberHearsUs() -> Bool {
-            ownClockProblem(now: now) != nil || activeSessions.contains { session in
-                guard session.liveness.state == .alive, let heartbeat = session.heartbeat,
-                      now - heartbeat.receivedAt < timing.suspectAfter else { return false }
-                return heartbeat.reports[identity.node]?.hearsDirectly == true
-            }
-        }
+    /// heard members none of which reports hearing it (`NodeCore.judgeIsolation`).
+    func judgeIsolation(now: ContinuousClock.Instant) {
         let hasMembersOrSeeds = hasMembersOrSeeds
-        if core.healthState.isolation.update(anyMemberAlive: anyMemberAlive, hasMembersOrSeeds: hasMembersOrSeeds, now: now) == nil {
-            let hearsUs = anyMemberAlive && anyMemberHearsUs()
-            _ = core.healthState.isolation.unheard(anyMemberAlive: anyMemberAlive, anyMemberHearsUs: hearsUs, now: now)
-        }
+        core.judgeIsolation(
+            now: now, local: identity.node, suspectAfter: timing.suspectAfter, hasMembersOrSeeds: hasMembersOrSeeds,
+            requiringCheck: configuration.requireClockCheck)
     }
 
     /// The `isolated` problem, from `isolation`'s last judgement.

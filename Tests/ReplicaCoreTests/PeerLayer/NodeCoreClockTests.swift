@@ -114,4 +114,37 @@ import Testing
         #expect(step == 29_900)
         #expect(core.housekeeping.wake(now: Self.start + .milliseconds(500)) == .zero)
     }
+
+    /// Local writes meet one decision per batch (`NodeCore.localWrites`), from the core's state.
+    @Test func localWritesAreAcceptedHeldOrRefusedByOneDecision() {
+        func decide(_ core: inout NodeCore, at seconds: Int, requiring: Bool = false, alone: Bool = false) -> NodeCore.LocalWrites {
+            core.localWrites(now: Self.start + .seconds(seconds), wallMillis: Self.wall, requiringCheck: requiring, hasMembersOrSeeds: !alone)
+        }
+        var alone = Self.core()
+        _ = alone.checkClock(Self.readings(alone: true))
+        let aloneDecision = decide(&alone, at: 0, alone: true)
+        #expect(aloneDecision == .accept, "nobody to compare with")
+
+        var seeded = Self.core()
+        _ = seeded.checkClock(Self.readings())
+        let (during, after, required) = (decide(&seeded, at: 1), decide(&seeded, at: 4), decide(&seeded, at: 4, requiring: true))
+        #expect(during == .hold, "the first comparison is awaited, within the grace")
+        #expect(after == .accept, "then taken with an unchecked clock")
+        #expect(required == .refuse(.clockUnchecked), "or refused under requireClockCheck")
+
+        var ahead = Self.core(clockAt: Self.wall + 120_000)
+        _ = ahead.checkClock(Self.readings())
+        let aheadDecision = decide(&ahead, at: 4)
+        #expect(aheadDecision == .refuse(.clockAhead(leadMillis: 120_000, limitMillis: 60_000)))
+
+        var skewed = Self.core()
+        _ = skewed.clockCheck.evaluate(offsets: [90_000, 95_000, 92_000], unmeasured: 0, now: Self.start)
+        let skewedDecision = decide(&skewed, at: 0)
+        #expect(skewedDecision == .refuse(.clockSkew(offsetMillis: 92_000, limitMillis: 60_000)))
+
+        var leaving = Self.core()
+        _ = leaving.membership.leave(wallMillis: Self.wall + 1)
+        let leavingDecision = decide(&leaving, at: 0, alone: true)
+        #expect(leavingDecision == .refuse(.leaving), "a node that left takes no writes")
+    }
 }
