@@ -16,12 +16,14 @@ import Logging
 /// observers. A local write resumes its caller only after that commit.
 public actor Replica: PollLoopOwner {
     public nonisolated let configuration: ReplicaConfiguration
-    public nonisolated let identity: StoreIdentity
+    /// This process's life as a node (`NodeLife`).
+    nonisolated let life: NodeLife
+    public nonisolated var identity: StoreIdentity { life.identity }
     /// Names this replica's counter slots: the incarnation, or a new id after a run of its data
     /// directory that did not stop cleanly (`SQLiteStore.beginRun` says why).
-    public nonisolated let counterSlotOwner: UUID
+    public nonisolated var counterSlotOwner: UUID { life.counterSlotOwner }
     /// This process's life: update sequences count from 1 within it.
-    public nonisolated let epoch: UInt64
+    public nonisolated var epoch: UInt64 { life.epoch }
     /// Reads committed entries from any thread (synchronous loads of shared keys).
     public nonisolated let reader: any StoreReader
     nonisolated let loop: any ReplicaLoop
@@ -34,10 +36,8 @@ public actor Replica: PollLoopOwner {
     let store: any ReplicaStore
     /// This node's monotonic clock: the system's, or a simulation's (`ReplicaRuntime`).
     nonisolated let instant: @Sendable () -> ContinuousClock.Instant
-    let started: ContinuousClock.Instant
-    /// The highest timestamp stored when this process started: versions this node wrote at or
-    /// before it are writes of earlier runs (which `leave` must also see handed over).
-    let timestampAtStart: HybridTimestamp
+    var started: ContinuousClock.Instant { life.started }
+    var timestampAtStart: HybridTimestamp { life.timestampAtStart }
     let timing: PeerTiming
 
     /// Where its sockets come from: libzmq, or a simulated network.
@@ -105,7 +105,6 @@ public actor Replica: PollLoopOwner {
             instant = { ContinuousClock.now }
         }
         let now = instant()
-        self.started = now
         let duties = PeriodicDuties(
             intervals: .init(
                 heartbeat: configuration.heartbeatInterval, beacon: configuration.discoveryPort == nil ? nil : configuration.beaconInterval,
@@ -138,12 +137,12 @@ public actor Replica: PollLoopOwner {
             opened = sqlite
             store = sqlite
         }
-        identity = store.identity
-        counterSlotOwner = store.counterSlotOwner
         reader = try store.makeReader()
-        timestampAtStart = store.highestTimestamp
+        let timestampAtStart = store.highestTimestamp
         let epoch = try store.beginEpoch(atLeast: configuration.wallClock())
-        self.epoch = epoch
+        life = NodeLife(
+            identity: store.identity, counterSlotOwner: store.counterSlotOwner, epoch: epoch, started: now,
+            timestampAtStart: timestampAtStart)
         var clockCheck = ClockCheck(limit: configuration.maxClockDrift, grace: configuration.clockCheckGrace)
         // With seeds to compare with, local writes wait for the first clock comparison from the start.
         _ = clockCheck.evaluate(offsets: [], unmeasured: configuration.peers.isEmpty ? 0 : 1, now: instant())
@@ -211,7 +210,7 @@ public actor Replica: PollLoopOwner {
         }
         if let uncleanStart {
             let message = "this start does not follow a clean stop of this store (\(uncleanStart)): counter increments go to a new slot "
-                + "(\(counterSlotOwner.uuidString.lowercased())), so that those this disk may lack but members hold are not overwritten"
+                + "(\(store.counterSlotOwner.uuidString.lowercased())), so that those this disk may lack but members hold are not overwritten"
             self.logger.info("\(message)")
         }
         loop = runtime?.loop ?? PollLoop(name: "replica-\(configuration.node)")
