@@ -2,9 +2,12 @@
 /// the periodic sync, the tombstone sweep, the look at the store's file and disk, and the save
 /// of the member table. One value decides when each runs; the replica runs what it returns.
 struct PeriodicDuties: Sendable {
-    enum Duty: CaseIterable, Sendable {
+    enum Duty: Int, CaseIterable, Sendable {
         case heartbeat, beacon, periodicSync, tombstoneSweep, storeFileCheck
     }
+
+    /// The order duties run in (made once: looked at every turn).
+    private static let order = Duty.allCases
 
     struct Intervals: Sendable {
         var heartbeat: Duration
@@ -18,7 +21,8 @@ struct PeriodicDuties: Sendable {
     }
 
     let intervals: Intervals
-    private var next: [Duty: ContinuousClock.Instant]
+    /// When each duty is next due, by `Duty.rawValue`.
+    private var next: [ContinuousClock.Instant]
     private(set) var memberTableSave: ContinuousClock.Instant
     /// When a sync request last had expired tombstones collected (at most once a second: a
     /// collection looks at every key, and requests may come in floods).
@@ -29,8 +33,8 @@ struct PeriodicDuties: Sendable {
     /// Everything is due at once, except the periodic sync (a catch-up sync starts the node).
     init(intervals: Intervals, now: ContinuousClock.Instant) {
         self.intervals = intervals
-        next = Dictionary(uniqueKeysWithValues: Duty.allCases.map { ($0, now) })
-        next[.periodicSync] = now + intervals.periodicSync
+        next = Array(repeating: now, count: Duty.allCases.count)
+        next[Duty.periodicSync.rawValue] = now + intervals.periodicSync
         memberTableSave = now
         lastRequestCollection = now - .seconds(1)
         lastTurn = now
@@ -39,9 +43,9 @@ struct PeriodicDuties: Sendable {
     /// The duties due now, in the order they run, each due again an interval from now.
     mutating func due(now: ContinuousClock.Instant) -> [Duty] {
         var due: [Duty] = []
-        for duty in Duty.allCases {
-            guard let interval = interval(of: duty), let at = next[duty], now >= at else { continue }
-            next[duty] = now + interval
+        for duty in Self.order where now >= next[duty.rawValue] {
+            guard let interval = interval(of: duty) else { continue }
+            next[duty.rawValue] = now + interval
             due.append(duty)
         }
         return due
@@ -58,11 +62,11 @@ struct PeriodicDuties: Sendable {
     }
 
     /// When `duty` is next due.
-    subscript(duty: Duty) -> ContinuousClock.Instant { next[duty] ?? lastTurn }
+    subscript(duty: Duty) -> ContinuousClock.Instant { next[duty.rawValue] }
 
     /// Runs `duty` at the next turn (a heartbeat that shows a withheld update's sequence at
     /// once; a sweep that left tombstones).
-    mutating func runSoon(_ duty: Duty, now: ContinuousClock.Instant) { next[duty] = now }
+    mutating func runSoon(_ duty: Duty, now: ContinuousClock.Instant) { next[duty.rawValue] = now }
 
     /// A loop turn at `now`; returns the time since the last one.
     mutating func turned(now: ContinuousClock.Instant) -> Duration {
@@ -73,7 +77,7 @@ struct PeriodicDuties: Sendable {
     /// The node was stalled for `gap`: the periodic sync is put off by as much (members' silence
     /// in that time is not theirs).
     mutating func stalled(for gap: Duration) {
-        if let at = next[.periodicSync] { next[.periodicSync] = at + gap }
+        next[Duty.periodicSync.rawValue] += gap
     }
 
     /// Whether the member table may be saved now (`force`: at shutdown).
