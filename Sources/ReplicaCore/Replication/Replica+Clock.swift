@@ -1,7 +1,7 @@
 import Foundation
 
-/// This node's clock against its members': the verdict of `ClockCheck`, the problems it
-/// raises, and what changes when the wall clock is stepped.
+/// The actor's side of the clock decisions in `NodeCore+Clock.swift`: it reads the clocks,
+/// passes the readings in, and refuses the writes the core says to.
 extension Replica {
     /// Judges the clock in the core (`NodeCore.checkClock`); the writes queued meanwhile are
     /// refused if it finds this node's clock skewed.
