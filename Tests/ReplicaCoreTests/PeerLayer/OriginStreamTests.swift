@@ -28,6 +28,8 @@ import Testing
         var verdicts: [OriginStream.Verdict]
         var missing: [ClosedRange<UInt64>]
         var through: UInt64
+        /// `receivedThrough` after the arrivals, if the row checks it.
+        var received: UInt64? = nil
         var testDescription: String { name }
     }
 
@@ -87,6 +89,23 @@ import Testing
         Row(name: "a relay names its epoch and counts at once",
             arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .update(2, epoch: 7)],
             verdicts: [.inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 2),
+        // Simulator seed 3875: updates waiting for a heartbeat to name their epoch were received
+        // all the same; one of theirs dropped here must count as lost (`receivedEntriesDropped`).
+        Row(name: "nothing waiting: received is through",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .update(4)],
+            verdicts: [.inOrder, .inOrder, .gap(2...3)], missing: [2...3], through: 4, received: 4),
+        Row(name: "updates waiting for their epoch are received, not yet through",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .update(2), .batch(3...5)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 1, received: 5),
+        Row(name: "received reaches the last waiting range, past one lost on the way",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .connectionLost, .update(1), .update(3)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder], missing: [], through: 0, received: 3),
+        Row(name: "the same life's heartbeat moves through to what was received",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .connectionLost, .update(1), .batch(2...13), .heartbeat(epoch: 7, sequence: 14)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .gap(14...14)], missing: [14...14], through: 14, received: 14),
+        Row(name: "a new life's heartbeat: received is the restart's through",
+            arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .batch(1...3), .heartbeat(epoch: 9, sequence: 3)],
+            verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .restarted], missing: [], through: 3, received: 3),
     ]
 
     @Test(arguments: rows) func arrivals(_ row: Row) {
@@ -105,6 +124,7 @@ import Testing
         #expect(verdicts == row.verdicts)
         #expect(stream.missing == row.missing)
         #expect(stream.through == row.through)
+        if let received = row.received { #expect(stream.receivedThrough == received) }
     }
 
     @Test func repairsAreTakenOldestFirstInBoundedPieces() {
@@ -181,16 +201,38 @@ import Testing
         #expect(stream.announced(epoch: 5, sequence: announced - 1) == .inOrder, "checked once")
     }
 
-    @Test(arguments: [UInt64(9), WireLimits.maxEpoch])
-    func anEpochKnownOnlyFromAReportGivesWayToTheOriginsOwn(reportedEpoch: UInt64) {
+    /// Through 0 too (simulator seeds 3477, 3895: a lying member reported a member's epoch as
+    /// 2^48 - 1 through 0; the epoch taken from it was not hearsay, every real heartbeat was
+    /// dropped as an older life's, and our reports paired hearing the member directly with the
+    /// forged life: the member listed an identity clash). Also after the origin's connection was
+    /// re-dialled before its first heartbeat.
+    @Test(arguments: [UInt64(9), WireLimits.maxEpoch], [UInt64(40), 0])
+    func anEpochKnownOnlyFromAReportGivesWayToTheOriginsOwn(reportedEpoch: UInt64, reportedThrough: UInt64) {
         var stream = OriginStream()
-        #expect(stream.covered(through: 40, epoch: reportedEpoch) == 40)
+        #expect(stream.covered(through: reportedThrough, epoch: reportedEpoch) == reportedThrough)
         #expect(stream.announced(epoch: 5, sequence: 12) == .restarted)
         #expect(stream.epoch == 5 && stream.through == 12 && stream.reportableThrough == 12)
+        #expect(stream.announced(epoch: 5, sequence: 13) == .gap(13...13), "its own life from then on")
         var relayed = OriginStream()
-        relayed.covered(through: 40, epoch: reportedEpoch)
+        relayed.covered(through: reportedThrough, epoch: reportedEpoch)
         #expect(relayed.received(sequence: 3, epoch: 5) == .restarted)
         #expect(relayed.epoch == 5 && relayed.through == 3)
+        var redialled = OriginStream()
+        redialled.covered(through: reportedThrough, epoch: reportedEpoch)
+        redialled.connectionLost()
+        #expect(redialled.announced(epoch: 5, sequence: 12) == .restarted)
+        #expect(redialled.epoch == 5)
+    }
+
+    /// A report of the origin's own life through 0, now hearsay too, is confirmed by the
+    /// origin's first heartbeat as before: no restart (no sync), and what it published is
+    /// missing (the sync covered none of it), repaired as before the change.
+    @Test func aReportOfTheOriginsOwnLifeThroughZeroIsConfirmedByItsHeartbeat() {
+        var stream = OriginStream()
+        #expect(stream.covered(through: 0, epoch: 5) == 0)
+        #expect(stream.announced(epoch: 5, sequence: 12) == .gap(1...12))
+        #expect(stream.epoch == 5 && stream.through == 12 && stream.reportableThrough == 0)
+        #expect(stream.announced(epoch: 5, sequence: 12) == .inOrder)
     }
 
     @Test func aMemberAheadOfUsShowsWhatWeLack() {

@@ -220,6 +220,24 @@ import Testing
         #expect(!session.hearsHeartbeatsDirectly(now: Self.at(3300), base: Self.timing))
     }
 
+    /// Simulator seeds 3477 and 3895 (hostile, one-way): a node took a forged `forgotten` record
+    /// of a member it could not hear, asked it back (a new session), and a sync with the liar
+    /// then covered that member's stream by the liar's report (epoch 2^48 - 1, through 0). Once
+    /// the member's own heartbeats came, they were dropped as an older life's while they kept
+    /// it "heard directly": our reports paired hearing it with the forged life, and the member
+    /// listed an identity clash and refused writes. The member's own heartbeat names the life.
+    @Test func aLifeKnownOnlyFromAReportGivesWayToTheMembersHeartbeats() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        session.covered(through: 0, epoch: WireLimits.maxEpoch)
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 3, timestamp: .zero, digestRoot: 1, entryCount: 0)
+        let actions = session.heartbeatReceived(heartbeat, local: local, now: Self.at(100), wallMillis: 0)
+        #expect(actions.contains(.wantSync(.peerRestarted)), "what it published before is not known here: a sync brings it")
+        #expect(session.stream.epoch == 7, "reported in the life its heartbeats name")
+        #expect(session.hearsHeartbeatsDirectly(now: Self.at(200), base: Self.timing))
+        #expect(session.heldThrough == 0, "nothing of it held until that sync")
+    }
+
     /// What a member published before we first heard it is not held here until a sync covers
     /// it: the stream takes it as received (the start-up sync brings it), but a node leaving
     /// counts on our report. (It was reported held at once: a member that had just restarted
@@ -308,6 +326,54 @@ import Testing
         #expect(session.heldThrough == 0)
         session.covered(through: 10, epoch: 7)
         #expect(session.heldThrough == 10)
+    }
+
+    /// The same for updates that arrived on a re-dialled connection and wait for a heartbeat
+    /// to name their epoch: that heartbeat counts them received, and they are not held until
+    /// covered either. (Simulator seed 3875: n3 re-dialled n1 while n1 was paused; n3's clock,
+    /// 180 s behind, refused n1's update 1 and ignored its heartbeats; the first heartbeat taken
+    /// once the clock was fixed counted updates 1...14 in, and n3 reported holding them.)
+    struct DroppedRow: Sendable, CustomTestStringConvertible {
+        var name: String
+        /// Its connection was re-dialled before the updates came.
+        var redialed: Bool
+        /// Updates on its connection before the drop, and after it.
+        var before: ClosedRange<UInt64>?
+        var after: ClosedRange<UInt64>?
+        /// Its next heartbeat.
+        var epoch: UInt64 = 7
+        var sequence: UInt64
+        /// What our reports say of it then, and once a sync covered its heartbeat's sequence.
+        var held: UInt64
+        var heldOnceCovered: UInt64
+        var testDescription: String { name }
+    }
+
+    static let droppedRows: [DroppedRow] = [
+        DroppedRow(name: "dropped on a connection whose epoch is known", redialed: false, before: 1...1, after: 2...14, sequence: 14,
+                   held: 0, heldOnceCovered: 14),
+        DroppedRow(name: "dropped while the epoch waits for a heartbeat, which is of the same life", redialed: true, before: 1...1,
+                   after: 2...14, sequence: 14, held: 0, heldOnceCovered: 14),
+        DroppedRow(name: "a batch dropped while the epoch waits", redialed: true, before: 1...5, sequence: 5, held: 0, heldOnceCovered: 5),
+        DroppedRow(name: "dropped while the epoch waits, and the heartbeat is a new life's", redialed: true, before: 1...3, epoch: 9,
+                   sequence: 3, held: 0, heldOnceCovered: 3),
+        DroppedRow(name: "dropped before anything came on the re-dialled connection: what comes after is held", redialed: true,
+                   after: 1...5, sequence: 5, held: 5, heldOnceCovered: 5),
+    ]
+
+    @Test(arguments: droppedRows) func droppedEntriesAreNotHeldUntilCoveredWhateverTheConnection(_ row: DroppedRow) {
+        var session = Self.session(announcing: 0, then: 0)
+        if row.redialed { session.subscriberRedialed(now: Self.at(1000)) }
+        if let before = row.before { _ = session.updatesReceived(before, now: Self.at(1100)) }
+        session.receivedEntriesDropped()
+        if let after = row.after { _ = session.updatesReceived(after, now: Self.at(1200)) }
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: row.epoch, sequence: row.sequence,
+                                  timestamp: .zero, digestRoot: 2, entryCount: 0)
+        _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(2000), wallMillis: 0)
+        #expect(session.heldThrough == row.held)
+        session.covered(through: row.sequence, epoch: row.epoch)
+        #expect(session.heldThrough == row.heldOnceCovered)
     }
 
     @Test func aCompletedSyncCoversTheMembersOwnUpdatesItHadAnnounced() {

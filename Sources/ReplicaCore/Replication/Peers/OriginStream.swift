@@ -18,8 +18,9 @@ struct OriginStream: Equatable, Sendable {
     /// The highest sequence the origin itself showed in this epoch (its heartbeats, its updates
     /// by any path). Another member's report claiming more covers nothing: it may lie.
     private(set) var vouched: UInt64 = 0
-    /// `through` was taken from another member's report before the origin showed anything of
-    /// this epoch; the origin's first heartbeat confirms it or shows it was false.
+    /// `epoch` and `through` were taken from another member's report before the origin showed
+    /// anything of this epoch (even a report of through 0 names an epoch); the origin's first
+    /// heartbeat confirms them or shows they were false.
     private(set) var throughIsHearsay = false
     /// Set by a new incarnation: from then on only the origin's own heartbeats move the epoch.
     /// A member relaying its updates may still tag them with the old life's epoch, which can
@@ -68,6 +69,13 @@ struct OriginStream: Equatable, Sendable {
     /// another member's report (a lie would pass on from report to report).
     var reportableThrough: UInt64 {
         throughIsHearsay ? 0 : contiguousThrough
+    }
+
+    /// The highest sequence that arrived, counting those on the origin's own connection that
+    /// still wait for a heartbeat to name their epoch (`unconfirmed`): a heartbeat of this life
+    /// moves `through` over them, so an entry of theirs dropped here is one of these.
+    var receivedThrough: UInt64 {
+        (unconfirmed ?? []).reduce(through) { max($0, $1.upperBound) }
     }
 
     /// An update with `sequence` arrived, of `epoch` if the message says (relays do), else of
@@ -231,7 +239,9 @@ struct OriginStream: Equatable, Sendable {
         if epoch == 0 && through == 0 && missing.isEmpty {
             epoch = covered
             through = sequence
-            throughIsHearsay = sequence > 0
+            // Hearsay whatever the sequence: a report of through 0 still names an epoch, which
+            // the origin's own heartbeats must replace even when theirs is lower.
+            throughIsHearsay = true
             return sequence
         }
         // A report beyond anything the origin showed is not believed at all (not even up to

@@ -603,8 +603,11 @@ struct PeerSession: Sendable {
     /// Received entries were dropped (a failed commit, a refused timestamp). Which of this
     /// member's updates they were is not known here, so none received so far counts as held
     /// until a sync (or equal digests) covers them: the stream says received, the store lacks.
+    /// Those waiting for a heartbeat to name their epoch count too: that heartbeat moves the
+    /// stream over them.
     mutating func receivedEntriesDropped() {
-        if stream.through >= 1 { markLost(1...stream.through) }
+        let received = stream.receivedThrough
+        if received >= 1 { markLost(1...received) }
     }
 
     /// A sync with another member that held this member's stream through `sequence` completed.
