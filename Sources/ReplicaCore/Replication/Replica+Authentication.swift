@@ -92,7 +92,7 @@ extension Replica {
     func handshakeProblems() -> [String: ProblemFact] {
         var problems: [String: ProblemFact] = [:]
         for link in sockets.links.values { if let refusal = link.handshakeRefusal { problems[link.address.description] = ProblemFact(refusal) } }
-        for seed in seeding.seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
+        for seed in sockets.seeding.seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
         guard !admission.refusedHandshakes.isEmpty else { return problems }
         var membersAt: [String: [MemberRecord]] = [:]
         for record in core.membership.listed where record.status == .active { membersAt[record.address.host, default: []].append(record) }

@@ -27,8 +27,8 @@ extension Replica {
     /// no member trusts, was never listed isolated; then listed and cleared each
     /// time its discovered seed expired).
     var hasMembersOrSeeds: Bool {
-        !configuration.peers.isEmpty || !core.membership.active.isEmpty || !seeding.seeds.isEmpty
-            || seeding.lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
+        !configuration.peers.isEmpty || !core.membership.active.isEmpty || !sockets.seeding.seeds.isEmpty
+            || sockets.seeding.lastBeaconHeard.map { instant() - $0 < SeedRetirement.discoveredLife } ?? false
     }
 
     /// Heartbeat stamps the clock refused, taken again after the check (`NodeCore.retakeForgottenStamps`).

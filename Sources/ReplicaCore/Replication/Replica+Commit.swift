@@ -62,7 +62,7 @@ extension Replica {
         // Which member each remote winner came through, for observers only (a dictionary of keys
         // costs a hash per entry on the hot path, so none is built when nobody observes).
         var remoteOrigin: [ExactKey: NodeID] = [:]
-        if !observers.isEmpty {
+        if !callers.observers.isEmpty {
             remoteOrigin.reserveCapacity(remoteCount)
             for (position, source) in sources.enumerated() { remoteOrigin[ExactKey(batch[position].key)] = source }
         }
@@ -94,7 +94,7 @@ extension Replica {
         }
         // Members first (the latency that matters is theirs), then observers, then writers.
         publish(published)
-        if !observers.isEmpty {
+        if !callers.observers.isEmpty {
             for entry in winners {
                 notify(Change(entry: entry, origin: isLocal(entry) ? .local : .remote(remoteOrigin[ExactKey(entry.key)] ?? entry.version.node)))
             }
@@ -200,7 +200,7 @@ extension Replica {
     }
 
     private func notify(_ change: Change) {
-        for observer in observers.values where change.entry.key.hasKeyPrefix(observer.prefix) {
+        for observer in callers.observers.values where change.entry.key.hasKeyPrefix(observer.prefix) {
             observer.receiver.deliver(change)
         }
     }

@@ -56,7 +56,7 @@ extension Replica {
         guard record.status == .active, isAdmitted(record), let security = linkSecurity(serverKey: record.publicKey) else { return }
         do {
             sockets.links[record.node] = try MemberLink(
-                node: record.node, address: record.address, from: configuration.listen, context: socketFactory,
+                node: record.node, address: record.address, from: configuration.listen, context: sockets.factory,
                 limits: configuration.limits, security: security)
             sockets.pollItemsCache = nil
             logger.info("dialling member \(record.node) at \(record.address)")
@@ -114,7 +114,7 @@ extension Replica {
 
     /// `discovered`: named by a discovery beacon (bounded in number and life, `SeedRetirement`).
     func openSeed(_ address: Endpoint, serverKey: [UInt8]?, discovered: Bool = false) {
-        guard !isShutDown, !seeding.seeds.contains(where: { $0.address == address }) else { return }
+        guard !isShutDown, !sockets.seeding.seeds.contains(where: { $0.address == address }) else { return }
         guard let security = linkSecurity(serverKey: serverKey) else {
             logger.warning("seed \(address) has no trusted public key; not contacted")
             return
@@ -122,10 +122,10 @@ extension Replica {
         if discovered { closeDiscoveredSeeds(making: 1, now: instant()) }
         do {
             let seed = try SeedContact(
-                id: seeding.nextID, address: address, from: configuration.listen, context: socketFactory,
+                id: sockets.seeding.nextID, address: address, from: configuration.listen, context: sockets.factory,
                 limits: configuration.limits, security: security, discovered: discovered, now: instant())
-            seeding.nextID += 1
-            seeding.seeds.append(seed)
+            sockets.seeding.nextID += 1
+            sockets.seeding.seeds.append(seed)
             sockets.pollItemsCache = nil
             sendJoin(to: seed, now: instant())
         } catch {
@@ -142,21 +142,21 @@ extension Replica {
 
     /// Closes the discovered seeds past their life, and the oldest beyond the limit.
     func closeDiscoveredSeeds(making: Int = 0, now: ContinuousClock.Instant) {
-        for id in SeedRetirement.discoveredToClose(seeds: seeding.seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
-            logger.info("seed \(seeding.seeds.first { $0.id == id }?.address.description ?? "") (found by beacon, or the last address of a member another member's record ended) made this node no member in time: no longer asked")
+        for id in SeedRetirement.discoveredToClose(seeds: sockets.seeding.seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
+            logger.info("seed \(sockets.seeding.seeds.first { $0.id == id }?.address.description ?? "") (found by beacon, or the last address of a member another member's record ended) made this node no member in time: no longer asked")
             closeSeed(id)
         }
     }
 
     func closeSeed(_ id: Int) {
-        guard let index = seeding.seeds.firstIndex(where: { $0.id == id }) else { return }
-        let seed = seeding.seeds.remove(at: index)
+        guard let index = sockets.seeding.seeds.firstIndex(where: { $0.id == id }) else { return }
+        let seed = sockets.seeding.seeds.remove(at: index)
         seed.close()
         sockets.pollItemsCache = nil
     }
 
     func receiveSeedEvents(of id: Int) {
-        guard let seed = seeding.seeds.first(where: { $0.id == id }) else { return }
+        guard let seed = sockets.seeding.seeds.first(where: { $0.id == id }) else { return }
         let now = instant()
         for _ in 0..<16 {
             guard let notice = try? seed.events.receiveMonitorNotice() else { return }
@@ -202,7 +202,7 @@ extension Replica {
     }
 
     func receiveSeedReplies(from id: Int) {
-        guard let seed = seeding.seeds.first(where: { $0.id == id }) else { return }
+        guard let seed = sockets.seeding.seeds.first(where: { $0.id == id }) else { return }
         while let message = try? seed.dealer.receive(maxFrames: 1) {
             do {
                 guard message.frames.count == 1, !message.truncated else { throw WireError.wrongFrameCount(message.frames.count, more: message.truncated) }
@@ -226,15 +226,15 @@ extension Replica {
     /// outlived every connection).
     func maintainSeeds(now: ContinuousClock.Instant) {
         let dialTiming = LinkDialer.Timing.adapted(to: nil, silentRedialEvery: timing.silentRedialEvery)
-        if !seeding.seeds.isEmpty {
+        if !sockets.seeding.seeds.isEmpty {
             let alive = Set(activeSessions.filter { $0.liveness.state == .alive }.map(\.record.address))
-            for id in SeedRetirement.redundant(seeds: seeding.seeds.map { ($0.id, $0.address) }, aliveMembers: alive) {
-                logger.info("seed \(seeding.seeds.first { $0.id == id }?.address.description ?? "") is a member heard here: no longer asked to join")
+            for id in SeedRetirement.redundant(seeds: sockets.seeding.seeds.map { ($0.id, $0.address) }, aliveMembers: alive) {
+                logger.info("seed \(sockets.seeding.seeds.first { $0.id == id }?.address.description ?? "") is a member heard here: no longer asked to join")
                 closeSeed(id)
             }
             closeDiscoveredSeeds(now: now)
         }
-        for seed in seeding.seeds {
+        for seed in sockets.seeding.seeds {
             if seed.dialer.shouldRedial(now: now, peerSilent: false, timing: dialTiming) {
                 _ = try? seed.dealer.redial(Endpoint.connecting(to: seed.syncAddress, from: configuration.listen))
                 seed.dialer.dialed(now: now)
@@ -250,7 +250,7 @@ extension Replica {
             }
         }
         let anyAlive = activeSessions.contains { $0.liveness.state == .alive }
-        if seeding.recontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
+        if sockets.seeding.recontact.tick(anyMemberAlive: anyAlive, hasSeeds: !configuration.peers.isEmpty, now: now, after: timing.downAfter) {
             logger.info("no member heard for \(timing.downAfter); contacting the seeds again")
             contactSeeds()
         }
@@ -271,7 +271,7 @@ extension Replica {
         switch core.healthState.isolation.condition {
         case nil: return nil
         case .alone(let alone):
-            let pending = seeding.seeds.map(\.address.description)
+            let pending = sockets.seeding.seeds.map(\.address.description)
             let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
             let unchecked = core.clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
                 ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"

@@ -234,7 +234,7 @@ extension Replica {
         if core.leaving != nil || core.membership.local.status != .active {
             // Resumed with the first call's result, or by the shutdown that follows it.
             if force { core.leaving?.force = true }
-            return await withCheckedContinuation { leaveWaiters.append($0) }
+            return await withCheckedContinuation { callers.leaveWaiters.append($0) }
         }
         // Writes made before the departure are committed and published ahead of it, on the same
         // stream; from here on writes are refused (`ReplicaError.leaving`).
@@ -258,7 +258,7 @@ extension Replica {
         if !core.commits.writes.isEmpty && !actions.contains(.finish(left: false)) { flush() }
         logger.info("leaving the cluster: handing \(core.own.sequence) update(s)\(progress.earlierWrites ? " and the writes of earlier runs" : "") over to \(alive.count) member(s)")
         return await withCheckedContinuation { continuation in
-            leaveWaiters.append(continuation)
+            callers.leaveWaiters.append(continuation)
             for action in actions { perform(action) }
         }
     }
@@ -326,8 +326,8 @@ extension Replica {
             let asked = result.asked.isEmpty ? "none alive" : result.asked.map(\.rawValue).joined(separator: ", ")
             logger.error("not leaving: no member confirmed holding \(result.writesText) (asked: \(asked)); it stays a member and accepts writes again")
         }
-        let waiters = leaveWaiters
-        leaveWaiters = []
+        let waiters = callers.leaveWaiters
+        callers.leaveWaiters = []
         for waiter in waiters { waiter.resume(returning: result) }
         if left && !isShutDown { shutdown() }
     }
@@ -458,10 +458,10 @@ extension Replica {
                 // every beacon shows, were taken as seeds).
                 if let owner = admission.keyOwners[key], owner != message.node { continue }
             }
-            seeding.lastBeaconHeard = instant()
+            sockets.seeding.lastBeaconHeard = instant()
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)
-            guard !seeding.seeds.contains(where: { $0.address == address }),
-                  SeedRetirement.mayDiscover(seeds: seeding.seeds.map(\.discoveredAt), now: instant()) else { continue }
+            guard !sockets.seeding.seeds.contains(where: { $0.address == address }),
+                  SeedRetirement.mayDiscover(seeds: sockets.seeding.seeds.map(\.discoveredAt), now: instant()) else { continue }
             logger.info("discovered \(message.node) at \(address) by beacon")
             openSeed(address, serverKey: message.publicKey, discovered: true)
         }

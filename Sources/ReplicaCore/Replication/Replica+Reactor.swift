@@ -16,7 +16,7 @@ extension Replica {
             items.append(PollItem(link.subscriberEvents, role: .subscriberEvents(link.node)))
             items.append(PollItem(link.dealerEvents, role: .dealerEvents(link.node)))
         }
-        for seed in seeding.seeds {
+        for seed in sockets.seeding.seeds {
             items.append(PollItem(seed.dealer, role: .seed(seed.id)))
             items.append(PollItem(seed.events, role: .seedEvents(seed.id)))
         }
@@ -101,8 +101,8 @@ extension Replica {
     var activeSessions: [PeerSession] { core.activeSessions }
 
     func runTimers(now: ContinuousClock.Instant) {
-        if !seeding.contacted {
-            seeding.contacted = true
+        if !sockets.seeding.contacted {
+            sockets.seeding.contacted = true
             restoreMemberTable()
             contactSeeds()
         }

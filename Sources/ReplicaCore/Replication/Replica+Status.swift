@@ -23,7 +23,7 @@ extension Replica {
     /// clock comparison, a failing store's back-off) or a departure handing writes over. A
     /// simulation lets its clock run while one does.
     @_spi(Simulation) public var waitsOnTime: Bool {
-        !core.commits.writes.isEmpty || core.leaving != nil || !submissions.withLock { $0.isEmpty }
+        !core.commits.writes.isEmpty || core.leaving != nil || !inbox.withLock { $0.writes.isEmpty }
     }
 
     /// Everything in `status` the replica's state says.
@@ -73,7 +73,7 @@ extension Replica {
                     futureTimestampsRejected: session.stats.futureTimestampsRejected,
                     skewedHeartbeats: session.stats.skewedHeartbeats)
             },
-            pendingSeeds: seeding.seeds.map(\.address.description),
+            pendingSeeds: sockets.seeding.seeds.map(\.address.description),
             refusedHandshakes: admission.refusedHandshakes.values.sorted { $0.last < $1.last },
             counters: countersNow,
             clock: clockStatus,

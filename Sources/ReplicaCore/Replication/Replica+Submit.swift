@@ -10,9 +10,9 @@ extension Replica {
     /// alive while its loop runs (see `PollLoop.start`), so a caller need not keep a reference
     /// for the completion to come.
     public nonisolated func submit(_ batch: [WriteRequest], completion: @escaping @Sendable (Result<[Entry], any Error>) -> Void) {
-        let wasEmpty = submissions.withLock { inbox in
-            defer { inbox.append(CommitQueue.PendingWrite(requests: batch, completion: .handler(completion))) }
-            return inbox.isEmpty
+        let wasEmpty = inbox.withLock { inbox in
+            defer { inbox.writes.append(CommitQueue.PendingWrite(requests: batch, completion: .handler(completion))) }
+            return inbox.writes.isEmpty
         }
         // One hand-over per burst: the loop takes the whole inbox when it runs this.
         if wasEmpty { loop.execute { [weak self] in self?.assumeIsolated { $0.takeSubmissions() } } }
@@ -21,9 +21,9 @@ extension Replica {
     /// Moves submitted writes into the commit queue, refusing (through their completion) those
     /// that `write` would refuse.
     func takeSubmissions() {
-        let submitted = submissions.withLock { inbox in
-            defer { inbox.removeAll(keepingCapacity: true) }
-            return inbox
+        let submitted = inbox.withLock { inbox in
+            defer { inbox.writes.removeAll(keepingCapacity: true) }
+            return inbox.writes
         }
         for write in submitted {
             do {

@@ -38,12 +38,10 @@ public actor Replica: PollLoopOwner {
     nonisolated let instant: @Sendable () -> ContinuousClock.Instant
     var started: ContinuousClock.Instant { life.started }
     var timestampAtStart: HybridTimestamp { life.timestampAtStart }
-    let timing: PeerTiming
+    nonisolated var timing: PeerTiming { configuration.peerTiming }
 
-    /// Where its sockets come from: libzmq, or a simulated network.
-    let socketFactory: any SocketFactory
-    var sockets = NodeSockets()
-    var seeding = Seeding()
+    /// Its sockets, and where they come from (libzmq, or a simulated network).
+    var sockets: NodeSockets
     public private(set) var isShutDown = false
 
     /// Everything the node decides from (`NodeCore`): its machines and their state.
@@ -54,16 +52,12 @@ public actor Replica: PollLoopOwner {
     // Outgoing state.
 
     // Timers.
-    /// Writes submitted without awaiting (`submit`), from any thread, until the loop takes them.
-    nonisolated let submissions = Mutex<[CommitQueue.PendingWrite]>([])
+    /// What other threads hand the loop (`Inbox`), under one lock.
+    nonisolated let inbox = Mutex(Inbox())
     static let catchUpPatience: Duration = .seconds(3)
-    /// Every `leave()` caller waiting for it (a second call joins the first), resumed once.
-    var leaveWaiters: [CheckedContinuation<Departure, Never>] = []
 
-    // Observation and problems.
-    var observers: [UUID: Observer] = [:]
-    /// The last ticket handed out for those reports.
-    nonisolated let problemTickets = Mutex<UInt64>(0)
+    /// The program's observers and `leave()` callers (`Callers`).
+    var callers = Callers()
 
     /// Who may connect (CURVE keys, the ZAP socket, refused handshakes).
     var admission: Admission
@@ -112,9 +106,6 @@ public actor Replica: PollLoopOwner {
             now: now)
         codec = WireCodec(limits: configuration.limits)
         commitMetrics = CommitMetrics(node: configuration.node)
-        timing = PeerTiming(
-            heartbeatInterval: configuration.heartbeatInterval, suspectAfter: configuration.suspectAfter,
-            downAfter: configuration.downAfter, requestTimeout: configuration.syncTimeout)
         var corruption: SQLiteStore.CorruptFileMovedAside?
         var damagedLog: SQLiteStore.DamagedLogMovedAside?
         var uncleanStart: UncleanStart?
@@ -150,7 +141,7 @@ public actor Replica: PollLoopOwner {
             downAfter: configuration.downAfter,
             absence: AbsenceCheck(retentionMillis: configuration.tombstoneRetentionMillis, lastContact: try store.lastContact()))
 
-        socketFactory = try runtime?.sockets ?? ZMQContext()
+        sockets = NodeSockets(factory: try runtime?.sockets ?? ZMQContext())
         let curve: CurveSecurity? = if case .curve(let settings) = configuration.security { settings } else { nil }
         admission = Admission(curve: curve)
         core = NodeCore(
@@ -169,11 +160,11 @@ public actor Replica: PollLoopOwner {
             duties: duties, housekeeping: HousekeepingSchedule(now: now), healthState: health)
         if curve != nil {
             // The ZAP handler must exist before any CURVE server socket accepts a connection.
-            let authenticator = try socketFactory.makeSocket(.rep)
+            let authenticator = try sockets.factory.makeSocket(.rep)
             try authenticator.bind(Self.zapEndpoint)
             admission.authenticator = authenticator
         }
-        let publisher = try socketFactory.makeSocket(.xpub)
+        let publisher = try sockets.factory.makeSocket(.xpub)
         // Queued per subscriber before PUB drops, whatever the subscriber does: with at most
         // `maxBatchBytes` in a published update or batch (larger values are repaired, not
         // published), a subscriber that never reads pins at most about 128 MiB. Well inside
@@ -185,7 +176,7 @@ public actor Replica: PollLoopOwner {
             try publisher.reportEverySubscription()
         }
         try publisher.bind(configuration.listen.publishAddress)
-        let syncServer = try socketFactory.makeSocket(.router)
+        let syncServer = try sockets.factory.makeSocket(.router)
         try syncServer.setRouterMandatory(true)
         try syncServer.setMaxMessageSize(configuration.limits.deliveredFrameBytes)
         // Replies wait in a connection's queue only this many chunks deep (each at most
@@ -223,7 +214,7 @@ public actor Replica: PollLoopOwner {
 
     deinit {
         // Writes submitted but never taken are answered, not dropped.
-        for write in submissions.withLock({ $0 }) { write.completion.resume(throwing: ReplicaError.shutDown) }
+        for write in inbox.withLock({ $0.writes }) { write.completion.resume(throwing: ReplicaError.shutDown) }
         loop.ownerReleased()
     }
 
@@ -361,7 +352,7 @@ public actor Replica: PollLoopOwner {
             return stream
         }
         let id = UUID()
-        observers[id] = Observer(prefix: prefix, receiver: .stream(continuation, lost))
+        callers.observers[id] = Observer(prefix: prefix, receiver: .stream(continuation, lost))
         continuation.onTermination = { [weak self] _ in
             Task { await self?.stopObserving(id) }
         }
@@ -375,13 +366,13 @@ public actor Replica: PollLoopOwner {
     /// `stopObserving` or `shutdown` returns. Returns the id to stop with.
     public func observeChanges(prefix: String = "", handler: @escaping @Sendable (Change) -> Void) -> UUID {
         let id = UUID()
-        if !isShutDown { observers[id] = Observer(prefix: prefix, receiver: .handler(handler)) }
+        if !isShutDown { callers.observers[id] = Observer(prefix: prefix, receiver: .handler(handler)) }
         return id
     }
 
     /// Stops the observer `id` (from `observeChanges`; a `changes` stream stops when its reader
     /// is done with it).
-    public func stopObserving(_ id: UUID) { observers[id] = nil }
+    public func stopObserving(_ id: UUID) { callers.observers[id] = nil }
 
     /// Keeps a copy of an entry that could not be decoded (see `ReplicaStore.quarantine`).
     public func quarantine(_ entry: Entry, reason: String) throws {
@@ -414,9 +405,9 @@ public actor Replica: PollLoopOwner {
     /// refused), since the report and the clearing then reach the actor in tasks of their own,
     /// in any order.
     nonisolated func problemTicket() -> UInt64 {
-        problemTickets.withLock { last in
-            last += 1
-            return last
+        inbox.withLock { inbox in
+            inbox.lastProblemTicket += 1
+            return inbox.lastProblemTicket
         }
     }
 
@@ -436,7 +427,7 @@ public actor Replica: PollLoopOwner {
         isShutDown = true
         // Writes the flush could not take (held for the clock check) are refused, not left waiting.
         refuse(core.commits.takeWrites()) { _ in ReplicaError.shutDown }
-        if core.leaving != nil || !leaveWaiters.isEmpty { finishLeaving(left: core.membership.local.status != .active) }
+        if core.leaving != nil || !callers.leaveWaiters.isEmpty { finishLeaving(left: core.membership.local.status != .active) }
         sockets.publisher?.close()
         sockets.syncServer?.close()
         admission.authenticator?.close()
@@ -449,11 +440,11 @@ public actor Replica: PollLoopOwner {
         admission.handshakeMonitors = []
         for link in sockets.links.values { link.close() }
         sockets.links.removeAll()
-        for seed in seeding.seeds { seed.close() }
-        seeding.seeds.removeAll()
+        for seed in sockets.seeding.seeds { seed.close() }
+        sockets.seeding.seeds.removeAll()
         sockets.pollItemsCache = nil
-        for observer in observers.values { observer.receiver.finish() }
-        observers.removeAll()
+        for observer in callers.observers.values { observer.receiver.finish() }
+        callers.observers.removeAll()
         saveMemberTable(now: instant(), force: true)
         saveUnsavedContact()
         if let unrecorded = store.closeForWriting() {

@@ -129,3 +129,10 @@ public struct CurveSecurity: Sendable {
         self.keyOwners = keyOwners
     }
 }
+
+extension ReplicaConfiguration {
+    /// The base timing of every member's session, from the heartbeat, suspicion and sync settings.
+    var peerTiming: PeerTiming {
+        PeerTiming(heartbeatInterval: heartbeatInterval, suspectAfter: suspectAfter, downAfter: downAfter, requestTimeout: syncTimeout)
+    }
+}
