@@ -55,11 +55,11 @@ final class HostileNode {
         for victim in victims where random.chance(0.3) {
             let epochs = [wallMillis, WireLimits.maxEpoch, victim.epoch &+ 1]
             let status: MemberRecord.Status = [.active, .left, .forgotten][random.below(3)]
-            forged.append(MemberRecord(node: victim.node, epoch: epochs[random.below(epochs.count)], incarnation: UUID(), status: status,
+            forged.append(MemberRecord(node: victim.node, epoch: epochs[random.below(epochs.count)], incarnation: random.uuid(), status: status,
                                        address: random.chance(0.5) ? Endpoint(host: "10.0.0.201", port: 1) : victim.address, publicKey: nil))
         }
         for ghost in 0..<random.below(5) {
-            forged.append(MemberRecord(node: NodeID(rawValue: "ghost-\(random.below(2_000))-\(ghost)")!, epoch: wallMillis, incarnation: UUID(),
+            forged.append(MemberRecord(node: NodeID(rawValue: "ghost-\(random.below(2_000))-\(ghost)")!, epoch: wallMillis, incarnation: random.uuid(),
                                        status: .active, address: Endpoint(host: "10.0.9.\(ghost)", port: 7000), publicKey: nil))
         }
         if !forged.isEmpty {

@@ -15,9 +15,11 @@ import Testing
     }
 
     /// Byte for byte, in two processes (within one, Swift seeds each dictionary's hashing by
-    /// its address, unless deterministic hashing is on: `replica-sim` turns it on).
-    @Test func theSameSeedGivesTheSameHistory() throws {
-        let hashes = try (0..<2).map { _ in try Self.replicaSim(["--seed", "7", "--nodes", "4", "--json"])["traceHash"] as? String }
+    /// its address, unless deterministic hashing is on: `replica-sim` turns it on). With a
+    /// hostile member too, whose forged records carry ids of their own.
+    @Test(arguments: [["--seed", "7", "--nodes", "4"], ["--seed", "3315", "--nodes", "3", "--faults", "hostile"]])
+    func theSameSeedGivesTheSameHistory(_ history: [String]) throws {
+        let hashes = try (0..<2).map { _ in try Self.replicaSim(history + ["--json"])["traceHash"] as? String }
         #expect(hashes[0] != nil && hashes[0] == hashes[1], "\(hashes)")
     }
 
