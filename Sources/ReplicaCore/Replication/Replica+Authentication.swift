@@ -11,7 +11,7 @@ extension Replica {
 
     /// Why two nodes of different security modes cannot talk, in this node's terms.
     var securityMismatch: String {
-        (admission.curve != nil ? "the peer does not use CURVE (started --insecure?) while this node does" : "the peer requires CURVE while this node runs insecure")
+        (admission.trust.curve != nil ? "the peer does not use CURVE (started --insecure?) while this node does" : "the peer requires CURVE while this node runs insecure")
             + ": the two cannot connect. A cluster is all CURVE or all insecure (docs/security.md, \"Moving a cluster to CURVE\")"
     }
 
@@ -25,10 +25,10 @@ extension Replica {
             core.counters.handshakesFailed += report.failedHandshakes
             if report.mechanismMismatches > 0 {
                 warn("security_mismatch", "refused \(report.mechanismMismatches) incoming connection(s) "
-                    + (admission.curve != nil ? "without CURVE: " : "that use CURVE: ") + securityMismatch)
+                    + (admission.trust.curve != nil ? "without CURVE: " : "that use CURVE: ") + securityMismatch)
             }
             // Insecure, the rest are only counted: port scans and connections closed early.
-            if admission.curve != nil, report.failedHandshakes > report.mechanismMismatches {
+            if admission.trust.curve != nil, report.failedHandshakes > report.mechanismMismatches {
                 let failed = report.failedHandshakes - report.mechanismMismatches
                 if let resumed = core.lastStallEnded, instant() - resumed < Self.stallAftermath {
                     // Members re-dial a silent node, and give up on each handshake it cannot run
@@ -54,7 +54,7 @@ extension Replica {
     /// Records which key the connection of a message to our sockets proved. False, and the
     /// connection ended, if that key is no longer trusted: the message must not be acted on.
     func admitsConnection(_ sender: MessageSender?) -> Bool {
-        guard admission.curve != nil, let sender, let key = sender.userID else { return true }
+        guard admission.trust.curve != nil, let sender, let key = sender.userID else { return true }
         // Known: its key was trusted when recorded, and a revocation forgets what it revokes.
         if admission.acceptedConnections.knows(sender.descriptor, as: key) { return true }
         guard isTrusted(z85: key) else {
@@ -68,14 +68,14 @@ extension Replica {
     /// The member whose CURVE key authenticated a message's connection, as the trust names it
     /// (nil insecure, or for a key trusted under no id).
     func keyOwner(of sender: MessageSender?) -> NodeID? {
-        guard admission.curve != nil, let key = sender?.userID, let raw = CurveKeyPair.rawBytes(ofZ85: key) else { return nil }
-        return admission.keyOwners[raw]
+        guard admission.trust.curve != nil, let key = sender?.userID, let raw = CurveKeyPair.rawBytes(ofZ85: key) else { return nil }
+        return admission.trust.keyOwners[raw]
     }
 
     /// Ends the connections made with keys that are no longer trusted (after a trust change).
     func cutRevokedConnections() {
         // The keys are read before the connections are changed: one access to `admission` at a time.
-        let trusted = admission.trustedKeys
+        let trusted = admission.trust.trustedKeys
         endConnections(admission.acceptedConnections.revoke { key in CurveKeyPair.rawBytes(ofZ85: key).map { trusted.contains($0) } ?? false })
     }
 
@@ -85,34 +85,11 @@ extension Replica {
         admission.refusedHandshakes = admission.refusedHandshakes.filter { !($0.value.publicKey.map(isTrusted(z85:)) ?? false) }
     }
 
-    /// The `handshake` problems: members and seeds that refused our handshakes (by address), and
-    /// members at whose host a connection came with a key not trusted here (by member: the one
-    /// member at that host is named, since a key rotated on it, its new .pub not here yet, showed
-    /// only as that member going down; only the host is known, so the message says both).
-    func handshakeProblems() -> [String: ProblemFact] {
-        var problems: [String: ProblemFact] = [:]
-        for link in sockets.links.values { if let refusal = link.handshakeRefusal { problems[link.address.description] = ProblemFact(refusal) } }
-        for seed in sockets.seeding.seeds { if let refusal = seed.handshakeRefusal { problems[seed.address.description] = ProblemFact(refusal) } }
-        guard !admission.refusedHandshakes.isEmpty else { return problems }
-        var membersAt: [String: [MemberRecord]] = [:]
-        for record in core.membership.listed where record.status == .active { membersAt[record.address.host, default: []].append(record) }
-        for refusal in admission.refusedHandshakes.values.sorted(by: { $0.last < $1.last }) {
-            guard let atHost = membersAt[refusal.address], atHost.count == 1, let member = atHost.first else { continue }
-            let earlier = problems[member.node.rawValue]?.occurrences ?? 0
-            problems[member.node.rawValue] = ProblemFact(
-                "a connection from \(refusal.address), the host of member \(member.node) (\(member.address)), uses a key this node does not "
-                    + "trust (\(refusal.publicKey ?? "-")): if \(member.node)'s key was rotated, copy its new \(member.node).pub into the trust "
-                    + "directory (docs/security.md, \"Rotating a key\"); if another process on that host made it, \(member.node) is not concerned",
-                last: refusal.last, occurrences: earlier + refusal.count)
-        }
-        return problems
-    }
-
     /// The refused connections `status` lists, by address and key: the most recent ones.
     static let refusedHandshakeRows = 64
 
     private func isTrusted(z85 key: String) -> Bool {
-        CurveKeyPair.rawBytes(ofZ85: key).map { admission.trustedKeys.contains($0) } ?? false
+        CurveKeyPair.rawBytes(ofZ85: key).map { admission.trust.trustedKeys.contains($0) } ?? false
     }
 
     private func endConnections(_ descriptors: [Int32]) {
@@ -132,7 +109,7 @@ extension Replica {
         let mechanism = String(decoding: frames[5], as: UTF8.self)
         let key = frames.count >= 7 ? frames[6] : []
         let keyText = CurveKeyPair.z85(ofRaw: key)
-        if mechanism == "CURVE" && admission.trustedKeys.contains(key) {
+        if mechanism == "CURVE" && admission.trust.trustedKeys.contains(key) {
             return [Array("1.0".utf8), requestID, Array("200".utf8), Array("OK".utf8), Array((keyText ?? "").utf8), []]
         }
         // By address and key: two nodes on one host (or one node that changed its key) are two rows.

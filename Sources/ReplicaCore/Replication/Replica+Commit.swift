@@ -235,7 +235,7 @@ extension Replica {
         let disk = store.diskSpace
         switch core.commits.spaceMeasured(disk, frameBytes: codec.limits.maxFrameBytes) {
         case .began:
-            if let short = core.commits.shortOfSpace { logger.warning("\(shortOfSpaceMessage(short))") }
+            if let short = core.commits.shortOfSpace { logger.warning("\(short.shortOfSpaceMessage(frameBytes: codec.limits.maxFrameBytes))") }
         case .ended:
             if disk == nil {
                 logger.info("the disk's space can no longer be read: the commit problem is cleared")
@@ -248,16 +248,5 @@ extension Replica {
             logger.info("the disk has room again: fetching what failed commits dropped")
             core.planner.wantCatchUp(.commitFailed)
         }
-    }
-
-    func shortOfSpaceMessage(_ disk: DiskSpace) -> String {
-        let frame = codec.limits.maxFrameBytes
-        let (room, recover) = (disk.roomForCommits(frameBytes: frame), disk.roomToRecover(frameBytes: frame))
-        // Between the two figures it is short still (`roomToRecover`), and says so truly.
-        let short = disk.freeBytes < room
-            ? "fewer than the \(room) a large commit may need (a fetch of dropped entries, a large write): commits fail or soon "
-                + "will, though small ones may still fit in SQLite's log"
-            : "fewer than the \(recover) it needs to be trusted with commits again after it had fewer than \(room)"
-        return "the disk has \(disk.freeBytes) bytes free, \(short); free space (this clears once the disk has \(recover) bytes free)"
     }
 }

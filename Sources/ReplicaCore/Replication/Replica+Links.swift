@@ -8,14 +8,11 @@ extension Replica {
     /// Whether a member may be dialled: always when insecure; under CURVE only with a trusted
     /// key, and (where the trust source names keys) its own id's key.
     func isAdmitted(_ record: MemberRecord) -> Bool {
-        guard admission.curve != nil else { return true }
-        guard let key = record.publicKey, admission.trustedKeys.contains(key) else { return false }
-        if let owner = admission.keyOwners[key], owner != record.node { return false }
-        return true
+        admission.trust.admits(record)
     }
 
     func linkSecurity(serverKey: [UInt8]?) -> LinkSecurity? {
-        guard let curve = admission.curve else { return .insecure }
+        guard let curve = admission.trust.curve else { return .insecure }
         guard let serverKey, let text = CurveKeyPair.z85(ofRaw: serverKey) else { return nil }
         return .curve(curve.keys, serverKey: text)
     }
@@ -108,7 +105,7 @@ extension Replica {
     func contactSeeds() {
         let own = [configuration.listen, core.membership.local.address]
         for seed in configuration.peers where !own.contains(seed) {
-            openSeed(seed, serverKey: admission.curve?.peerKeys[seed].flatMap(CurveKeyPair.rawBytes(ofZ85:)))
+            openSeed(seed, serverKey: admission.trust.curve?.peerKeys[seed].flatMap(CurveKeyPair.rawBytes(ofZ85:)))
         }
     }
 
@@ -187,11 +184,11 @@ extension Replica {
         case .mechanismMismatch:
             message = "\(peer) at \(address): \(securityMismatch)"
         case .refused(400):
-            message = "\(peer) at \(address) refused this node's key (\(admission.curve?.keys.publicKey ?? "-")): its trust directory does "
+            message = "\(peer) at \(address) refused this node's key (\(admission.trust.curve?.keys.publicKey ?? "-")): its trust directory does "
                 + "not hold this node's public key. Copy this node's ID.pub there (docs/security.md)"
         case .refused(let status):
             message = "\(peer) at \(address) refused the connection (authentication status \(status))"
-        case .protocolError(ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) where admission.curve != nil:
+        case .protocolError(ZMQ_PROTOCOL_ERROR_ZMTP_CRYPTOGRAPHIC) where admission.trust.curve != nil:
             message = "\(peer) at \(address) failed the CURVE handshake (a cryptographic error): it holds another key than "
                 + "the one this node trusts for it (a rotated key whose new .pub is not here yet?). Check its ID.pub in the "
                 + "trust directory (docs/security.md)"
@@ -264,29 +261,6 @@ extension Replica {
         core.judgeIsolation(
             now: now, local: identity.node, suspectAfter: timing.suspectAfter, hasMembersOrSeeds: hasMembersOrSeeds,
             requiringCheck: configuration.requireClockCheck)
-    }
-
-    /// The `isolated` problem, from `isolation`'s last judgement.
-    func isolationProblem() -> String? {
-        switch core.healthState.isolation.condition {
-        case nil: return nil
-        case .alone(let alone):
-            let pending = sockets.seeding.seeds.map(\.address.description)
-            let waiting = pending.isEmpty ? "" : " (seeds asked, with no answer yet: \(pending.joined(separator: ", ")))"
-            let unchecked = core.clockCheck.hasAgreed ? "" : (configuration.requireClockCheck
-                ? "; its clock has not been compared with a member's since it started, so writes are refused (requireClockCheck)"
-                : "; its clock has not been compared with a member's since it started, so writes made here carry an unchecked clock")
-            return "no member heard for \(Int(alone / .seconds(1))) s\(waiting): writes made here reach no one until a "
-                + "member is reached\(unchecked). Check that the seeds' addresses are right and reachable, and that members are up"
-                + (admission.curve == nil ? "" : "; with CURVE, also that each --peer ID@HOST:PORT names the node that listens there (a seed "
-                    + "dialled with another node's key drops the handshake without a word)")
-        case .unheard(let unheard):
-            return "members are heard, but for \(Int(unheard / .seconds(1))) s none has reported hearing this node: writes made "
-                + "here reach no one. Usually its key is not trusted by them (a key that is not its own, or a new key not yet "
-                + "copied to their trust directories: see their trust problems), or its address (--advertise) is wrong, or "
-                + "links work one way only, or a slow link is saturated (a large transfer, whose data the members' heartbeats "
-                + "wait behind: then it passes by itself)"
-        }
     }
 
     static let isolationSubject = "members"

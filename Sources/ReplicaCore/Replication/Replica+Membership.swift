@@ -9,14 +9,14 @@ extension Replica {
     func mergeMembers(_ records: [MemberRecord], from source: NodeID, sender: NodeID?) {
         let now = instant()
         let result = core.membership.merge(records, wallMillis: configuration.wallClock(), expiryWallMillis: expiryWallMillis(received: true),
-                                      keyOwners: admission.keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
+                                      keyOwners: admission.trust.keyOwners, sender: sender, heardDirectly: heardDirectly(now: now))
         act(on: result, from: source.rawValue, now: now)
     }
 
     /// Takes the records held back against members that have fallen silent since (`Membership.releaseHeld`).
     func releaseHeldRecords(now: ContinuousClock.Instant) {
         guard let result = core.membership.releaseHeld(heardDirectly: heardDirectly(now: now), wallMillis: configuration.wallClock(),
-                                                  expiryWallMillis: expiryWallMillis(received: true), keyOwners: admission.keyOwners)
+                                                  expiryWallMillis: expiryWallMillis(received: true), keyOwners: admission.trust.keyOwners)
         else { return }
         act(on: result, from: "records held while their members were heard", now: now)
     }
@@ -106,6 +106,14 @@ extension Replica {
     }
 
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
+        // Each change below may drop or start over the member's session, and with it the
+        // evidence that the member was heard: a real member stays one for `UnheardDials`, so
+        // that its own record, when it brings it back, is dialled at once and does not wait
+        // behind records of members that never existed.
+        switch change {
+        case .joined(let record), .restarted(let record), .moved(let record), .left(let record), .forgotten(let record), .expired(let record):
+            if core.sessions[record.node]?.liveness.lastHeard != nil { core.unheardDials.heard(record.node) }
+        }
         switch change {
         case .joined(let record):
             if core.sessions[record.node] == nil {
@@ -146,6 +154,7 @@ extension Replica {
             logger.info("member \(record.node): its departure is older than the retention (\(configuration.tombstoneRetention)); removed from the member table")
             core.sessions[record.node] = nil
             stopAsking(record.node)
+            core.unheardDials.forget(record.node)
         }
     }
 
@@ -362,13 +371,13 @@ extension Replica {
     /// newly trusted members are dialled, members no longer trusted are hung up on, and the ZAP
     /// handler admits connections by the new list at once.
     public func updateTrust(trusted: Set<String>, keyOwners owners: [String: NodeID]) {
-        guard var settings = admission.curve else { return }
+        guard var settings = admission.trust.curve else { return }
         settings.trusted = trusted
         settings.keyOwners = owners
-        let (keys, byKey) = Self.trust(settings)
-        guard keys != admission.trustedKeys || byKey != admission.keyOwners else { return }
-        admission.trustedKeys = keys
-        admission.keyOwners = byKey
+        let (keys, byKey) = KeyTrust.raw(settings)
+        guard keys != admission.trust.trustedKeys || byKey != admission.trust.keyOwners else { return }
+        admission.trust.trustedKeys = keys
+        admission.trust.keyOwners = byKey
         logger.info("trust updated: \(keys.count) key(s)")
         cutRevokedConnections()
         forgetRefusalsOfTrustedKeys()
@@ -402,32 +411,6 @@ extension Replica {
         }
     }
 
-    /// The `trust` problems: sources and impersonations (`TrustFaults`), and, under CURVE, every
-    /// active member whose key is not trusted here. A listed member's message follows its reason
-    /// and address (it moved, or came back with another key).
-    func trustProblems() -> [String: String] {
-        var problems = core.healthState.trustFaults.problems
-        guard admission.curve != nil else { return problems }
-        for record in core.membership.active where !isAdmitted(record) {
-            let reason: String
-            let remedy: String
-            if let key = record.publicKey, let owner = admission.keyOwners[key], owner != record.node {
-                reason = "its key is trusted as \(owner)'s, not \(record.node)'s"
-                remedy = "Stop the process that runs as \(record.node) with \(owner)'s key"
-            } else if record.publicKey == nil {
-                reason = "it has no CURVE key (it runs insecure)"
-                remedy = "Restart it with --key and --trust (docs/security.md, \"Moving a cluster to CURVE\"), or forget it once it is down"
-            } else {
-                reason = "its key is not trusted here"
-                remedy = "Copy its ID.pub into this node's trust directory (after a key rotation, its new one), or forget it once it is down"
-            }
-            // Not "nothing replicates": a member that trusts both passes writes on (a relay).
-            problems[record.node.rawValue] = "member \(record.node) at \(record.address): \(reason); this node neither dials it nor lets it connect "
-                + "(members that trust it may still relay writes between them). \(remedy)"
-        }
-        return problems
-    }
-
     // MARK: Discovery
 
     func sendBeacon() {
@@ -451,12 +434,12 @@ extension Replica {
                 continue
             }
             guard message.node != identity.node, core.membership[message.node]?.status != .active else { continue }
-            if admission.curve != nil {
-                guard let key = message.publicKey, admission.trustedKeys.contains(key) else { continue }
+            if admission.trust.curve != nil {
+                guard let key = message.publicKey, admission.trust.trustedKeys.contains(key) else { continue }
                 // A trust directory names each key's node: a beacon naming another node with it
                 // is not that node (forged beacons with a member's public key, which
                 // every beacon shows, were taken as seeds).
-                if let owner = admission.keyOwners[key], owner != message.node { continue }
+                if let owner = admission.trust.keyOwners[key], owner != message.node { continue }
             }
             sockets.seeding.lastBeaconHeard = instant()
             let address = Endpoint(host: message.host.isEmpty ? sender : message.host, port: message.port)

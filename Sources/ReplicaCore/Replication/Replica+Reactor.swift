@@ -115,7 +115,7 @@ extension Replica {
             case .heartbeat:
                 publishHeartbeat(now: now)
                 // Judged on what heartbeats tell, over minutes: once an interval is enough.
-                listDivergences(now: now)
+                note(.divergence, core.listDivergences(now: now, configuration: configuration))
                 if core.commits.shortOfSpace != nil { checkDiskSpace() }
             case .beacon:
                 sendBeacon()

@@ -44,7 +44,7 @@ extension Replica {
             entryCount: store.count,
             liveEntryCount: store.liveCount,
             digest: ReplicaStatus.digestText(root),
-            security: admission.curve != nil ? "curve" : "insecure",
+            security: admission.trust.curve != nil ? "curve" : "insecure",
             peers: core.membership.listed.compactMap { record in
                 guard let session = core.sessions[record.node] else { return nil }
                 return ReplicaStatus.Peer(

@@ -189,62 +189,6 @@ extension Replica {
         core.counters.syncBytesReceived += bytes
     }
 
-    /// Lists, as `sync` problems, the members whose syncs keep timing out while waiting for a
-    /// chunk: a node behind a link too slow for a chunk in the longest patience (or with a member
-    /// that drops its requests) would otherwise never catch up and show nothing. Cleared when a
-    /// sync with the member completes, or no sync with it has timed out for a while.
-    func listSyncStalls(now: ContinuousClock.Instant) {
-        guard !core.planner.timeoutHistory.isEmpty || !core.healthState.problems.of(.sync).isEmpty else { return }
-        let longest = SyncPlanner.longestTimeout(base: timing.requestTimeout)
-        let stalls = core.planner.stalls(now: now, window: longest * 2)
-        var current: [String: String] = [:]
-        for stall in stalls {
-            let late = stall.lateChunks == 0
-                ? "no chunk of them arrived late either"
-                : "\(stall.lateChunks) chunks of them arrived late (\(stall.lateBytes) bytes, kept)"
-            let message = "the last \(stall.timeouts) syncs with \(stall.peer) timed out waiting for a chunk (\(longest) at most); "
-                + "\(late). The link to it may be too slow to carry a chunk (up to \(configuration.limits.maxChunkBytes) bytes) in that time, "
-                + "or it does not answer syncs: what this node misses arrives slowly or not at all. Behind a slow link, raise "
-                + "the sync chunk timeout (--sync-chunk-timeout, here \(timing.requestTimeout)) of this node "
-                + "to at least the time a chunk takes to cross, and of \(stall.peer) if it runs 0.22 or older (it gives up a reply it "
-                + "cannot send for 4 times its own; before 0.22, each timeout also costs a resent reply)"
-            current[stall.peer.rawValue] = message
-        }
-        let change = core.healthState.problems.list(.sync, messages: current)
-        for problem in change.raised { logger.warning("\(problem.message)") }
-        for problem in change.cleared {
-            logger.info("syncs with \(problem.subject) no longer time out (one completed, or none was wanted for \(longest * 2))")
-        }
-    }
-
-    /// Lists, as `divergence` problems, the members whose data and ours differ although syncs
-    /// with them complete: both digest roots stayed as they were through several of them, one
-    /// in full (`PeerSession.unsettledDifference`). Nothing in the protocol leaves
-    /// such a difference in place, so it is a fault to look at, not a state to wait out. It
-    /// must outlast what does explain a quiet difference for a while: a tombstone collected by
-    /// one node's sweep and not yet by the other's, whose clocks may differ by the drift limit.
-    /// Cleared when the roots agree or move.
-    func listDivergences(now: ContinuousClock.Instant) {
-        let after = configuration.tombstoneSweepInterval + configuration.maxClockDrift * 2
-        var current: [String: String] = [:]
-        // Not for a member that is down (what we last heard of it is stale); a suspect one stays
-        // listed rather than clearing and coming back with every missed heartbeat.
-        for session in activeSessions where session.liveness.state != .down {
-            guard let age = session.unsettledDifference(now: now, after: after) else { continue }
-            let message = "this node's data and \(session.node)'s have differed for \(Int(age / .seconds(1))) s, neither changing, "
-                + "through \(PeerSession.syncsBeforeDivergence) or more completed syncs with it, one asking for the differing buckets "
-                + "in full: syncing does not settle it. If either node lists a clock, peerClock, commit, store or sync problem, that "
-                + "is why; if the two run with different tombstone or clock drift settings, make them equal; otherwise compare every "
-                + "entry the two stores hold, tombstones included (docs/operations.md, the divergence problem) and report it"
-            current[session.node.rawValue] = message
-        }
-        let change = core.healthState.problems.list(.divergence, messages: current)
-        for problem in change.raised { logger.warning("\(problem.message)") }
-        for problem in change.cleared {
-            logger.info("this node's data and \(problem.subject)'s no longer differ as they did (they agree, or one of them changed)")
-        }
-    }
-
     /// A sync brought everything `node` held when it took the request: the losses it covers (by
     /// its reports from before the request) are no longer losses. After a catch-up, losses of
     /// members we cannot reach that it did not cover are given up: nobody reachable holds them

@@ -12,7 +12,7 @@ extension Replica {
         for _ in 0..<64 where syncServer.isOpen {
             let message: ReceivedMessage?
             do {
-                message = try syncServer.receive(maxFrames: 2, identifyingSender: admission.curve != nil)
+                message = try syncServer.receive(maxFrames: 2, identifyingSender: admission.trust.curve != nil)
             } catch {
                 logger.warning("sync receive failed: \(error)")
                 return

@@ -231,17 +231,6 @@ public actor Replica: PollLoopOwner {
     /// of entries, or a heartbeat).
     static let publishQueueDepth: Int32 = 2_000
 
-    /// Raw trusted keys and their owners, from CURVE settings.
-    static func trust(_ curve: CurveSecurity?) -> (Set<[UInt8]>, [[UInt8]: NodeID]) {
-        guard let curve else { return ([], [:]) }
-        let keys = Set(curve.trusted.compactMap(CurveKeyPair.rawBytes(ofZ85:)))
-        var owners: [[UInt8]: NodeID] = [:]
-        for (key, node) in curve.keyOwners {
-            if let raw = CurveKeyPair.rawBytes(ofZ85: key) { owners[raw] = node }
-        }
-        return (keys, owners)
-    }
-
     // MARK: Public API
 
     /// The current entry for `key` (a tombstone if it was removed), or nil if never written.

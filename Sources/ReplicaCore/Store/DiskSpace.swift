@@ -60,3 +60,17 @@ public struct DiskSpace: Sendable, Equatable, Codable {
         freeBytes < (wasShort ? roomToRecover(frameBytes: frameBytes) : roomForCommits(frameBytes: frameBytes))
     }
 }
+
+extension DiskSpace {
+    /// The `commit` problem's words while the disk is short of space for commits of frames up
+    /// to `frameBytes`.
+    func shortOfSpaceMessage(frameBytes frame: Int) -> String {
+        let (room, recover) = (roomForCommits(frameBytes: frame), roomToRecover(frameBytes: frame))
+        // Between the two figures it is short still (`roomToRecover`), and says so truly.
+        let short = freeBytes < room
+            ? "fewer than the \(room) a large commit may need (a fetch of dropped entries, a large write): commits fail or soon "
+                + "will, though small ones may still fit in SQLite's log"
+            : "fewer than the \(recover) it needs to be trusted with commits again after it had fewer than \(room)"
+        return "the disk has \(freeBytes) bytes free, \(short); free space (this clears once the disk has \(recover) bytes free)"
+    }
+}

@@ -27,6 +27,60 @@ import Testing
         #expect(dials.waiting["g2"] == nil && dials.dialling["g2"] == nil)
     }
 
+    /// One step of a row: a dial asked for (and whether it may go ahead now), the member heard,
+    /// removed (it left or was forgotten, maybe on another member's word), or its departure
+    /// expired.
+    enum Step: Sendable {
+        case admit(NodeID, Bool)
+        case heard(NodeID)
+        case remove(NodeID)
+        case forget(NodeID)
+    }
+
+    struct Row: Sendable, CustomTestStringConvertible {
+        var name: String
+        var steps: [Step]
+        var testDescription: String { name }
+    }
+
+    /// With one place, held by a ghost ("g…", never heard) where a row says so.
+    static let rows: [Row] = [
+        Row(name: "never heard: it waits while ghosts hold every place", steps: [
+            .admit("g1", true), .admit("n3", false),
+        ]),
+        // Seed 3315: n3 heard, then a forged `forgotten` record dropped its session during a
+        // partition; its own record brought it back while ghosts held every place, and it
+        // waited behind them past the convergence bound.
+        Row(name: "heard once, removed on another's word, back: dialled at once though ghosts hold every place", steps: [
+            .admit("n3", true), .heard("n3"), .admit("g1", true), .remove("n3"), .admit("n3", true), .admit("g2", false),
+        ]),
+        Row(name: "heard once, its session started over (a move): dialled at once, holding no place", steps: [
+            .admit("n3", true), .heard("n3"), .admit("n3", true), .admit("g1", true), .admit("g2", false),
+        ]),
+        Row(name: "heard before it was ever counted: dialled at once later", steps: [
+            .heard("n3"), .admit("g1", true), .admit("n3", true),
+        ]),
+        Row(name: "a ghost removed and sent again is still never heard: it waits", steps: [
+            .admit("g1", true), .admit("g2", false), .remove("g2"), .admit("g2", false),
+        ]),
+        Row(name: "heard once, its departure expired: never heard again, it waits", steps: [
+            .admit("n3", true), .heard("n3"), .admit("g1", true), .forget("n3"), .admit("n3", false),
+        ]),
+    ]
+
+    @Test(arguments: rows) func whoIsDialledAtOnce(_ row: Row) {
+        var dials = UnheardDials(limit: 1, attempt: .seconds(30), firstBackOff: .seconds(60), maxBackOff: .seconds(240))
+        for (index, step) in row.steps.enumerated() {
+            switch step {
+            case .admit(let node, let expected):
+                #expect(dials.admit(node, now: Self.at(index)) == expected, "step \(index): \(node)")
+            case .heard(let node): dials.heard(node)
+            case .remove(let node): dials.remove(node)
+            case .forget(let node): dials.forget(node)
+            }
+        }
+    }
+
     @Test func theBackOffStopsAtItsLongest() {
         var dials = UnheardDials(limit: 1, attempt: .seconds(1), firstBackOff: .seconds(2), maxBackOff: .seconds(4))
         _ = dials.admit("g", now: Self.at(0))

@@ -1,10 +1,7 @@
-/// Who may connect to this node: the CURVE settings (nil: insecure), the keys trusted and the
-/// nodes they belong to, the connections made with each key (ended when it is revoked), the
+/// Who may connect to this node: the CURVE settings and keys trusted (`KeyTrust`), the connections made with each key (ended when it is revoked), the
 /// ZAP handler's socket and the handshake monitors, and the connections refused.
 struct Admission {
-    let curve: CurveSecurity?
-    var trustedKeys: Set<[UInt8]>
-    var keyOwners: [[UInt8]: NodeID]
+    var trust: KeyTrust
     /// Under CURVE: the connections made to our sockets, by key, to end when a key is revoked.
     var acceptedConnections = AcceptedConnections()
     var authenticator: (any MessageSocket)?
@@ -13,7 +10,6 @@ struct Admission {
     var refusedHandshakes: [String: ReplicaStatus.RefusedHandshake] = [:]
 
     init(curve: CurveSecurity?) {
-        self.curve = curve
-        (trustedKeys, keyOwners) = Replica.trust(curve)
+        trust = KeyTrust(curve: curve)
     }
 }

@@ -5,7 +5,8 @@
 /// most `limit` members not heard yet are dialled at once. One that stays unheard for `attempt` gives its place up and waits a back-off
 /// (doubling from `firstBackOff` to `maxBackOff`) before it is dialled again; places go to those
 /// waiting longest. A member heard once leaves this count for good (it is a real node; its link
-/// is kept like any other member's).
+/// is kept like any other member's), even when a record not its own replaced its session
+/// (`heardOnce`).
 struct UnheardDials: Sendable {
     let limit: Int
     let attempt: Duration
@@ -16,6 +17,14 @@ struct UnheardDials: Sendable {
     private(set) var dialling: [NodeID: ContinuousClock.Instant] = [:]
     /// Members waiting for a place: when they may be dialled, and their next back-off.
     private(set) var waiting: [NodeID: Wait] = [:]
+    /// Members heard directly (on their own connections) since this process started: real
+    /// nodes, admitted at once whenever they are dialled again. Their sessions, which showed
+    /// they were heard, may be gone meanwhile: a record not their own that ends or moves them
+    /// (`forgotten` drops the session, `moved` and a return from `left` start its liveness
+    /// over), and it must not come back as a stranger that waits behind every ghost a hostile
+    /// member sent. Only a process that answers on the member's own connections gets here;
+    /// dropped when its departure expires.
+    private(set) var heardOnce: Set<NodeID> = []
     struct Wait: Equatable, Sendable {
         var until: ContinuousClock.Instant
         var backOff: Duration
@@ -38,6 +47,10 @@ struct UnheardDials: Sendable {
     /// A member never heard is to be dialled: true if it may be now (a place is free).
     mutating func admit(_ node: NodeID, now: ContinuousClock.Instant) -> Bool {
         if dialling[node] != nil { return true }
+        if heardOnce.contains(node) {
+            waiting[node] = nil
+            return true
+        }
         if waiting[node] == nil, dialling.count < limit {
             dialling[node] = now
             return true
@@ -49,16 +62,25 @@ struct UnheardDials: Sendable {
         return false
     }
 
-    /// Heard directly: a real member, no longer counted.
+    /// Heard directly: a real member, no longer counted, now or when it is dialled again.
     mutating func heard(_ node: NodeID) {
+        dialling[node] = nil
+        waiting[node] = nil
+        heardOnce.insert(node)
+    }
+
+    /// No longer a member to dial (it left, was forgotten, or its key is no longer trusted).
+    /// Whether it was heard is kept: the departure may be another member's word, and the
+    /// member's own record may bring it back.
+    mutating func remove(_ node: NodeID) {
         dialling[node] = nil
         waiting[node] = nil
     }
 
-    /// No longer a member to dial (it left, was forgotten, or its key is no longer trusted).
-    mutating func remove(_ node: NodeID) {
-        dialling[node] = nil
-        waiting[node] = nil
+    /// Its departure expired (the member is gone from the table): a stranger if it comes back.
+    mutating func forget(_ node: NodeID) {
+        remove(node)
+        heardOnce.remove(node)
     }
 
     /// Links unheard for `attempt` are closed (their members wait a back-off); free places go to
