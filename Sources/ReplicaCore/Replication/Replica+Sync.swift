@@ -4,69 +4,28 @@ import Logging
 /// Requesting: full anti-entropy syncs (as the `SyncPlanner` decides) and repairs of lost
 /// updates (as each `PeerSession` decides), and what comes back on the members' DEALERs.
 extension Replica {
-    /// Starts the sync the planner picks, if any (while the store is failing, only when the
-    /// fetch's back-off has passed: what a sync brought would only fail again).
+    /// Starts the sync the core chooses (`NodeCore.chooseSync`), if any.
     func startNextSync(now: ContinuousClock.Instant) {
-        guard core.commits.acceptsSyncs(now: now) else { return }
-        let active = activeSessions
-        let lossy = active.filter { !$0.stream.missing.isEmpty }
-        let candidates = active.filter { sockets.links[$0.node] != nil }.map { session in
-            SyncPlanner.Candidate(
-                node: session.node,
-                // Heard directly, or its sync connection just came back (a healed partition: the
-                // sync need not wait for the next heartbeat).
-                reachable: session.dealer.isConnected && (session.hearsDirectly(now: now, base: timing)
-                    || session.dealer.connectedRecently(now: now, window: session.timing(timing).suspectAfter)),
-                coversMissing: covers(lossy, session),
-                progress: (session.heartbeat?.reports.values.reduce(0) { $0 &+ $1.through } ?? 0) &+ (session.heartbeat?.sequence ?? 0))
-        }
-        // A catch-up waits (at most a second) while queued updates are still being read.
-        let deferCatchUp = core.intakeBusySince.map { now - $0 < .seconds(1) } ?? false
-        guard let (node, reason) = core.planner.next(candidates, deferCatchUp: deferCatchUp), let link = sockets.links[node], let session = core.sessions[node] else {
-            // Said only once it has waited a while: right after start, or while a link comes
-            // back, nobody is reachable for a moment, and that is normal.
-            if core.planner.catchUp != nil, core.planner.inFlight == nil, !candidates.isEmpty, !deferCatchUp {
-                core.catchUpUnservedSince = core.catchUpUnservedSince ?? now
-            } else {
-                core.catchUpUnservedSince = nil
-            }
-            if let catchUp = core.planner.catchUp, let since = core.catchUpUnservedSince, now - since >= Self.catchUpPatience {
-                warn("catch-up waiting", "a catch-up sync (\(catchUp.reason.rawValue)) waits: no member can serve it now "
-                    + "(\(candidates.map { "\($0.node): \($0.reachable ? "reachable" : "unreachable")" }.joined(separator: ", "))\(deferCatchUp ? ", intake busy" : ""))")
-            }
+        let links = sockets.links
+        let choice: NodeCore.SyncChoice
+        switch core.chooseSync(now: now, base: timing, catchUpPatience: Self.catchUpPatience, isLinked: { links[$0] != nil }) {
+        case .none(let waiting):
+            if let waiting { warn("catch-up waiting", waiting) }
             return
+        case .start(let chosen):
+            choice = chosen
         }
-        core.catchUpUnservedSince = nil
-        // A sync abandoned for a slow chunk is asked again as it was: the member leaves out
-        // what it already sent for it (see `SyncPlanner.Retry`).
-        let retry = core.planner.retrying(with: node, since: session.syncMark)
-        let requestID = retry?.requestID ?? core.nextRequestID
-        if retry == nil { core.nextRequestID += 1 }
-        let request = SyncRequest(origin: identity.node, requestID: requestID, buckets: store.digest.buckets, since: session.syncMark)
+        guard let link = sockets.links[choice.peer] else { return }
+        let request = SyncRequest(origin: identity.node, requestID: choice.requestID, buckets: store.digest.buckets, since: choice.since)
         do {
             guard try link.dealer.send([codec.encode(.syncRequest(request))]) else { return }
         } catch {
-            logger.warning("sync request to \(node) failed: \(error)")
+            logger.warning("sync request to \(choice.peer) failed: \(error)")
             return
         }
-        core.planner.started(
-            with: node, requestID: requestID, reason: reason, reports: retry?.reports ?? session.heartbeat?.reports ?? [:],
-            reportsEpoch: retry?.reportsEpoch ?? session.heartbeat?.epoch ?? 0, since: session.syncMark, now: now)
-        core.commits.syncStarted()
+        core.syncSent(choice, now: now)
         // Routine periodic checks log at debug; every other sync is worth a line.
-        logger.log(level: reason == .periodic ? .debug : .info, "sync with \(node) started (\(reason.rawValue))")
-    }
-
-    /// Whether `session`'s member holds every update we know we are missing (the streams of
-    /// `lossy`), by its reports.
-    private func covers(_ lossy: [PeerSession], _ session: PeerSession) -> Bool {
-        guard let reports = session.heartbeat?.reports else { return false }
-        for other in lossy where other.node != session.node {
-            guard let report = reports[other.node], report.epoch == other.stream.epoch,
-                  report.through >= other.stream.through
-            else { return false }
-        }
-        return true
+        logger.log(level: choice.reason == .periodic ? .debug : .info, "sync with \(choice.peer) started (\(choice.reason.rawValue))")
     }
 
     func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
