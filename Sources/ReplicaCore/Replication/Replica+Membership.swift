@@ -105,56 +105,17 @@ extension Replica {
         core.healthState.trustFaults.impersonated(subject, message, now: now)
     }
 
+    /// Carries out what a change of the member table calls for (`NodeCore.memberChanged`).
     private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
-        // Each change below may drop or start over the member's session, and with it the
-        // evidence that the member was heard: a real member stays one for `UnheardDials`, so
-        // that its own record, when it brings it back, is dialled at once and does not wait
-        // behind records of members that never existed.
-        switch change {
-        case .joined(let record), .restarted(let record), .moved(let record), .left(let record), .forgotten(let record), .expired(let record):
-            if core.sessions[record.node]?.liveness.lastHeard != nil { core.unheardDials.heard(record.node) }
-        }
-        switch change {
-        case .joined(let record):
-            if core.sessions[record.node] == nil {
-                core.sessions[record.node] = PeerSession(record: record, now: now)
-            } else if let actions = core.sessions[record.node]?.recordChanged(record, now: now) {
-                perform(actions, for: record.node, now: now)
+        let actions = core.memberChanged(
+            change, now: now, trust: admission.trust, storeSerial: store.serial, retention: configuration.tombstoneRetention)
+        for action in actions {
+            switch action {
+            case .log(let message): logger.info("\(message)")
+            case .perform(let sessionActions, let node): perform(sessionActions, for: node, now: now)
+            case .dial(let record): dial(record, now: now)
+            case .hangUp(let node): closeLink(to: node)
             }
-            let admitted = isAdmitted(record)
-            logger.info("member \(record.node) joined at \(record.address)\(admitted ? "" : " (its key is not trusted here: not dialled)")")
-            dial(record, now: now)
-            // It may hold data we lack (a node that had been on its own): one sync, when it is up.
-            if admitted { core.planner.want(.memberJoined, with: record.node) }
-        case .restarted(let record):
-            _ = core.sessions[record.node]?.recordChanged(record, now: now)
-        case .moved(let record):
-            logger.info("member \(record.node) moved to \(record.address)")
-            if core.healthState.memberClash.moved(record.node, to: record.address, now: now) != nil {
-                doubt(record.node)
-            }
-            // Its old connections close: a sync running over them will not be answered.
-            _ = core.planner.connectionLost(to: record.node)
-            if core.sessions[record.node] == nil {
-                core.sessions[record.node] = PeerSession(record: record, now: now)
-            } else {
-                core.sessions[record.node]?.moved(to: record, now: now)
-            }
-            dial(record, now: now)
-        case .left(let record):
-            logger.info("member \(record.node) left the cluster")
-            if let actions = core.sessions[record.node]?.recordChanged(record, now: now) { perform(actions, for: record.node, now: now) }
-            if core.sessions[record.node] == nil { core.sessions[record.node] = PeerSession(record: record, now: now) }
-            stopAsking(record.node)
-        case .forgotten(let record):
-            logger.info("member \(record.node) was forgotten")
-            core.sessions[record.node] = nil
-            stopAsking(record.node)
-        case .expired(let record):
-            logger.info("member \(record.node): its departure is older than the retention (\(configuration.tombstoneRetention)); removed from the member table")
-            core.sessions[record.node] = nil
-            stopAsking(record.node)
-            core.unheardDials.forget(record.node)
         }
     }
 
@@ -162,19 +123,6 @@ extension Replica {
     func expireDepartures(wallMillis: UInt64) {
         let expired = core.membership.expireDepartures(wallMillis: wallMillis)
         for record in expired { apply(.expired(record), now: instant()) }
-    }
-
-    /// A member that left or was forgotten: hung up on, asked for nothing more, and its clock
-    /// no longer a problem of ours.
-    private func stopAsking(_ node: NodeID) {
-        // Not waited for by our own leave either (acted on at the next housekeeping, not amid a
-        // merge).
-        core.leaving?.memberDeparted(node)
-        closeLink(to: node)
-        core.unheardDials.remove(node)
-        core.planner.remove(node)
-        core.healthState.memberClockFaults[node] = nil
-        core.healthState.memberClash.forget(node)
     }
 
     /// Tells every member (on PUB) about records that changed our table.
