@@ -35,7 +35,8 @@ final class HostileNode {
     }
 
     /// One round of mischief (every heartbeat interval): a heartbeat claiming what it never
-    /// published, reports with numbers at their limits, forged records about `victims`, ghosts.
+    /// published, reports with numbers at their limits, forged records about `victims`, ghosts,
+    /// and relays in the victims' names.
     func act(victims: [(node: NodeID, address: Endpoint, epoch: UInt64)], wallMillis: UInt64) {
         let edges: [UInt64] = [0, 1, 1 << 31, WireLimits.maxSequence]
         claim = random.chance(0.5) ? claim &+ 1_000_000 : edges[random.below(edges.count)]
@@ -64,6 +65,16 @@ final class HostileNode {
         }
         if !forged.isEmpty {
             _ = try? publisher.send([codec.publishFrame(.members(MembersMessage(origin: Self.id, wantsReply: false, records: forged)))], wait: false)
+        }
+        // Its XPUB passes a relay only to a node that chose it to relay that victim (its reports
+        // say it hears them). Lives and sequences at their limits; the entry, a tombstone dated
+        // 1970 of a key nobody writes, is dropped as expired (or swept) and stands for no write.
+        for victim in victims where random.chance(0.5) {
+            let epoch = [1, victim.epoch, victim.epoch &+ 1, WireLimits.maxEpoch][random.below(4)]
+            let entry = Entry(key: "hostile-relay", version: Version(timestamp: HybridTimestamp(wallMillis: 1, logical: 0), node: victim.node), payload: nil)
+            let relayed = RelayedUpdate(origin: Self.id, source: victim.node, sourceEpoch: min(epoch, WireLimits.maxEpoch),
+                                        sequence: max(edges[random.below(edges.count)], 1), entry: entry)
+            _ = try? publisher.send([codec.publishFrame(.relay(relayed))], wait: false)
         }
         answerRequests()
     }

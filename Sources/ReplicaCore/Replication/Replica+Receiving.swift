@@ -44,7 +44,7 @@ extension Replica {
                     mergeMembers(members.records, from: node, sender: node)
                 case .relay(let relayed):
                     heard(node, bytes: bytes, now: now)
-                    receive(relayed, now: now)
+                    receive(relayed, from: node, now: now)
                 case .syncRequest, .syncChunk, .repairRequest: throw WireError.unknownKind(decoded.kind.rawValue)
                 }
             } catch {
@@ -106,9 +106,11 @@ extension Replica {
         accept(entries, from: node)
     }
 
-    private func receive(_ relayed: RelayedUpdate, now: ContinuousClock.Instant) {
+    /// A relay moves the source's stream only from the member this node chose to relay it (one
+    /// queued before an unsubscription is not); its entry is merged whoever passed it on.
+    private func receive(_ relayed: RelayedUpdate, from node: NodeID, now: ContinuousClock.Instant) {
         let source = relayed.source
-        guard source != identity.node, core.sessions[source] != nil else {
+        guard source != identity.node, core.sessions[source] != nil, core.relays.taken[source] == node else {
             accept(relayed.entry, from: relayed.origin)
             return
         }

@@ -106,6 +106,23 @@ import Testing
         Row(name: "a new life's heartbeat: received is the restart's through",
             arrivals: [.heartbeat(epoch: 7, sequence: 0), .update(1), .connectionLost, .batch(1...3), .heartbeat(epoch: 9, sequence: 3)],
             verdicts: [.inOrder, .inOrder, .inOrder, .inOrder, .restarted], missing: [], through: 3, received: 3),
+        // A life named by a relay is the relaying member's word (a hostile one names 2^48 - 1):
+        // the origin's own heartbeat replaces it, lower or higher, as a reported one.
+        Row(name: "a life first named by a relay gives way to the origin's lower one",
+            arrivals: [.update(5, epoch: WireLimits.maxEpoch), .heartbeat(epoch: 7, sequence: 3)],
+            verdicts: [.inOrder, .restarted], missing: [], through: 3),
+        Row(name: "a new life named by a relay gives way to the origin's heartbeat of its own",
+            arrivals: [.heartbeat(epoch: 7, sequence: 3), .update(1, epoch: WireLimits.maxEpoch), .heartbeat(epoch: 7, sequence: 4)],
+            verdicts: [.inOrder, .restarted, .restarted], missing: [], through: 4),
+        Row(name: "a relay's life gives way across a lost connection too",
+            arrivals: [.update(5, epoch: WireLimits.maxEpoch), .connectionLost, .heartbeat(epoch: 7, sequence: 3)],
+            verdicts: [.inOrder, .inOrder, .restarted], missing: [], through: 3),
+        Row(name: "a relay's life the origin confirms counts on, the relay ahead of its heartbeat",
+            arrivals: [.update(5, epoch: 7), .heartbeat(epoch: 7, sequence: 4), .heartbeat(epoch: 7, sequence: 8)],
+            verdicts: [.inOrder, .inOrder, .gap(6...8)], missing: [6...8], through: 8),
+        Row(name: "once the origin named its life, a relay's higher one is a restart again",
+            arrivals: [.update(5, epoch: 7), .heartbeat(epoch: 7, sequence: 5), .update(1, epoch: 9), .heartbeat(epoch: 9, sequence: 2)],
+            verdicts: [.inOrder, .inOrder, .restarted, .gap(2...2)], missing: [2...2], through: 2),
     ]
 
     @Test(arguments: rows) func arrivals(_ row: Row) {
@@ -185,6 +202,26 @@ import Testing
         }
         #expect(stream.covered(through: 12, epoch: 1) == 12)
         #expect(stream.missing.isEmpty)
+    }
+
+    /// A relay's sequence is the relaying member's word, not the origin's: it vouches for no
+    /// report. (A member relaying 2^53 - 1, then reporting as much, had its report believed
+    /// after a sync with it: losses it never brought were cleared, and reported held.)
+    @Test func aRelayVouchesForNoReport() {
+        var stream = OriginStream()
+        _ = stream.announced(epoch: 7, sequence: 10)
+        _ = stream.received(sequence: 12)
+        #expect(stream.received(sequence: WireLimits.maxSequence, epoch: 7) == .gap(13...WireLimits.maxSequence - 1))
+        #expect(stream.vouched == 12)
+        #expect(stream.covered(through: WireLimits.maxSequence, epoch: 7) == 0)
+        #expect(stream.contiguousThrough == 10)
+        #expect(stream.covered(through: 12, epoch: 7) == 12, "what the origin showed is still covered")
+        #expect(stream.missing == [13...WireLimits.maxSequence - 1])
+        var relayed = OriginStream()
+        #expect(relayed.received(sequence: 40, epoch: 7) == .inOrder)
+        #expect(relayed.vouched == 0 && relayed.covered(through: 40, epoch: 7) == 0)
+        #expect(relayed.announced(epoch: 7, sequence: 41) == .gap(41...41))
+        #expect(relayed.covered(through: 41, epoch: 7) == 41, "once the origin showed it")
     }
 
     /// A stream first known from a report (a node just started, syncing) cannot be checked

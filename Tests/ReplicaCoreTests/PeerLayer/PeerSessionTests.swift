@@ -238,6 +238,30 @@ import Testing
         #expect(session.heldThrough == 0, "nothing of it held until that sync")
     }
 
+    /// The same for a life named by a relay: a member that relays another's updates (chosen
+    /// because its reports say it hears it) names a life the member never had.
+    @Test func aLifeKnownOnlyFromARelayGivesWayToTheMembersHeartbeats() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        _ = session.relayReceived(sequence: 1 << 31, epoch: WireLimits.maxEpoch, now: Self.at(0), base: Self.timing)
+        #expect(session.stream.epoch == WireLimits.maxEpoch, "not heard directly yet: the relay names the life")
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 3, timestamp: .zero, digestRoot: 1, entryCount: 0)
+        let actions = session.heartbeatReceived(heartbeat, local: local, now: Self.at(100), wallMillis: 0)
+        #expect(actions.contains(.wantSync(.peerRestarted)), "what it published before is not known here: a sync brings it")
+        #expect(session.stream.epoch == 7, "reported in the life its heartbeats name")
+        #expect(session.hearsHeartbeatsDirectly(now: Self.at(200), base: Self.timing))
+        #expect(session.heldThrough == 0, "nothing of it held until that sync")
+    }
+
+    /// A relayed sequence beyond what the member showed, then the relaying member's report of
+    /// as much after a sync with it: nothing beyond the member's own word is reported held.
+    @Test func aRelayedSequenceVouchesForNoReport() {
+        var session = Self.session(announcing: 10, then: 10)
+        _ = session.relayReceived(sequence: WireLimits.maxSequence, epoch: 7, now: Self.at(3000), base: Self.timing)
+        session.covered(through: WireLimits.maxSequence, epoch: 7)
+        #expect(session.heldThrough == 10)
+    }
+
     /// What a member published before we first heard it is not held here until a sync covers
     /// it: the stream takes it as received (the start-up sync brings it), but a node leaving
     /// counts on our report. (It was reported held at once: a member that had just restarted

@@ -16,12 +16,17 @@ struct OriginStream: Equatable, Sendable {
     /// How many times a loss was detected (for status).
     private(set) var gaps = 0
     /// The highest sequence the origin itself showed in this epoch (its heartbeats, its updates
-    /// by any path). Another member's report claiming more covers nothing: it may lie.
+    /// on its own connection). Another member's report claiming more covers nothing: it may lie.
+    /// A relay does not raise it: its sequence is the relaying member's word, and that member's
+    /// own report of the same number would otherwise be believed.
     private(set) var vouched: UInt64 = 0
     /// `epoch` and `through` were taken from another member's report before the origin showed
     /// anything of this epoch (even a report of through 0 names an epoch); the origin's first
     /// heartbeat confirms them or shows they were false.
     private(set) var throughIsHearsay = false
+    /// `epoch` was named by a relay, not yet by the origin's own heartbeat: that heartbeat
+    /// replaces it, lower or higher (a relaying member may name a life the origin never had).
+    private(set) var epochIsHearsay = false
     /// Set by a new incarnation: from then on only the origin's own heartbeats move the epoch.
     /// A member relaying its updates may still tag them with the old life's epoch, which can
     /// be the higher one (the new life's clock was behind), and would lock the stream onto it.
@@ -101,9 +106,12 @@ struct OriginStream: Equatable, Sendable {
             guard messageEpoch > epoch || throughIsHearsay, !epochFromHeartbeatsOnly else { return .inOrder }
             let wasKnown = epoch != 0
             restart(epoch: messageEpoch, through: sequences.upperBound)
+            // The relaying member's word: the origin showed nothing of this life yet.
+            epochIsHearsay = true
+            vouched = 0
             return wasKnown ? .restarted : .inOrder
         }
-        vouched = max(vouched, sequences.upperBound)
+        if messageEpoch == nil { vouched = max(vouched, sequences.upperBound) }
         if epoch == 0 && through == 0 && missing.isEmpty {
             // The first updates seen, before any heartbeat: what came before was published before
             // we listened, and the start-up sync brings it.
@@ -135,6 +143,7 @@ struct OriginStream: Equatable, Sendable {
             // restart's sync covers; of this one, they count as they arrived.
             unconfirmed = nil
             if announced == epoch {
+                epochIsHearsay = false  // the origin named it
                 let gaps = held.map { received($0) }
                 let verdict = noteThrough(sequence)
                 return verdict == .inOrder ? gaps.first { $0 != .inOrder } ?? .inOrder : verdict
@@ -144,11 +153,16 @@ struct OriginStream: Equatable, Sendable {
     }
 
     private mutating func announcedOnKnownConnection(epoch announced: UInt64, sequence: UInt64) -> Verdict {
-        if throughIsHearsay {
+        if throughIsHearsay || epochIsHearsay {
+            // A relay may be ahead of the origin's heartbeat (another path): only a report's
+            // through is checked against the sequence.
+            let reported = throughIsHearsay
             throughIsHearsay = false
-            if announced != epoch || sequence < through {
-                // A member reported another life, or more than the origin published: what we
-                // hold of this stream is not known, and a sync with the origin brings it.
+            epochIsHearsay = false
+            if announced != epoch || (reported && sequence < through) {
+                // A member reported (or relayed) another life, or reported more than the origin
+                // published: what we hold of this stream is not known, and a sync with the origin
+                // brings it.
                 restart(epoch: announced, through: sequence)
                 return .restarted
             }
@@ -275,6 +289,7 @@ struct OriginStream: Equatable, Sendable {
         through = 0
         vouched = 0
         throughIsHearsay = false
+        epochIsHearsay = false
         missing.removeAll()
     }
 
@@ -283,6 +298,7 @@ struct OriginStream: Equatable, Sendable {
         self.through = through
         vouched = through
         throughIsHearsay = false
+        epochIsHearsay = false
         missing.removeAll()
     }
 
