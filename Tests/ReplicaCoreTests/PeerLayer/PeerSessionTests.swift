@@ -220,30 +220,20 @@ import Testing
         #expect(!session.hearsHeartbeatsDirectly(now: Self.at(3300), base: Self.timing))
     }
 
-    /// Simulator seeds 3477 and 3895 (hostile, one-way): a node took a forged `forgotten` record
-    /// of a member it could not hear, asked it back (a new session), and a sync with the liar
-    /// then covered that member's stream by the liar's report (epoch 2^48 - 1, through 0). Once
-    /// the member's own heartbeats came, they were dropped as an older life's while they kept
-    /// it "heard directly": our reports paired hearing it with the forged life, and the member
-    /// listed an identity clash and refused writes. The member's own heartbeat names the life.
-    @Test func aLifeKnownOnlyFromAReportGivesWayToTheMembersHeartbeats() {
+    /// A life known only from another member's word gives way to the member's own heartbeat.
+    /// By a report (simulator seeds 3477 and 3895: a forged `forgotten` record made a new
+    /// session, and a sync with the liar covered it by its report, epoch 2^48 - 1, through 0),
+    /// or by a relay (a member chosen to relay another names a life it never had). Otherwise the
+    /// member's heartbeats were dropped as an older life's while they kept it "heard directly",
+    /// and our reports paired hearing it with the forged life: an identity clash to the member.
+    @Test(arguments: ["report", "relay"]) func aLifeKnownOnlyFromAnotherMembersWordGivesWayToTheMembersHeartbeats(_ word: String) {
         var session = PeerSession(record: Self.record, now: Self.at(0))
-        session.covered(through: 0, epoch: WireLimits.maxEpoch)
-        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
-        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 3, timestamp: .zero, digestRoot: 1, entryCount: 0)
-        let actions = session.heartbeatReceived(heartbeat, local: local, now: Self.at(100), wallMillis: 0)
-        #expect(actions.contains(.wantSync(.peerRestarted)), "what it published before is not known here: a sync brings it")
-        #expect(session.stream.epoch == 7, "reported in the life its heartbeats name")
-        #expect(session.hearsHeartbeatsDirectly(now: Self.at(200), base: Self.timing))
-        #expect(session.heldThrough == 0, "nothing of it held until that sync")
-    }
-
-    /// The same for a life named by a relay: a member that relays another's updates (chosen
-    /// because its reports say it hears it) names a life the member never had.
-    @Test func aLifeKnownOnlyFromARelayGivesWayToTheMembersHeartbeats() {
-        var session = PeerSession(record: Self.record, now: Self.at(0))
-        _ = session.relayReceived(sequence: 1 << 31, epoch: WireLimits.maxEpoch, now: Self.at(0), base: Self.timing)
-        #expect(session.stream.epoch == WireLimits.maxEpoch, "not heard directly yet: the relay names the life")
+        if word == "report" {
+            session.covered(through: 0, epoch: WireLimits.maxEpoch)
+        } else {
+            _ = session.relayReceived(sequence: 1 << 31, epoch: WireLimits.maxEpoch, now: Self.at(0), base: Self.timing)
+        }
+        #expect(session.stream.epoch == WireLimits.maxEpoch, "not heard directly yet: the other member names the life")
         let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
         let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 3, timestamp: .zero, digestRoot: 1, entryCount: 0)
         let actions = session.heartbeatReceived(heartbeat, local: local, now: Self.at(100), wallMillis: 0)
