@@ -1,4 +1,4 @@
-/// The state this node's problems are listed from (`Replica.listProblems`), apart from what
+/// The state this node's problems are listed from (`NodeCore.listProblems`), apart from what
 /// the commit queue, the clock check and the members' sessions hold: the checks of isolation,
 /// identity and absence, what the program reports, trust faults, and the problems as listed.
 struct NodeHealth: Sendable {

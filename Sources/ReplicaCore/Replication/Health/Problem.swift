@@ -138,7 +138,7 @@ struct ProblemFact: Equatable, Sendable {
 
 /// The problems `status` and `health` list, by kind and subject. Nothing raises or clears one
 /// by hand: each kind is listed, all at once, from the state that causes it
-/// (`Replica.listProblems`); the board keeps what that state does not (since when a problem
+/// (`NodeCore.listProblems`); the board keeps what that state does not (since when a problem
 /// has been listed) and says what changed, for the log.
 struct ProblemBoard: Sendable {
     private(set) var problems: [String: Problem] = [:]

@@ -2,7 +2,7 @@
 /// program re-reads and cannot use (a `.pub` file that holds no key, a directory that cannot be
 /// read), and records that announce a node with another node's key while members pass them on.
 /// Members whose keys are not trusted here are `trust` problems too, derived from the member
-/// table (`Replica.listProblems`).
+/// table (`NodeCore.listProblems`).
 struct TrustFaults: Sendable {
     private(set) var sources: [String: String] = [:]
     private struct Impersonation: Sendable {
