@@ -19,10 +19,12 @@ public final class Simulation: @unchecked Sendable {
     private var faultsApplied: [String] = []
     private var operations = 0
     private var convergedAfter: Duration?
-    /// Problems each node listed during each fault (sampled), and at how many samples the fault
-    /// could be seen (its node running, and for a clock, not cut off from every member).
+    /// Problems each node listed during each fault (sampled), and the longest run of samples in
+    /// which the fault could be seen (its node running, and for a clock, not cut off from every
+    /// member).
     private var sightings: [Int: Set<String>] = [:]
     private var visibleSamples: [Int: Int] = [:]
+    private var visibleInARow: [Int: Int] = [:]
     private var failuresAtStart: [Int: Int] = [:]
     private var schedule: [Fault] = []
 
@@ -220,7 +222,7 @@ public final class Simulation: @unchecked Sendable {
             }
         }
         for (number, fault) in schedule.enumerated() where options.onlyFaults?.contains(number) ?? true {
-            guard let expected = fault.detection(options: options), visibleSamples[number, default: 0] >= Self.samplesToDetect,
+            guard let expected = fault.detection(options: options), visibleSamples[number, default: 0] >= Self.samplesToDetect(expected),
                   !undetectable.contains(number) else { continue }
             if !(sightings[number] ?? []).contains(expected) {
                 violation("fault \(number) (\(fault)) lasted \(fault.length) and no \(expected) problem was listed while it did")
@@ -399,8 +401,12 @@ public final class Simulation: @unchecked Sendable {
             // The hostile member stands outside partitions: a node it reaches is not isolated,
             // and isolation is judged over a stretch it broke.
             if fault.isPartition && hostile != nil { undetectable.insert(number) }
+            // Counted in a row: a crash of its node starts its detection over.
             if let subject = fault.subject, nodes[subject].isRunning, inForce, !(partitioned && !fault.isPartition) {
-                visibleSamples[number, default: 0] += 1
+                visibleInARow[number, default: 0] += 1
+                visibleSamples[number] = max(visibleSamples[number, default: 0], visibleInARow[number, default: 0])
+            } else {
+                visibleInARow[number] = 0
             }
             for node in nodes where node.isRunning {
                 for problem in node.problems() { sightings[number, default: []].insert(problem) }
@@ -411,8 +417,10 @@ public final class Simulation: @unchecked Sendable {
     /// Faults whose problem cannot be expected (a partition the hostile member reached across).
     private var undetectable: Set<Int> = []
 
-    /// Samples (every 500 ms) a fault must be visible for before its problem must show.
-    static let samplesToDetect = 8
+    /// Samples in a row (every 500 ms) a fault must be visible for before its problem must
+    /// show: 4 s, or for isolation 12 s (a node is isolated after hearing no member for twice
+    /// the down time, 10 s, judged at a housekeeping run).
+    static func samplesToDetect(_ problem: String) -> Int { problem == "isolated" ? 24 : 8 }
 
     // MARK: Reports: a node reports holding only what it holds
 
