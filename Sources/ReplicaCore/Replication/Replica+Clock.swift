@@ -13,11 +13,6 @@ extension Replica {
         if let error = core.checkClock(readings) { refuse(core.commits.takeWrites()) { _ in error } }
     }
 
-    /// The `clock` problem now (`NodeCore.ownClockProblem`).
-    func ownClockProblem(now: ContinuousClock.Instant) -> String? {
-        core.ownClockProblem(now: now, requiringCheck: configuration.requireClockCheck)
-    }
-
     /// How long after the last refused entry of a member it stays listed for it.
     static let refusedEntriesWindow: Duration = .seconds(10)
 
