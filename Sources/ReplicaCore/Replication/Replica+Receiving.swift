@@ -155,7 +155,7 @@ extension Replica {
             core.sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
             if core.planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }
             for report in heartbeat.reports where report.node != identity.node && report.node != node {
-                core.sessions[report.node]?.covered(through: report.through, epoch: report.epoch)
+                core.sessions[report.node]?.coveredByReport(through: report.through, epoch: report.epoch)
             }
         }
         leaveHeard(from: node, now: now)

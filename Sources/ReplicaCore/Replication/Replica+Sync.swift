@@ -160,7 +160,7 @@ extension Replica {
             mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence, askedInFull: sync.since == .none)
         let reports = SyncPlanner.coveringReports(of: sync, markEpoch: mark.epoch)
         for origin in core.sessions.keys where origin != node {
-            if let report = reports[origin] { core.sessions[origin]?.covered(through: report.through, epoch: report.epoch) }
+            if let report = reports[origin] { core.sessions[origin]?.coveredByReport(through: report.through, epoch: report.epoch) }
         }
         if sync.reason.isCatchUp { catchUpSettled(now: now, except: node) }
     }

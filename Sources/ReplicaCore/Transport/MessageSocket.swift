@@ -4,6 +4,9 @@
 public protocol MessageSocket: AnyObject, Sendable {
     /// False once closed.
     var isOpen: Bool { get }
+    /// The libzmq socket `zmq_poll` waits on; nil for a closed or simulated socket. (A
+    /// requirement, not a cast: the poll loop reads it every turn.)
+    var pollHandle: UnsafeMutableRawPointer? { get }
     func bind(_ endpoint: String) throws(ZMQError)
     func connect(_ endpoint: String) throws(ZMQError)
     /// Drops the connection to `endpoint` and dials it again.
@@ -39,6 +42,7 @@ extension MessageSocket {
     public func receive(maxFrames: Int = 8, identifyingSender: Bool = false) throws(ZMQError) -> ReceivedMessage? {
         try receive(wait: false, maxFrames: maxFrames, identifyingSender: identifyingSender)
     }
+    public var pollHandle: UnsafeMutableRawPointer? { nil }
     public func setMaxMessageSize(_ bytes: Int) throws(ZMQError) {}
     public func setClusterConnectionOptions(connectTimeout: Duration, keepaliveIdle: Duration) throws(ZMQError) {}
     public func setConnectTimeout(_ timeout: Duration) throws(ZMQError) {}
@@ -55,6 +59,7 @@ public protocol SocketFactory: Sendable {
 
 extension ZMQSocket: MessageSocket {
     public var isOpen: Bool { handle != nil }
+    public var pollHandle: UnsafeMutableRawPointer? { handle }
 
     public func monitorConnections(_ events: [MonitorEvent]) throws(ZMQError) -> any MessageSocket {
         try monitor(events)

@@ -152,6 +152,8 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
         signal()
     }
 
+    // Specialized for the node: generic, the loop looks up type metadata on every turn.
+    @_specialize(where Owner == Replica)
     private func run<Owner: PollLoopOwner>(owner: Owner?) {
         weak let weakOwner = owner
         var items: [zmq_pollitem_t] = []
@@ -172,7 +174,7 @@ public final class PollLoop: SerialExecutor, @unchecked Sendable {
             for item in pollItems {
                 switch item.source {
                 case .socket(let socket):
-                    guard let handle = (socket as? ZMQSocket)?.handle else { continue }
+                    guard let handle = socket.pollHandle else { continue }
                     items.append(zmq_pollitem_t(socket: handle, fd: 0, events: Int16(ZMQ_POLLIN), revents: 0))
                 case .fileDescriptor(let fd):
                     items.append(zmq_pollitem_t(socket: nil, fd: fd, events: Int16(ZMQ_POLLIN), revents: 0))

@@ -310,6 +310,18 @@ import Testing
         #expect(direct.heldThrough == 1, "from the first update on, nothing came before")
     }
 
+    /// Updates that came directly before any heartbeat name no epoch; a relay naming one then
+    /// starts the stream over at the relayed update, and what lies between is not held (it was
+    /// reported held, seed 5244).
+    @Test func aFirstRelayAfterDirectUpdatesOfNoEpochHoldsNothingBeforeIt() {
+        var session = PeerSession(record: Self.record, now: Self.at(0))
+        _ = session.updatesReceived(1...4)
+        session.covered(through: 4, epoch: 7)
+        _ = session.relayReceived(sequence: 14, epoch: 7, now: Self.at(3000), base: Self.timing)
+        #expect(session.stream.epoch == 7 && session.stream.through == 14)
+        #expect(session.heldThrough == 0, "5...13 never arrived")
+    }
+
     /// A relayed straggler of the member's life before a new incarnation is ignored, and marks
     /// nothing: the new life's updates are held as they come.
     @Test func aRelayedStragglerOfAnEarlierIncarnationMarksNothing() {
@@ -388,6 +400,25 @@ import Testing
         #expect(session.heldThrough == row.held)
         session.covered(through: row.sequence, epoch: row.epoch)
         #expect(session.heldThrough == row.heldOnceCovered)
+    }
+
+    /// What we dropped ourselves stays lost on another member's report, which within what the
+    /// member showed us cannot be told from a lie; the member's own sync clears it. (A hostile
+    /// member's report of through 1, after a sync that brought nothing, had a node report
+    /// holding an update its full disk had dropped: seed 4873.)
+    @Test func droppedEntriesStayLostOnAnotherMembersReport() {
+        var session = Self.session(announcing: 0, then: 0)
+        _ = session.updatesReceived(1...3, now: Self.at(1100))
+        session.receivedEntriesDropped()
+        let local = PeerSession.LocalView(node: "a", digestRoot: 1, membersDigest: 0, syncing: false)
+        let heartbeat = Heartbeat(origin: "b", incarnation: Self.record.incarnation, epoch: 7, sequence: 3,
+                                  timestamp: .zero, digestRoot: 2, entryCount: 0)
+        _ = session.heartbeatReceived(heartbeat, local: local, now: Self.at(2000), wallMillis: 0)
+        #expect(session.heldThrough == 0)
+        session.coveredByReport(through: 1, epoch: 7)
+        #expect(session.heldThrough == 0)
+        session.covered(through: 3, epoch: 7)
+        #expect(session.heldThrough == 3)
     }
 
     @Test func aCompletedSyncCoversTheMembersOwnUpdatesItHadAnnounced() {

@@ -343,15 +343,16 @@ struct PeerSession: Sendable {
     mutating func updatesReceived(_ sequences: ClosedRange<UInt64>, epoch: UInt64? = nil, bytes: Int = 0, now: ContinuousClock.Instant? = nil) -> [Action] {
         var actions = now.map { heardDirectly(now: $0) } ?? []
         stats.updateBytes += bytes
-        let unknown = stream.epoch == 0 && stream.through == 0 && stream.missing.isEmpty
+        let unknown = stream.epoch == 0
         if stream.received(sequences, epoch: epoch) == .restarted {
             forgetLosses(restartedThrough: stream.through)
             actions.append(.wantSync(.peerRestarted))
         } else if unknown, let epoch, stream.epoch == epoch, sequences.lowerBound > 1 {
-            // First heard through a relay, which names the epoch: the first heartbeat will not
-            // see the stream as new, so what came before is marked here, as it does (taken as
-            // received, not held until a sync or equal digests cover it). Only if the stream
-            // took that epoch: a straggler of a life before a new incarnation is ignored.
+            // The epoch first named by a relay (updates that came directly before it named none,
+            // so the stream starts over at the relayed one): the first heartbeat will not see the
+            // stream as new, so what came before is marked here, as it does (taken as received,
+            // not held until a sync or equal digests cover it). Only if the stream took that
+            // epoch: a straggler of a life before a new incarnation is ignored.
             markLost(1...sequences.lowerBound - 1)
         }
         return actions
@@ -610,7 +611,15 @@ struct PeerSession: Sendable {
         if received >= 1 { markLost(1...received) }
     }
 
-    /// A sync with another member that held this member's stream through `sequence` completed.
+    /// Another member's report covers this member's stream through `sequence` (a sync with it
+    /// completed, or its digests equal ours). What we dropped ourselves stays lost: a report
+    /// within what this member showed us cannot be told from a lie, and only this member's own
+    /// word (its sync, its equal digests) clears it.
+    mutating func coveredByReport(through sequence: UInt64, epoch: UInt64) {
+        _ = stream.covered(through: sequence, epoch: epoch)
+    }
+
+    /// A sync with this member (or its equal digests) covers its stream through `sequence`.
     mutating func covered(through sequence: UInt64, epoch: UInt64) {
         let sequence = stream.covered(through: sequence, epoch: epoch)
         // A cover up to part of the loss leaves the rest lost.
