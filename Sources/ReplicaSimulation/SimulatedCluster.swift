@@ -35,7 +35,7 @@ public final class SimulatedCluster: @unchecked Sendable {
     private var members: [Member] = []
     private var random: SimulationRandom
     /// Time may move on to here (the present, unless a test runs the cluster).
-    private var runUntil: ContinuousClock.Instant
+    private var runUntil: MonotonicInstant
     private var stopped = false
     private var driver: Thread?
 
@@ -48,7 +48,7 @@ public final class SimulatedCluster: @unchecked Sendable {
         var replica: Replica?
         var paused = false
         var skewMillis: Int64 = 0
-        var nextWake: ContinuousClock.Instant?
+        var nextWake: MonotonicInstant?
 
         init(index: Int, host: String, configuration: ReplicaConfiguration, store: MemoryStore) {
             self.index = index
@@ -330,5 +330,5 @@ public final class SimulatedCluster: @unchecked Sendable {
         return true
     }
 
-    private var lastActive = ContinuousClock.now
+    private var lastActive = MonotonicInstant.now
 }

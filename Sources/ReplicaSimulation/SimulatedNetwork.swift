@@ -85,7 +85,7 @@ public final class SimulatedNetwork: @unchecked Sendable {
     // MARK: Time
 
     /// When the next delivery is due (nil: nothing in flight).
-    public var nextDue: ContinuousClock.Instant? { deliveries.first?.at }
+    public var nextDue: MonotonicInstant? { deliveries.first?.at }
 
     /// Carries out every delivery due by now.
     public func deliverDue() {
@@ -221,7 +221,7 @@ public final class SimulatedNetwork: @unchecked Sendable {
         schedule(delivery, at: time.now + delay)
     }
 
-    private func schedule(_ delivery: Delivery, at: ContinuousClock.Instant) {
+    private func schedule(_ delivery: Delivery, at: MonotonicInstant) {
         nextSequence += 1
         deliveries.insert(at: at, sequence: nextSequence, delivery)
     }
@@ -323,12 +323,12 @@ final class SimulatedConnection {
     struct Queued {
         var message: SimulatedMessage
         /// When it may arrive (nil: not sent on yet, held by a partition or a connect under way).
-        var due: ContinuousClock.Instant?
+        var due: MonotonicInstant?
     }
     private var toServer: [Queued] = []
     private var toClient: [Queued] = []
-    private var lastDueToServer: ContinuousClock.Instant?
-    private var lastDueToClient: ContinuousClock.Instant?
+    private var lastDueToServer: MonotonicInstant?
+    private var lastDueToClient: MonotonicInstant?
 
     init(client: SimulatedSocket, clientDescriptor: Int32, serverDescriptor: Int32, address: String) {
         self.client = client
@@ -343,11 +343,11 @@ final class SimulatedConnection {
         if toServer { self.toServer.append(Queued(message: message)) } else { toClient.append(Queued(message: message)) }
     }
 
-    func lastDue(toServer: Bool) -> ContinuousClock.Instant {
+    func lastDue(toServer: Bool) -> MonotonicInstant {
         (toServer ? lastDueToServer : lastDueToClient) ?? .now - .seconds(1_000_000)
     }
 
-    func setLastDue(_ at: ContinuousClock.Instant, toServer: Bool) {
+    func setLastDue(_ at: MonotonicInstant, toServer: Bool) {
         if toServer { lastDueToServer = at } else { lastDueToClient = at }
         // The message just queued (the last one) is due then.
         if toServer, !self.toServer.isEmpty, self.toServer[self.toServer.count - 1].due == nil { self.toServer[self.toServer.count - 1].due = at }
@@ -355,7 +355,7 @@ final class SimulatedConnection {
     }
 
     /// Gives every message not yet sent on a due time; false if there was none.
-    func scheduleUndue(at: ContinuousClock.Instant, toServer: Bool) -> Bool {
+    func scheduleUndue(at: MonotonicInstant, toServer: Bool) -> Bool {
         var any = false
         if toServer {
             for index in self.toServer.indices where self.toServer[index].due == nil { self.toServer[index].due = at; any = true }
@@ -375,14 +375,14 @@ final class SimulatedConnection {
 /// Deliveries by time, then by the order they were scheduled (a stable order for equal
 /// times): a binary heap.
 struct DeliveryQueue {
-    typealias Item = (at: ContinuousClock.Instant, sequence: UInt64, delivery: SimulatedNetwork.Delivery)
+    typealias Item = (at: MonotonicInstant, sequence: UInt64, delivery: SimulatedNetwork.Delivery)
     private var items: [Item] = []
 
     var first: Item? { items.first }
 
     private static func before(_ a: Item, _ b: Item) -> Bool { (a.at, a.sequence) < (b.at, b.sequence) }
 
-    mutating func insert(at: ContinuousClock.Instant, sequence: UInt64, _ delivery: SimulatedNetwork.Delivery) {
+    mutating func insert(at: MonotonicInstant, sequence: UInt64, _ delivery: SimulatedNetwork.Delivery) {
         items.append((at, sequence, delivery))
         var child = items.count - 1
         while child > 0 {

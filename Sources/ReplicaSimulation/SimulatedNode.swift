@@ -23,7 +23,7 @@ final class SimulatedNode: @unchecked Sendable {
     /// Left the cluster (it shut itself down): no longer a member to check.
     private(set) var hasLeft = false
     var skewMillis: Int64 = 0
-    var nextWake: ContinuousClock.Instant?
+    var nextWake: MonotonicInstant?
     private var lives = 0
     /// Per key, the version this node held when the workload last wrote it.
     private var seenBeforeWrite: [String: Version] = [:]

@@ -1,8 +1,9 @@
+import ReplicaCore
+
 /// The virtual time of one simulation: a monotonic instant that moves only when the
-/// simulation says so. Its origin is a real instant (ContinuousClock's instants cannot be made
-/// otherwise); nothing reads the real clock after that.
+/// simulation says so. Its origin is a real instant; nothing reads the real clock after that.
 public final class SimulatedTime: @unchecked Sendable {
-    public let origin: ContinuousClock.Instant
+    public let origin: MonotonicInstant
     public private(set) var elapsed: Duration = .zero
     /// The wall clock at the origin, in ms since 1970 (a node's own clock adds its skew).
     public let wallOrigin: UInt64
@@ -12,11 +13,11 @@ public final class SimulatedTime: @unchecked Sendable {
         self.wallOrigin = wallOrigin
     }
 
-    public var now: ContinuousClock.Instant { origin + elapsed }
+    public var now: MonotonicInstant { origin + elapsed }
     public var wallMillis: UInt64 { wallOrigin + UInt64(max(0, elapsed / .milliseconds(1))) }
 
     /// Moves to `instant` (never back).
-    public func advance(to instant: ContinuousClock.Instant) {
+    public func advance(to instant: MonotonicInstant) {
         elapsed = max(elapsed, instant - origin)
     }
 

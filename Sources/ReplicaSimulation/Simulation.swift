@@ -87,7 +87,7 @@ public final class Simulation: @unchecked Sendable {
     }
 
     private var lastEvent: AgendaEvent?
-    private var nextConvergenceCheck = ContinuousClock.now
+    private var nextConvergenceCheck = MonotonicInstant.now
 
     /// Every turn's virtual cost: time moves even while a node is busy.
     static let turnCost: Duration = .microseconds(20)
@@ -510,12 +510,12 @@ enum AgendaEvent {
 }
 
 struct Agenda {
-    private var items: [(at: ContinuousClock.Instant, sequence: Int, event: AgendaEvent)] = []
+    private var items: [(at: MonotonicInstant, sequence: Int, event: AgendaEvent)] = []
     private var sequence = 0
 
-    var first: (AgendaEvent, ContinuousClock.Instant)? { items.first.map { ($0.event, $0.at) } }
+    var first: (AgendaEvent, MonotonicInstant)? { items.first.map { ($0.event, $0.at) } }
 
-    mutating func add(_ event: AgendaEvent, at: ContinuousClock.Instant) {
+    mutating func add(_ event: AgendaEvent, at: MonotonicInstant) {
         sequence += 1
         let item = (at: at, sequence: sequence, event: event)
         let index = items.firstIndex { ($0.at, $0.sequence) > (at, sequence) } ?? items.count

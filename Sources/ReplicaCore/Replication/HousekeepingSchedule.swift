@@ -12,16 +12,16 @@
 struct HousekeepingSchedule: Sendable {
     static let interval: Duration = .milliseconds(10)
 
-    private(set) var next: ContinuousClock.Instant
+    private(set) var next: MonotonicInstant
     /// A turn skipped it since it last ran: the loop must wake for it by `next`, even if idle.
     private(set) var owed = false
     /// An event it judges happened: the next turn runs it, due or not.
     private(set) var requested = false
 
-    init(now: ContinuousClock.Instant) { next = now }
+    init(now: MonotonicInstant) { next = now }
 
     /// Whether this turn runs it (and, if so, when it is next due).
-    mutating func runs(now: ContinuousClock.Instant) -> Bool {
+    mutating func runs(now: MonotonicInstant) -> Bool {
         guard now >= next || requested else {
             owed = true
             return false
@@ -37,7 +37,7 @@ struct HousekeepingSchedule: Sendable {
 
     /// The longest the loop may sleep for it: none if an event asked for it, until it is due if
     /// a turn skipped it, else no limit.
-    func wake(now: ContinuousClock.Instant) -> Duration? {
+    func wake(now: MonotonicInstant) -> Duration? {
         if requested { return .zero }
         return owed ? max(.zero, next - now) : nil
     }

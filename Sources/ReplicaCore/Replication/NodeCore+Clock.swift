@@ -5,7 +5,7 @@
 extension NodeCore {
     /// What the clock judgement reads beyond the core's own state.
     struct ClockReadings {
-        var now: ContinuousClock.Instant
+        var now: MonotonicInstant
         var wallMillis: UInt64
         var timing: PeerTiming
         /// How long after a member's last refused entry it stays listed for it.
@@ -173,7 +173,7 @@ extension NodeCore {
     /// operator or NTP set it). Offsets measured before a step are void: every member's clock is
     /// measured afresh and the check starts over, so a fixed clock is trusted again within a few
     /// heartbeats instead of after every old sample has aged out.
-    mutating func noticeClockStep(wallMillis wall: UInt64, now: ContinuousClock.Instant) -> Int64? {
+    mutating func noticeClockStep(wallMillis wall: UInt64, now: MonotonicInstant) -> Int64? {
         defer { lastClockReading = (wall, now) }
         guard let (lastWall, lastNow) = lastClockReading else { return nil }
         let step = Int64(bitPattern: wall &- lastWall) - Int64((now - lastNow) / .milliseconds(1))

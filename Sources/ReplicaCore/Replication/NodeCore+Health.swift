@@ -5,7 +5,7 @@ extension NodeCore {
     /// members' median; one never compared while the configuration requires it
     /// (`requiringCheck`: failing health from the start, while writes wait for the comparison,
     /// then while they are refused); a hybrid clock further ahead than members accept.
-    func ownClockProblem(now: ContinuousClock.Instant, requiringCheck: Bool) -> String? {
+    func ownClockProblem(now: MonotonicInstant, requiringCheck: Bool) -> String? {
         if let skew = clockCheck.refusal {
             return Self.clockProblemMessage(.clockSkew(offsetMillis: skew, limitMillis: clockCheck.limitMillis))
         }
@@ -28,7 +28,7 @@ extension NodeCore {
     /// Judges whether this node (`local`) is isolated: it has heard no member for
     /// `Isolation.limit`, or has heard members none of which reports hearing it.
     mutating func judgeIsolation(
-        now: ContinuousClock.Instant, local: NodeID, suspectAfter: Duration, hasMembersOrSeeds: Bool, requiringCheck: Bool
+        now: MonotonicInstant, local: NodeID, suspectAfter: Duration, hasMembersOrSeeds: Bool, requiringCheck: Bool
     ) {
         let active = activeSessions
         let anyMemberAlive = active.contains { $0.liveness.state == .alive }

@@ -9,7 +9,7 @@ extension NodeCore {
         var serial: UInt64
     }
 
-    func heartbeat(identity: StoreIdentity, epoch: UInt64, now: ContinuousClock.Instant, wallMillis: UInt64, base: PeerTiming, store: StoreSummary) -> Heartbeat {
+    func heartbeat(identity: StoreIdentity, epoch: UInt64, now: MonotonicInstant, wallMillis: UInt64, base: PeerTiming, store: StoreSummary) -> Heartbeat {
         var reports: [PeerReport] = []
         let active = activeSessions
         reports.reserveCapacity(active.count)

@@ -12,7 +12,7 @@ extension NodeCore {
 
     /// `requiringCheck`: `requireClockCheck`; `hasMembersOrSeeds`: someone to compare with.
     mutating func localWrites(
-        now: ContinuousClock.Instant, wallMillis: UInt64, requiringCheck: Bool, hasMembersOrSeeds: Bool
+        now: MonotonicInstant, wallMillis: UInt64, requiringCheck: Bool, hasMembersOrSeeds: Bool
     ) -> LocalWrites {
         // Writes still queued once the node leaves (held for the first clock comparison when
         // `leave` began): committed after the departure, they were acknowledged and reached no

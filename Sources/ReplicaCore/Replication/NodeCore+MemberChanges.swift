@@ -10,7 +10,7 @@ extension NodeCore {
     }
 
     mutating func memberChanged(
-        _ change: Membership.Change, now: ContinuousClock.Instant, trust: KeyTrust, storeSerial: UInt64, retention: Duration
+        _ change: Membership.Change, now: MonotonicInstant, trust: KeyTrust, storeSerial: UInt64, retention: Duration
     ) -> [MemberChangeAction] {
         // Each change below may drop or start over the member's session, and with it the
         // evidence that the member was heard: a real member stays one for `UnheardDials`, so

@@ -22,7 +22,7 @@ extension NodeCore {
 
     typealias ProblemChanges = [(kind: Problem.Kind, change: ProblemBoard.Change)]
 
-    mutating func listProblems(now: ContinuousClock.Instant, date: Date, inputs: ProblemInputs) -> ProblemChanges {
+    mutating func listProblems(now: MonotonicInstant, date: Date, inputs: ProblemInputs) -> ProblemChanges {
         func facts(_ message: String?, subject: String) -> [String: ProblemFact] {
             message.map { [subject: ProblemFact($0)] } ?? [:]
         }
@@ -132,7 +132,7 @@ extension NodeCore {
     }
 
     /// Members whose heartbeats claim updates they do not serve (`PeerSession.claimsUnserved`).
-    func unservedClaims(now: ContinuousClock.Instant, date: Date) -> [String: ProblemFact] {
+    func unservedClaims(now: MonotonicInstant, date: Date) -> [String: ProblemFact] {
         var claims: [String: ProblemFact] = [:]
         for node in membership.active.map(\.node) {
             guard let session = sessions[node], let since = session.claimsUnserved else { continue }
@@ -151,7 +151,7 @@ extension NodeCore {
     /// drops its requests) would otherwise never catch up and show nothing. Cleared when a sync
     /// with the member completes, or no sync with it has timed out for a while. Nil: nothing to
     /// list or clear (no timeout on record).
-    mutating func syncStalls(now: ContinuousClock.Instant, configuration: ReplicaConfiguration) -> [String: String]? {
+    mutating func syncStalls(now: MonotonicInstant, configuration: ReplicaConfiguration) -> [String: String]? {
         guard !planner.timeoutHistory.isEmpty || !healthState.problems.of(.sync).isEmpty else { return nil }
         let requestTimeout = configuration.syncTimeout
         let longest = SyncPlanner.longestTimeout(base: requestTimeout)
@@ -177,7 +177,7 @@ extension NodeCore {
     /// outlast what does explain a quiet difference for a while: a tombstone collected by one
     /// node's sweep and not yet by the other's, whose clocks may differ by the drift limit.
     /// Cleared when the roots agree or move.
-    mutating func listDivergences(now: ContinuousClock.Instant, configuration: ReplicaConfiguration) -> ProblemBoard.Change {
+    mutating func listDivergences(now: MonotonicInstant, configuration: ReplicaConfiguration) -> ProblemBoard.Change {
         let after = configuration.tombstoneSweepInterval + configuration.maxClockDrift * 2
         var current: [String: String] = [:]
         // Not for a member that is down (what we last heard of it is stale); a suspect one stays

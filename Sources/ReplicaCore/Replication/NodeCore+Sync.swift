@@ -22,7 +22,7 @@ extension NodeCore {
     /// has passed (what a sync brought would only fail again). `isLinked`: the member has a
     /// link to send on.
     mutating func chooseSync(
-        now: ContinuousClock.Instant, base: PeerTiming, catchUpPatience: Duration, isLinked: (NodeID) -> Bool
+        now: MonotonicInstant, base: PeerTiming, catchUpPatience: Duration, isLinked: (NodeID) -> Bool
     ) -> SyncDecision {
         guard commits.acceptsSyncs(now: now) else { return .none(waiting: nil) }
         let active = activeSessions
@@ -64,7 +64,7 @@ extension NodeCore {
     }
 
     /// The chosen sync's request went out.
-    mutating func syncSent(_ choice: SyncChoice, now: ContinuousClock.Instant) {
+    mutating func syncSent(_ choice: SyncChoice, now: MonotonicInstant) {
         planner.started(
             with: choice.peer, requestID: choice.requestID, reason: choice.reason, reports: choice.reports,
             reportsEpoch: choice.reportsEpoch, since: choice.since, now: now)

@@ -17,19 +17,19 @@ struct NodeCore {
     var duties: PeriodicDuties
     var housekeeping: HousekeepingSchedule
     /// The wall and monotonic clocks at the last clock check (a step of the wall clock shows).
-    var lastClockReading: (wall: UInt64, monotonic: ContinuousClock.Instant)?
+    var lastClockReading: (wall: UInt64, monotonic: MonotonicInstant)?
     /// When this node last resumed after a stall (`noticeStall`): handshakes that fail right
     /// after are members' dials that timed out meanwhile, not strangers.
-    var lastStallEnded: ContinuousClock.Instant?
+    var lastStallEnded: MonotonicInstant?
     /// The member table's digest when it was last saved (`Replica+MemberTable.swift`), and
     /// when it may be saved next.
     var savedMemberTableDigest: UInt64?
     /// Which members never heard directly hold a link now.
     var unheardDials = UnheardDials()
     /// Set while a sync's intake is still busy reading what connections queued.
-    var intakeBusySince: ContinuousClock.Instant?
+    var intakeBusySince: MonotonicInstant?
     /// Since when a wanted catch-up has found no member to serve it (warned after a while).
-    var catchUpUnservedSince: ContinuousClock.Instant?
+    var catchUpUnservedSince: MonotonicInstant?
     var leaving: LeaveProgress?
     /// How the last `leave` went.
     var departure: Departure?

@@ -8,6 +8,6 @@ struct NodeLife: Sendable {
     let identity: StoreIdentity
     let counterSlotOwner: UUID
     let epoch: UInt64
-    let started: ContinuousClock.Instant
+    let started: MonotonicInstant
     let timestampAtStart: HybridTimestamp
 }

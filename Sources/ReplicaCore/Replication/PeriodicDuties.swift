@@ -22,16 +22,16 @@ struct PeriodicDuties: Sendable {
 
     let intervals: Intervals
     /// When each duty is next due, by `Duty.rawValue`.
-    private var next: [ContinuousClock.Instant]
-    private(set) var memberTableSave: ContinuousClock.Instant
+    private var next: [MonotonicInstant]
+    private(set) var memberTableSave: MonotonicInstant
     /// When a sync request last had expired tombstones collected (at most once a second: a
     /// collection looks at every key, and requests may come in floods).
-    private var lastRequestCollection: ContinuousClock.Instant
+    private var lastRequestCollection: MonotonicInstant
     /// When the loop last turned (a long gap is a stall: `turned(now:)`).
-    private(set) var lastTurn: ContinuousClock.Instant
+    private(set) var lastTurn: MonotonicInstant
 
     /// Everything is due at once, except the periodic sync (a catch-up sync starts the node).
-    init(intervals: Intervals, now: ContinuousClock.Instant) {
+    init(intervals: Intervals, now: MonotonicInstant) {
         self.intervals = intervals
         next = Array(repeating: now, count: Duty.allCases.count)
         next[Duty.periodicSync.rawValue] = now + intervals.periodicSync
@@ -41,7 +41,7 @@ struct PeriodicDuties: Sendable {
     }
 
     /// The duties due now, in the order they run, each due again an interval from now.
-    mutating func due(now: ContinuousClock.Instant) -> [Duty] {
+    mutating func due(now: MonotonicInstant) -> [Duty] {
         var due: [Duty] = []
         for duty in Self.order where now >= next[duty.rawValue] {
             guard let interval = interval(of: duty) else { continue }
@@ -62,14 +62,14 @@ struct PeriodicDuties: Sendable {
     }
 
     /// When `duty` is next due.
-    subscript(duty: Duty) -> ContinuousClock.Instant { next[duty.rawValue] }
+    subscript(duty: Duty) -> MonotonicInstant { next[duty.rawValue] }
 
     /// Runs `duty` at the next turn (a heartbeat that shows a withheld update's sequence at
     /// once; a sweep that left tombstones).
-    mutating func runSoon(_ duty: Duty, now: ContinuousClock.Instant) { next[duty.rawValue] = now }
+    mutating func runSoon(_ duty: Duty, now: MonotonicInstant) { next[duty.rawValue] = now }
 
     /// A loop turn at `now`; returns the time since the last one.
-    mutating func turned(now: ContinuousClock.Instant) -> Duration {
+    mutating func turned(now: MonotonicInstant) -> Duration {
         defer { lastTurn = now }
         return now - lastTurn
     }
@@ -81,18 +81,18 @@ struct PeriodicDuties: Sendable {
     }
 
     /// Whether the member table may be saved now (`force`: at shutdown).
-    func savesMemberTable(now: ContinuousClock.Instant, force: Bool) -> Bool { force || now >= memberTableSave }
+    func savesMemberTable(now: MonotonicInstant, force: Bool) -> Bool { force || now >= memberTableSave }
 
     /// The member table was saved, or its save failed (retried later).
-    mutating func memberTableSaved(now: ContinuousClock.Instant, failed: Bool) {
+    mutating func memberTableSaved(now: MonotonicInstant, failed: Bool) {
         memberTableSave = now + (failed ? intervals.memberTableRetry : intervals.memberTableSave)
     }
 
     /// Whether a sync request served now may have expired tombstones collected first.
-    func requestMayCollect(now: ContinuousClock.Instant) -> Bool { now - lastRequestCollection >= .seconds(1) }
+    func requestMayCollect(now: MonotonicInstant) -> Bool { now - lastRequestCollection >= .seconds(1) }
 
     /// A sync request was served at `now`.
-    mutating func requestServed(now: ContinuousClock.Instant) {
+    mutating func requestServed(now: MonotonicInstant) {
         if requestMayCollect(now: now) { lastRequestCollection = now }
     }
 }

@@ -5,7 +5,7 @@ import Foundation
 extension Replica {
     /// Judges the clock in the core (`NodeCore.checkClock`); the writes queued meanwhile are
     /// refused if it finds this node's clock skewed.
-    func checkClock(now: ContinuousClock.Instant) {
+    func checkClock(now: MonotonicInstant) {
         let readings = NodeCore.ClockReadings(
             now: now, wallMillis: configuration.wallClock(), timing: timing,
             refusedEntriesWindow: max(Self.refusedEntriesWindow, configuration.periodicSyncInterval * 2),

@@ -135,7 +135,7 @@ extension Replica {
     }
 
     /// What happens to local writes now, decided in the core.
-    func localWrites(now: ContinuousClock.Instant) -> NodeCore.LocalWrites {
+    func localWrites(now: MonotonicInstant) -> NodeCore.LocalWrites {
         core.localWrites(
             now: now, wallMillis: configuration.wallClock(), requiringCheck: configuration.requireClockCheck,
             hasMembersOrSeeds: hasMembersOrSeeds)

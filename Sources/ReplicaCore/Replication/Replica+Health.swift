@@ -5,7 +5,7 @@ import Logging
 /// sees, at the end of every housekeeping run and before each `status` or `health`, so a fault
 /// shows as soon as its state does and clears with it, and logs what the listing changed.
 extension Replica {
-    func listProblems(now: ContinuousClock.Instant) {
+    func listProblems(now: MonotonicInstant) {
         var refusedByPeers: [String: String] = [:]
         for link in sockets.links.values { if let refusal = link.handshakeRefusal { refusedByPeers[link.address.description] = refusal } }
         for seed in sockets.seeding.seeds { if let refusal = seed.handshakeRefusal { refusedByPeers[seed.address.description] = refusal } }

@@ -3,7 +3,7 @@ import Foundation
 /// Heartbeats: the core composes them (`NodeCore+Heartbeat.swift`); the actor reads the store's
 /// digest and sends.
 extension Replica {
-    func publishHeartbeat(now: ContinuousClock.Instant) {
+    func publishHeartbeat(now: MonotonicInstant) {
         guard let publisher = sockets.publisher else { return }
         let heartbeat = core.heartbeat(
             identity: identity, epoch: epoch, now: now, wallMillis: configuration.wallClock(), base: timing,

@@ -19,7 +19,7 @@ extension Replica {
 
     /// Opens the links to a member, unless it has never been heard here and the places for
     /// such members are taken (`UnheardDials`): then it waits its turn.
-    func dial(_ record: MemberRecord, now: ContinuousClock.Instant) {
+    func dial(_ record: MemberRecord, now: MonotonicInstant) {
         let heard = core.sessions[record.node]?.liveness.lastHeard != nil
         guard heard || record.status != .active || !isAdmitted(record) || core.unheardDials.admit(record.node, now: now) else {
             closeLink(to: record.node)
@@ -30,7 +30,7 @@ extension Replica {
 
     /// Members heard since they were dialled leave the count of unheard ones; links unheard
     /// for too long give their places to members waiting (`UnheardDials`).
-    func maintainUnheardDials(now: ContinuousClock.Instant) {
+    func maintainUnheardDials(now: MonotonicInstant) {
         for node in core.unheardDials.dialling.keys where core.sessions[node]?.liveness.lastHeard != nil { core.unheardDials.heard(node) }
         for action in core.unheardDials.tick(now: now) {
             switch action {
@@ -48,7 +48,7 @@ extension Replica {
     }
 
     /// Opens the sockets to a member (closing any to an old address first).
-    func openLink(to record: MemberRecord, now: ContinuousClock.Instant) {
+    func openLink(to record: MemberRecord, now: MonotonicInstant) {
         closeLink(to: record.node)
         guard record.status == .active, isAdmitted(record), let security = linkSecurity(serverKey: record.publicKey) else { return }
         do {
@@ -130,7 +130,7 @@ extension Replica {
         }
     }
 
-    func sendJoin(to seed: SeedContact, now: ContinuousClock.Instant) {
+    func sendJoin(to seed: SeedContact, now: MonotonicInstant) {
         for message in membersMessages(wantsReply: true) {
             _ = try? seed.dealer.send([codec.encode(.members(message))])
         }
@@ -138,7 +138,7 @@ extension Replica {
     }
 
     /// Closes the discovered seeds past their life, and the oldest beyond the limit.
-    func closeDiscoveredSeeds(making: Int = 0, now: ContinuousClock.Instant) {
+    func closeDiscoveredSeeds(making: Int = 0, now: MonotonicInstant) {
         for id in SeedRetirement.discoveredToClose(seeds: sockets.seeding.seeds.map { ($0.id, $0.discoveredAt) }, making: making, now: now) {
             logger.info("seed \(sockets.seeding.seeds.first { $0.id == id }?.address.description ?? "") (found by beacon, or the last address of a member another member's record ended) made this node no member in time: no longer asked")
             closeSeed(id)
@@ -221,7 +221,7 @@ extension Replica {
     /// Re-dials seeds whose connection failed, repeats unanswered joins, and contacts the seeds
     /// again when this node has heard no member for a while (all gone, or a partition that
     /// outlived every connection).
-    func maintainSeeds(now: ContinuousClock.Instant) {
+    func maintainSeeds(now: MonotonicInstant) {
         let dialTiming = LinkDialer.Timing.adapted(to: nil, silentRedialEvery: timing.silentRedialEvery)
         if !sockets.seeding.seeds.isEmpty {
             let alive = Set(activeSessions.filter { $0.liveness.state == .alive }.map(\.record.address))
@@ -256,7 +256,7 @@ extension Replica {
 
     /// Lists this node as `isolated` while it has heard no member for `Isolation.limit`, or has
     /// heard members none of which reports hearing it (`NodeCore.judgeIsolation`).
-    func judgeIsolation(now: ContinuousClock.Instant) {
+    func judgeIsolation(now: MonotonicInstant) {
         let hasMembersOrSeeds = hasMembersOrSeeds
         core.judgeIsolation(
             now: now, local: identity.node, suspectAfter: timing.suspectAfter, hasMembersOrSeeds: hasMembersOrSeeds,

@@ -38,7 +38,7 @@ extension Replica {
 
     /// Saves the table when it changed (at most once a second; at once with `force`, at shutdown).
     /// A failure (a full disk) is logged and retried later: the table only spares the seeds.
-    func saveMemberTable(now: ContinuousClock.Instant, force: Bool = false) {
+    func saveMemberTable(now: MonotonicInstant, force: Bool = false) {
         guard core.membership.digest != core.savedMemberTableDigest, core.duties.savesMemberTable(now: now, force: force) else { return }
         do {
             try store.saveMemberTable(memberTableMessages())

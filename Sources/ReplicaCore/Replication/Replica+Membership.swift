@@ -14,14 +14,14 @@ extension Replica {
     }
 
     /// Takes the records held back against members that have fallen silent since (`Membership.releaseHeld`).
-    func releaseHeldRecords(now: ContinuousClock.Instant) {
+    func releaseHeldRecords(now: MonotonicInstant) {
         guard let result = core.membership.releaseHeld(heardDirectly: heardDirectly(now: now), wallMillis: configuration.wallClock(),
                                                   expiryWallMillis: expiryWallMillis(received: true), keyOwners: admission.trust.keyOwners)
         else { return }
         act(on: result, from: "records held while their members were heard", now: now)
     }
 
-    private func act(on result: Membership.MergeResult, from source: String, now: ContinuousClock.Instant) {
+    private func act(on result: Membership.MergeResult, from source: String, now: MonotonicInstant) {
         for impersonation in result.impersonations { noteImpersonation(impersonation, from: source, now: now) }
         if !result.refused.isEmpty { noteRefused(result.refused, from: source) }
         for record in result.held { noteHeld(record, from: source, now: now) }
@@ -34,7 +34,7 @@ extension Replica {
 
     /// Members heard on their own connections now: records that end or move them are taken
     /// from them alone.
-    func heardDirectly(now: ContinuousClock.Instant) -> Set<NodeID> {
+    func heardDirectly(now: MonotonicInstant) -> Set<NodeID> {
         Set(activeSessions.lazy.filter { $0.hearsDirectly(now: now, base: self.timing) }.map(\.node))
     }
 
@@ -52,7 +52,7 @@ extension Replica {
     /// own word arriving by another way first (on ROUTER, before its announcement on PUB); an
     /// active record placing it elsewhere that keeps coming lists the member
     /// (`MemberIdentityClash`). Held records never taken are counted when dropped.
-    private func noteHeld(_ record: MemberRecord, from source: String, now: ContinuousClock.Instant) {
+    private func noteHeld(_ record: MemberRecord, from source: String, now: MonotonicInstant) {
         logger.debug("held back a member record of \(record.node) (\(record.status), at \(record.address)) from \(source): \(record.node) is heard directly")
         guard record.status == .active else { return }
         _ = core.healthState.memberClash.contested(record.node, heardAt: core.membership[record.node]?.address, placedAt: record.address, now: now)
@@ -60,7 +60,7 @@ extension Replica {
 
     /// A member's heartbeat reported this node: heard directly in another life is evidence of a
     /// second process with our id (`IdentityClash`).
-    func judgeReport(ofUs report: PeerReport, by member: NodeID, now: ContinuousClock.Instant) {
+    func judgeReport(ofUs report: PeerReport, by member: NodeID, now: MonotonicInstant) {
         guard core.healthState.identityClash.reported(epoch: report.epoch, hearsDirectly: report.hearsDirectly, by: member, ourEpoch: epoch, now: now),
               core.healthState.identityClash.rival != nil
         else { return }
@@ -84,7 +84,7 @@ extension Replica {
 
     /// The clash is over once no member has reported another life of our id for the window. So
     /// is an impersonation no member has passed on for as long.
-    func judgeIdentityClash(now: ContinuousClock.Instant) {
+    func judgeIdentityClash(now: MonotonicInstant) {
         _ = core.healthState.identityClash.tick(now: now)
         _ = core.healthState.memberClash.tick(now: now)
         _ = core.healthState.trustFaults.expire(now: now, window: core.healthState.identityClash.window)
@@ -94,7 +94,7 @@ extension Replica {
     /// `trust` problem, for as long as members pass it on. Writes are not refused: the process
     /// cannot hold this data directory's counter slots without its key, and no member that
     /// knows the key admits it.
-    private func noteImpersonation(_ impersonation: Membership.Impersonation, from source: String, now: ContinuousClock.Instant) {
+    private func noteImpersonation(_ impersonation: Membership.Impersonation, from source: String, now: MonotonicInstant) {
         let record = impersonation.record
         let owner = impersonation.keyOwner
         let subject = "\(record.node) at \(record.address)"
@@ -106,7 +106,7 @@ extension Replica {
     }
 
     /// Carries out what a change of the member table calls for (`NodeCore.memberChanged`).
-    private func apply(_ change: Membership.Change, now: ContinuousClock.Instant) {
+    private func apply(_ change: Membership.Change, now: MonotonicInstant) {
         let actions = core.memberChanged(
             change, now: now, trust: admission.trust, storeSerial: store.serial, retention: configuration.tombstoneRetention)
         for action in actions {
@@ -227,7 +227,7 @@ extension Replica {
     static let noDeparture = Departure(left: false, asked: [], holding: [], acknowledged: [], published: 0, earlierWrites: false)
 
     /// A member's heartbeat arrived while leaving: does it now hold our writes?
-    func leaveHeard(from node: NodeID, now: ContinuousClock.Instant) {
+    func leaveHeard(from node: NodeID, now: MonotonicInstant) {
         guard core.leaving != nil else { return }
         let published = core.own.sequence
         core.leaving?.published = published
@@ -242,7 +242,7 @@ extension Replica {
     /// Whether `node`'s latest heartbeat carried our digest: it holds everything we hold.
     private func hasOurState(_ node: NodeID) -> Bool { core.sessions[node]?.heartbeat?.digestRoot == store.digest.root }
 
-    func checkLeaveDeadline(now: ContinuousClock.Instant) {
+    func checkLeaveDeadline(now: MonotonicInstant) {
         guard let action = core.leaving?.tick(now: now) else { return }
         if case .announce = action, let lacking = core.leaving?.lacking, !lacking.isEmpty {
             let names = lacking.sorted().map(\.rawValue).joined(separator: ", ")

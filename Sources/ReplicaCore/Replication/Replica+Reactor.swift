@@ -100,7 +100,7 @@ extension Replica {
     /// that has seen thousands of them must not pay for them every turn.
     var activeSessions: [PeerSession] { core.activeSessions }
 
-    func runTimers(now: ContinuousClock.Instant) {
+    func runTimers(now: MonotonicInstant) {
         if !sockets.seeding.contacted {
             sockets.seeding.contacted = true
             restoreMemberTable()
@@ -154,7 +154,7 @@ extension Replica {
     /// seeds and a departure's deadline. The timers come first, so that a member found down in
     /// this run is judged down in it too (its clock no longer listed, say), with no moment
     /// between the two for a `status` to see.
-    func keepHouse(now: ContinuousClock.Instant) {
+    func keepHouse(now: MonotonicInstant) {
         // Only active members have timers (`PeerSession.tick`); those that left keep a session
         // for `status`, and there may be thousands of them.
         // (Read before the session's tick: an optional-chained call holds `core` from the start.)
@@ -181,7 +181,7 @@ extension Replica {
     }
 
     /// Carries out what a member's session decided.
-    func perform(_ actions: [PeerSession.Action], for node: NodeID, now: ContinuousClock.Instant) {
+    func perform(_ actions: [PeerSession.Action], for node: NodeID, now: MonotonicInstant) {
         for action in actions {
             switch action {
             case .stateChanged(let transition):

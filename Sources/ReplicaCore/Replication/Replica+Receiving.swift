@@ -86,7 +86,7 @@ extension Replica {
     }
 
     /// A message on the member's own connection: it is heard.
-    private func heard(_ node: NodeID, bytes: Int, now: ContinuousClock.Instant) {
+    private func heard(_ node: NodeID, bytes: Int, now: MonotonicInstant) {
         guard let actions = core.sessions[node]?.heardDirectly(now: now) else { return }
         core.sessions[node]?.countBytes(update: bytes)
         if !actions.isEmpty { perform(actions, for: node, now: now) }
@@ -94,7 +94,7 @@ extension Replica {
 
     /// Updates of the member itself (one, or a batch), with their sequences: one step of its
     /// session for all of them, then each entry to the commit.
-    private func receive(_ entries: [Entry], sequences: ClosedRange<UInt64>, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
+    private func receive(_ entries: [Entry], sequences: ClosedRange<UInt64>, bytes: Int, from node: NodeID, now: MonotonicInstant) {
         if let actions = core.sessions[node]?.updatesReceived(sequences, bytes: bytes, now: now), !actions.isEmpty {
             perform(actions, for: node, now: now)
         }
@@ -108,7 +108,7 @@ extension Replica {
 
     /// A relay moves the source's stream only from the member this node chose to relay it (one
     /// queued before an unsubscription is not); its entry is merged whoever passed it on.
-    private func receive(_ relayed: RelayedUpdate, from node: NodeID, now: ContinuousClock.Instant) {
+    private func receive(_ relayed: RelayedUpdate, from node: NodeID, now: MonotonicInstant) {
         let source = relayed.source
         guard source != identity.node, core.sessions[source] != nil, core.relays.taken[source] == node else {
             accept(relayed.entry, from: relayed.origin)
@@ -119,7 +119,7 @@ extension Replica {
         accept(relayed.entry, from: source)
     }
 
-    private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: ContinuousClock.Instant) {
+    private func receive(_ heartbeat: Heartbeat, from node: NodeID, now: MonotonicInstant) {
         // What housekeeping judges (clocks, liveness, reports, relays) moves with heartbeats.
         core.housekeeping.runSoon()
         // A heartbeat is not data: its timestamp does not move our clock (but while this node's
@@ -192,7 +192,7 @@ extension Replica {
 
     /// Queues one entry; false if it was refused or dropped (not an expired tombstone, which is
     /// collected everywhere and never to be fetched again).
-    private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: ContinuousClock.Instant) -> Bool {
+    private func accept(_ entry: Entry, from node: NodeID, wallMillis: UInt64, now: MonotonicInstant) -> Bool {
         if entry.isTombstone, let cutoff = tombstoneCutoff(received: true), entry.version.timestamp < cutoff {
             // Already collected here (or about to be): taking it back would undo the collection.
             core.counters.expiredTombstonesDropped += 1
@@ -232,13 +232,13 @@ extension Replica {
 /// every few hundred of them (reading the clock per message would cost more than the message).
 struct IntakeBudget {
     private(set) var messages: Int
-    let deadline: ContinuousClock.Instant
-    let now: () -> ContinuousClock.Instant
+    let deadline: MonotonicInstant
+    let now: () -> MonotonicInstant
     /// The most one member's connection may take of it.
     var share: Int = .max
     private var sinceCheck = 0
 
-    init(messages: Int, deadline: ContinuousClock.Instant, now: @escaping () -> ContinuousClock.Instant) {
+    init(messages: Int, deadline: MonotonicInstant, now: @escaping () -> MonotonicInstant) {
         self.messages = messages
         self.deadline = deadline
         self.now = now

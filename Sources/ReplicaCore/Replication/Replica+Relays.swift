@@ -4,7 +4,7 @@ import Foundation
 /// hears, that other member passes the unheard one's updates on (see `RelayPlanner`).
 extension Replica {
     /// Subscribes to (and drops) relays as the plan changes.
-    func planRelays(now: ContinuousClock.Instant) {
+    func planRelays(now: MonotonicInstant) {
         let views = activeSessions.filter { sockets.links[$0.node] != nil }.map { session in
             RelayPlanner.View(node: session.node, directlySilent: session.silentDirectly(now: now, base: timing), hears: session.hears)
         }

@@ -5,7 +5,7 @@ import Logging
 /// updates (as each `PeerSession` decides), and what comes back on the members' DEALERs.
 extension Replica {
     /// Starts the sync the core chooses (`NodeCore.chooseSync`), if any.
-    func startNextSync(now: ContinuousClock.Instant) {
+    func startNextSync(now: MonotonicInstant) {
         let links = sockets.links
         let choice: NodeCore.SyncChoice
         switch core.chooseSync(now: now, base: timing, catchUpPatience: Self.catchUpPatience, isLinked: { links[$0] != nil }) {
@@ -28,7 +28,7 @@ extension Replica {
         logger.log(level: choice.reason == .periodic ? .debug : .info, "sync with \(choice.peer) started (\(choice.reason.rawValue))")
     }
 
-    func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: ContinuousClock.Instant) {
+    func requestRepair(_ range: ClosedRange<UInt64>, from node: NodeID, now: MonotonicInstant) {
         let requestID = core.nextRequestID
         let request = RepairRequest(origin: identity.node, requestID: requestID, first: range.lowerBound, last: range.upperBound)
         let sent: Bool
@@ -85,7 +85,7 @@ extension Replica {
         }
     }
 
-    func receive(_ chunk: SyncChunk, bytes: Int, from node: NodeID, now: ContinuousClock.Instant) {
+    func receive(_ chunk: SyncChunk, bytes: Int, from node: NodeID, now: MonotonicInstant) {
         guard var session = core.sessions[node] else { return }
         switch session.repairChunk(requestID: chunk.requestID, entries: chunk.entries.count, isLast: chunk.isLast, isUnavailable: chunk.isUnavailable, now: now) {
         case .unrelated:
@@ -152,7 +152,7 @@ extension Replica {
     /// its reports from before the request) are no longer losses. After a catch-up, losses of
     /// members we cannot reach that it did not cover are given up: nobody reachable holds them
     /// (they come back with those members).
-    private func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: ContinuousClock.Instant) {
+    private func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: MonotonicInstant) {
         let node = sync.peer
         // Entries dropped meanwhile: the sync counts, but no mark or stream is covered by it (the
         // next sync asks for everything in the differing buckets).
@@ -168,7 +168,7 @@ extension Replica {
     /// A catch-up is over (completed, or its member showed our own digest): losses of members
     /// we cannot reach that it did not cover are given up, since nobody reachable holds them
     /// (they come back with those members).
-    func catchUpSettled(now: ContinuousClock.Instant, except node: NodeID? = nil) {
+    func catchUpSettled(now: MonotonicInstant, except node: NodeID? = nil) {
         for origin in core.sessions.keys where origin != node {
             if let session = core.sessions[origin], !session.hearsDirectly(now: now, base: timing) {
                 core.sessions[origin]?.giveUpLosses()

@@ -36,7 +36,7 @@ extension Replica {
         }
     }
 
-    private func acceptSync(_ request: SyncRequest, from client: [UInt8], now: ContinuousClock.Instant) {
+    private func acceptSync(_ request: SyncRequest, from client: [UInt8], now: MonotonicInstant) {
         if core.responder.continues(client: client, requestID: request.requestID, since: request.since) {
             // Its reply goes on where it was; its newer bucket hashes are not needed: the
             // reply's mark and what it sends are the first attempt's. (Debug: a client may
@@ -80,7 +80,7 @@ extension Replica {
     /// know of it: its own writes of its current life, and every other writer's (ours
     /// included) through what it reports. Only while we hear it directly: its heartbeats then
     /// tell its current life and reports (one we stopped hearing may have restarted since).
-    private func heldWrites(of requester: NodeID, now: ContinuousClock.Instant) -> HeldWrites {
+    private func heldWrites(of requester: NodeID, now: MonotonicInstant) -> HeldWrites {
         guard let session = core.sessions[requester], session.hearsDirectly(now: now, base: timing) else { return .nothing }
         return HeldByRequester.writes(
             requester: requester, requesterEpoch: session.stream.epoch, reports: session.heartbeat?.reports ?? [:], responder: identity.node,
@@ -92,7 +92,7 @@ extension Replica {
 
     /// Resends published updates (the current entries of their keys), or says at once that they
     /// have left the retransmit buffer.
-    private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: any MessageSocket, now: ContinuousClock.Instant) {
+    private func acceptRepair(_ request: RepairRequest, from client: [UInt8], on socket: any MessageSocket, now: MonotonicInstant) {
         guard request.last - request.first < PeerSession.maxRepair, let keys = core.own.keys(request.first...request.last) else {
             let gone = SyncChunk(origin: identity.node, requestID: request.requestID, index: 0, isLast: true, isUnavailable: true, entries: [])
             let frame = codec.encode(.syncChunk(gone))
@@ -117,7 +117,7 @@ extension Replica {
     /// Gives `reply` a place among the replies in progress, if there is one (false: refused, and
     /// counted). A reply stalled for `replyStall` gives up its place when all are taken: it is
     /// usually one whose queue drains at the pace of a slow link, but may be one nobody reads.
-    private func admit(_ reply: SyncResponder.Reply, now: ContinuousClock.Instant) -> Bool {
+    private func admit(_ reply: SyncResponder.Reply, now: MonotonicInstant) -> Bool {
         switch core.responder.accept(reply, now: now, stalledAfter: replyStall) {
         case .refused:
             // A bounded number of replies at once, so requests cannot grow memory; a refused

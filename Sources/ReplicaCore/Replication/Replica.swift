@@ -35,8 +35,8 @@ public actor Replica: PollLoopOwner {
     let commitMetrics: CommitMetrics
     let store: any ReplicaStore
     /// This node's monotonic clock: the system's, or a simulation's (`ReplicaRuntime`).
-    nonisolated let instant: @Sendable () -> ContinuousClock.Instant
-    var started: ContinuousClock.Instant { life.started }
+    nonisolated let instant: @Sendable () -> MonotonicInstant
+    var started: MonotonicInstant { life.started }
     var timestampAtStart: HybridTimestamp { life.timestampAtStart }
     nonisolated var timing: PeerTiming { configuration.peerTiming }
 
@@ -96,7 +96,7 @@ public actor Replica: PollLoopOwner {
         if let runtime {
             instant = runtime.now
         } else {
-            instant = { ContinuousClock.now }
+            instant = { MonotonicInstant.now }
         }
         let now = instant()
         let duties = PeriodicDuties(

@@ -6,11 +6,11 @@
 public struct ReplicaRuntime: @unchecked Sendable {
     public var sockets: any SocketFactory
     public var loop: any ReplicaLoop
-    public var now: @Sendable () -> ContinuousClock.Instant
+    public var now: @Sendable () -> MonotonicInstant
     /// The store of a `.memory` replica, kept by the simulation across the node's lives.
     public var store: MemoryStore?
 
-    public init(sockets: any SocketFactory, loop: any ReplicaLoop, now: @escaping @Sendable () -> ContinuousClock.Instant, store: MemoryStore? = nil) {
+    public init(sockets: any SocketFactory, loop: any ReplicaLoop, now: @escaping @Sendable () -> MonotonicInstant, store: MemoryStore? = nil) {
         self.sockets = sockets
         self.loop = loop
         self.now = now

@@ -80,7 +80,7 @@ import Testing
 
     @Test(arguments: rows) func verdicts(_ row: Row) {
         var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         for step in row.steps {
             let now = start + .milliseconds(step.at)
             _ = check.evaluate(offsets: step.offsets, unmeasured: step.unmeasured, now: now)
@@ -94,7 +94,7 @@ import Testing
     /// agreed once and then lost its members (a partition) is not unchecked.
     @Test func aClockNeverComparedIsUncheckedOnceTheGraceRunsOut() {
         var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         func at(_ ms: Int, _ offsets: [Int64], unmeasured: Int) -> Bool {
             _ = check.evaluate(offsets: offsets, unmeasured: unmeasured, now: start + .milliseconds(ms))
             return check.isUnchecked(now: start + .milliseconds(ms))
@@ -115,7 +115,7 @@ import Testing
     /// minutes.)
     @Test func aSteppedClockIsAsNeverCompared() {
         var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         _ = check.evaluate(offsets: [5], unmeasured: 0, now: start)
         _ = check.evaluate(offsets: [], unmeasured: 1, now: start + .seconds(1))
         #expect(check.localWrites(now: start + .seconds(4), requiringCheck: true) == .accept, "cut off, but checked this run")
@@ -153,7 +153,7 @@ import Testing
     /// The one decision about local writes, at one instant (flush and submit both ask it, so a
     /// grace that runs out between two looks cannot let a write through unchecked).
     @Test func localWritesAreAcceptedHeldOrRefusedByOneDecision() {
-        let start = ContinuousClock.now
+        let start = MonotonicInstant.now
         var check = ClockCheck(limit: .seconds(60), grace: .seconds(3))
         _ = check.evaluate(offsets: [], unmeasured: 1, now: start)
         #expect(check.localWrites(now: start + .seconds(1), requiringCheck: true) == .hold)

@@ -4,9 +4,9 @@ import Testing
 /// `HousekeepingSchedule`: the housekeeping runs at the first turn, then at most once per
 /// interval however fast the loop turns, and a turn that skipped it makes the loop wake for it.
 @Suite struct HousekeepingScheduleTests {
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
 
-    func at(_ millis: Int) -> ContinuousClock.Instant { start + .milliseconds(millis) }
+    func at(_ millis: Int) -> MonotonicInstant { start + .milliseconds(millis) }
 
     /// Turns at these moments (ms from the start): whether each runs it, and how long the loop
     /// may then sleep for it (nil: no limit from housekeeping).

@@ -5,8 +5,8 @@ import Testing
 /// `IdentityClash`: which members' reports of this node show another process with our id, and
 /// when that is over. Records of our id prove nothing (anyone can send one): they are not input.
 @Suite struct IdentityClashTests {
-    static let start = ContinuousClock.now
-    static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int(seconds * 1000)) }
+    static let start = MonotonicInstant.now
+    static func at(_ seconds: Double) -> MonotonicInstant { start + .milliseconds(Int(seconds * 1000)) }
     static let ours: UInt64 = 1_000
 
     /// A member's report of us: at a time, the life it hears, and whether it hears it directly.

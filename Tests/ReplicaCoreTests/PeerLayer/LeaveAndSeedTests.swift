@@ -5,7 +5,7 @@ import Testing
 /// `SeedRecontact`: when an isolated node asks its seeds again. (`LeaveProgress` has its own
 /// table, LeaveProgressTests.)
 @Suite struct LeaveAndSeedTests {
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
 
     struct Tick: Sendable {
         var at: Int
@@ -69,11 +69,11 @@ import Testing
     /// without limit): configured seeds are kept; discovered ones go after their life, the
     /// oldest first beyond the limit, and one opens a second at most.
     @Test func discoveredSeedsAreBoundedInNumberAndLife() {
-        let start = ContinuousClock.now
-        func at(_ seconds: Int) -> ContinuousClock.Instant { start + .seconds(seconds) }
+        let start = MonotonicInstant.now
+        func at(_ seconds: Int) -> MonotonicInstant { start + .seconds(seconds) }
         let life = Int(SeedRetirement.discoveredLife / .seconds(1))
         // Seed 0 configured; 1...16 discovered at seconds 1...16.
-        let seeds = [(id: 0, discoveredAt: nil as ContinuousClock.Instant?)] + (1...SeedRetirement.maxDiscovered).map { (id: $0, discoveredAt: at($0)) }
+        let seeds = [(id: 0, discoveredAt: nil as MonotonicInstant?)] + (1...SeedRetirement.maxDiscovered).map { (id: $0, discoveredAt: at($0)) }
         #expect(SeedRetirement.discoveredToClose(seeds: seeds, now: at(16)).isEmpty, "at the limit, none past its life")
         #expect(SeedRetirement.discoveredToClose(seeds: seeds, making: 1, now: at(16)) == [1], "another makes room: the oldest goes")
         #expect(SeedRetirement.discoveredToClose(seeds: seeds, now: at(life + 2)) == [1, 2], "past their life")

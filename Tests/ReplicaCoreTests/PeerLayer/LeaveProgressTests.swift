@@ -3,7 +3,7 @@ import Testing
 
 /// The departure's two phases as a table: members hand-off first, then acknowledgements.
 @Suite struct LeaveProgressTests {
-    static let start = ContinuousClock.now
+    static let start = MonotonicInstant.now
 
     static func progress(asking members: Set<NodeID> = ["a", "b"], published: UInt64 = 12, earlierWrites: Bool = false, force: Bool = false) -> LeaveProgress {
         LeaveProgress(asking: members, epoch: 7, published: published, earlierWrites: earlierWrites, force: force, now: start,
@@ -14,7 +14,7 @@ import Testing
         PeerReport(node: "leaver", epoch: epoch, through: through, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)
     }
 
-    static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .seconds(seconds) }
+    static func at(_ seconds: Double) -> MonotonicInstant { start + .seconds(seconds) }
 
     @Test(arguments: [
         (report(through: 12), true),

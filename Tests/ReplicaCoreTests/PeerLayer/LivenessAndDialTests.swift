@@ -4,8 +4,8 @@ import Testing
 
 /// `Liveness`, `LinkDialer` and `ClockEstimate`: the per-member timers, without sockets or sleeps.
 @Suite struct LivenessAndDialTests {
-    let start = ContinuousClock.now
-    func at(_ milliseconds: Int) -> ContinuousClock.Instant { start + .milliseconds(milliseconds) }
+    let start = MonotonicInstant.now
+    func at(_ milliseconds: Int) -> MonotonicInstant { start + .milliseconds(milliseconds) }
 
     @Test func silenceMakesAMemberSuspectThenDown() {
         var liveness = Liveness(now: at(0))

@@ -5,8 +5,8 @@ import Testing
 /// `MemberIdentityClash`: when another member's moves show two processes with its id, and when
 /// that is over.
 @Suite struct MemberIdentityClashTests {
-    static let start = ContinuousClock.now
-    static func at(_ seconds: Double) -> ContinuousClock.Instant { start + .milliseconds(Int(seconds * 1000)) }
+    static let start = MonotonicInstant.now
+    static func at(_ seconds: Double) -> MonotonicInstant { start + .milliseconds(Int(seconds * 1000)) }
     static func port(_ port: UInt16) -> Endpoint { Endpoint(host: "10.0.0.1", port: port) }
 
     struct Row: Sendable, CustomTestStringConvertible {

@@ -5,7 +5,7 @@ import Testing
 /// The clock decisions of `NodeCore`, driven without an actor, sockets or sleeps: the members'
 /// clocks judged as `peerClock` problems, the hybrid clock's lead, a step of the wall clock.
 @Suite struct NodeCoreClockTests {
-    static let start = ContinuousClock.now
+    static let start = MonotonicInstant.now
     static let wall: UInt64 = 1_800_000_000_000
     static let timing = PeerTiming(heartbeatInterval: .milliseconds(500), suspectAfter: .milliseconds(1500), downAfter: .seconds(5), requestTimeout: .seconds(2))
 

@@ -14,7 +14,7 @@ import Testing
     ]
     static let edge = Gen.int(in: 0...(edges.count - 1)).map { edges[$0] }
     static let codec = WireCodec()
-    static let start = ContinuousClock.now
+    static let start = MonotonicInstant.now
     static let record = MemberRecord(node: "b", epoch: 7, incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2)),
                                      status: .active, address: Endpoint(host: "127.0.0.1", port: 7000), publicKey: nil)
     static let timing = PeerTiming(heartbeatInterval: .seconds(1), suspectAfter: .milliseconds(1500), downAfter: .seconds(5), requestTimeout: .seconds(10))

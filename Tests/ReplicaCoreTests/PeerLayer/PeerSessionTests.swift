@@ -5,8 +5,8 @@ import Testing
 /// `PeerSession`: every trigger a member's messages and timers pull, as tables of events and the
 /// actions they must (and must not) produce.
 @Suite struct PeerSessionTests {
-    static let start = ContinuousClock.now
-    static func at(_ milliseconds: Int) -> ContinuousClock.Instant { start + .milliseconds(milliseconds) }
+    static let start = MonotonicInstant.now
+    static func at(_ milliseconds: Int) -> MonotonicInstant { start + .milliseconds(milliseconds) }
     static let timing = PeerTiming(heartbeatInterval: .seconds(1), suspectAfter: .milliseconds(1500), downAfter: .seconds(5), requestTimeout: .seconds(10))
     static let record = MemberRecord(node: "b", epoch: 7, incarnation: UUID(uuid: (1, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 2)),
                                      status: .active, address: Endpoint(host: "127.0.0.1", port: 7000), publicKey: nil)
@@ -629,7 +629,7 @@ import Testing
 
 extension PeerSession {
     /// The dealer's TCP connection and handshake, both done.
-    mutating func connectDealer(now: ContinuousClock.Instant) {
+    mutating func connectDealer(now: MonotonicInstant) {
         dealerTCPConnected(now: now)
         dealerHandshakeSucceeded(now: now)
     }

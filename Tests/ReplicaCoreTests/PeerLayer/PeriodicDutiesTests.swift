@@ -3,11 +3,11 @@ import Testing
 
 /// `PeriodicDuties`: which of the node's periodic duties a turn runs, and what moves them.
 @Suite struct PeriodicDutiesTests {
-    let start = ContinuousClock.now
+    let start = MonotonicInstant.now
     let intervals = PeriodicDuties.Intervals(
         heartbeat: .milliseconds(500), beacon: .seconds(1), periodicSync: .seconds(30), tombstoneSweep: .seconds(60))
 
-    func at(_ millis: Int) -> ContinuousClock.Instant { start + .milliseconds(millis) }
+    func at(_ millis: Int) -> MonotonicInstant { start + .milliseconds(millis) }
 
     /// Turns at these moments (ms from the start), and the duties each runs, in order.
     @Test func aTableOfTurns() {

@@ -6,7 +6,7 @@ import Testing
 /// cleared by hand: each owner of such state is tested here for the facts it states.
 @Suite struct ProblemBoardTests {
     static let start = Date(timeIntervalSince1970: 1_800_000_000)
-    static let now = ContinuousClock.now
+    static let now = MonotonicInstant.now
 
     @Test func aKindListsExactlyWhatItsStateSays() {
         var board = ProblemBoard()

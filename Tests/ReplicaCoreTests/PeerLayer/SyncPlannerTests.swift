@@ -3,7 +3,7 @@ import Testing
 
 /// `SyncPlanner`: one full sync at a time, from the member that has the most.
 @Suite struct SyncPlannerTests {
-    let now = ContinuousClock.now
+    let now = MonotonicInstant.now
 
     static func candidate(_ node: NodeID, reachable: Bool = true, covers: Bool = false, progress: UInt64 = 0) -> SyncPlanner.Candidate {
         SyncPlanner.Candidate(node: node, reachable: reachable, coversMissing: covers, progress: progress)
@@ -368,7 +368,7 @@ import Testing
 
 /// `SyncResponder`: replies streamed as fast as their requesters read, bounded in number.
 @Suite struct SyncResponderTests {
-    let now = ContinuousClock.now
+    let now = MonotonicInstant.now
 
     func reply(_ client: UInt8, id: UInt64? = nil, keys: [String], repair: Bool = false, at: Duration = .zero) -> SyncResponder.Reply {
         SyncResponder.Reply(
@@ -627,7 +627,7 @@ extension SyncResponder {
 /// `CommitQueue`: a failing store is retried with back-off, and nothing is acknowledged unless
 /// committed.
 @Suite struct CommitQueueTests {
-    let now = ContinuousClock.now
+    let now = MonotonicInstant.now
     let entry = Entry(key: "k", version: Version(timestamp: .zero, node: "n"), payload: [1])
 
     @Test func receivedEntriesWaitOutTheBackOffAfterAFailure() {

@@ -4,8 +4,8 @@ import Testing
 /// `UnheardDials`: members never heard hold at most `limit` links at once, give their places up
 /// after `attempt`, and wait a back-off that doubles.
 @Suite struct UnheardDialsTests {
-    static let start = ContinuousClock.now
-    static func at(_ seconds: Int) -> ContinuousClock.Instant { start + .seconds(seconds) }
+    static let start = MonotonicInstant.now
+    static func at(_ seconds: Int) -> MonotonicInstant { start + .seconds(seconds) }
 
     @Test func atMostTheLimitAreDialledAndTheRestWait() {
         var dials = UnheardDials(limit: 2, attempt: .seconds(30), firstBackOff: .seconds(60), maxBackOff: .seconds(240))

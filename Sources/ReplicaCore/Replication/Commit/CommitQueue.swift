@@ -37,7 +37,7 @@ struct CommitQueue: Sendable {
         var count: Int
         var message: String
         /// Received entries are dropped until then.
-        var retryAt: ContinuousClock.Instant
+        var retryAt: MonotonicInstant
         var backoff: Duration
         /// A fetch of what was dropped was asked for since the last failure.
         var refetchAsked = false
@@ -45,7 +45,7 @@ struct CommitQueue: Sendable {
         /// `maxRefetchBackoff`, longer than the inbound back-off, because each fetch brings
         /// everything dropped (megabytes, for a node far behind) to test a disk that may still
         /// be full. A commit that works (a local write, a live update) ends the failure sooner.
-        var refetchAt: ContinuousClock.Instant
+        var refetchAt: MonotonicInstant
         var refetchBackoff: Duration
         /// It began within a minute of the last failure's end: the store alternates (room for
         /// small commits, not for a fetch), so its end does not start a fetch at once.
@@ -64,9 +64,9 @@ struct CommitQueue: Sendable {
     /// fetch) goes on from it instead of starting over at a quarter second. (A tester's nearly
     /// full disk alternated: each small commit that fit ended the failure, and the fetch that
     /// followed at once brought 3 MB to fail again, 6 to 7 times a second.)
-    private var lastRefetch: (backoff: Duration, until: ContinuousClock.Instant)?
+    private var lastRefetch: (backoff: Duration, until: MonotonicInstant)?
     /// After a recurring failure ended: no sync before its fetch was due.
-    private var syncsNotBefore: ContinuousClock.Instant?
+    private var syncsNotBefore: MonotonicInstant?
     /// The space of a disk with less room than a large commit needs, while commits work (before
     /// any failed, or after a failure ended): not over for the operator. On a full disk with
     /// room for small commits in SQLite's log only, each small one ended the failure and each
@@ -121,7 +121,7 @@ struct CommitQueue: Sendable {
 
     /// Queues a received entry, unless the store is failing and its back-off has not passed;
     /// returns whether it was queued.
-    mutating func accept(_ entry: Entry, from node: NodeID, now: ContinuousClock.Instant) -> Bool {
+    mutating func accept(_ entry: Entry, from node: NodeID, now: MonotonicInstant) -> Bool {
         if let failure, now < failure.retryAt { return false }  // counted by the replica
         inbound.entries.append(entry)
         inbound.sources.append(node)
@@ -153,7 +153,7 @@ struct CommitQueue: Sendable {
     /// the store's disk: a failure that ends with less free than `DiskSpace.roomToRecover`
     /// (for messages of up to `frameBytes`) leaves the store `shortOfSpace`.
     mutating func committed(
-        now: ContinuousClock.Instant, disk: @autoclosure () -> DiskSpace?, frameBytes: Int
+        now: MonotonicInstant, disk: @autoclosure () -> DiskSpace?, frameBytes: Int
     ) -> Failure? {
         defer { failure = nil }
         if let failure {
@@ -203,7 +203,7 @@ struct CommitQueue: Sendable {
     /// due at once. (The `disk-full` fault test's node3, its writers done, did not catch up
     /// within 30 s of the space being freed.) Not for a disk that never lacked room (read-only:
     /// the back-off stands), and once per such return.
-    mutating func fetchOwed(afterLookAt disk: DiskSpace?, frameBytes: Int, now: ContinuousClock.Instant) -> Bool {
+    mutating func fetchOwed(afterLookAt disk: DiskSpace?, frameBytes: Int, now: MonotonicInstant) -> Bool {
         guard let disk else { return false }
         if disk.lacksRoomForCommits(frameBytes: frameBytes, wasShort: false) {
             lackedRoom = true
@@ -229,7 +229,7 @@ struct CommitQueue: Sendable {
     }
 
     /// The commit failed with `message`; returns whether this is a new failure (not a repeat).
-    mutating func failed(_ message: String, now: ContinuousClock.Instant, date: Date = Date()) -> Bool {
+    mutating func failed(_ message: String, now: MonotonicInstant, date: Date = Date()) -> Bool {
         shortOfSpace = nil
         if var current = failure {
             current.last = date
@@ -257,14 +257,14 @@ struct CommitQueue: Sendable {
 
     /// Whether to fetch again what was dropped: once per failure, when its refetch back-off has
     /// passed (the fetch brings entries to commit, which tells whether the store works again).
-    mutating func refetchDue(now: ContinuousClock.Instant) -> Bool {
+    mutating func refetchDue(now: MonotonicInstant) -> Bool {
         guard let current = failure, !current.refetchAsked, now >= current.refetchAt else { return false }
         failure?.refetchAsked = true
         return true
     }
 
     /// Whether received entries may be committed again (no failure, or its back-off passed).
-    func acceptsInbound(now: ContinuousClock.Instant) -> Bool {
+    func acceptsInbound(now: MonotonicInstant) -> Bool {
         failure.map { now >= $0.retryAt } ?? true
     }
 
@@ -273,7 +273,7 @@ struct CommitQueue: Sendable {
     /// to the same full disk. (Digest syncs of 9 MB came every 5 s on an idle cluster.) After a
     /// failure that recurred ends, also not before its fetch was due: a small commit that fits
     /// does not prove the disk takes a fetch.
-    func acceptsSyncs(now: ContinuousClock.Instant) -> Bool {
+    func acceptsSyncs(now: MonotonicInstant) -> Bool {
         guard let failure else { return syncsNotBefore.map { now >= $0 } ?? true }
         return now >= failure.retryAt && now >= failure.refetchAt
     }

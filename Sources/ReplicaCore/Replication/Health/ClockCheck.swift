@@ -23,9 +23,9 @@ struct ClockCheck: Sendable {
     private(set) var verdict: Verdict = .alone
     /// Whether the clock has agreed with the members' at least once since start.
     private(set) var hasAgreed = false
-    private var unverifiedSince: ContinuousClock.Instant?
+    private var unverifiedSince: MonotonicInstant?
     /// Since when a "skewed" judgement has waited for members not measured yet.
-    private var skewDeferredSince: ContinuousClock.Instant?
+    private var skewDeferredSince: MonotonicInstant?
 
     init(limit: Duration, grace: Duration) {
         limitMillis = Int64(limit / .milliseconds(1))
@@ -61,7 +61,7 @@ struct ClockCheck: Sendable {
     /// "Skewed" waits for the members not measured yet, for at most `grace`: they may outvote
     /// the ones measured first. (At start-up a node whose clock is right may have measured only
     /// the one member whose clock is wrong; judged on that alone, it would refuse its writes.)
-    mutating func evaluate(offsets: [Int64], unmeasured: Int, now: ContinuousClock.Instant) -> Verdict? {
+    mutating func evaluate(offsets: [Int64], unmeasured: Int, now: MonotonicInstant) -> Verdict? {
         let new: Verdict
         if let median = median(offsets) {
             let judged: Verdict = abs(median) > limitMillis ? .skewed(medianMillis: median) : .agrees(medianMillis: median)
@@ -94,13 +94,13 @@ struct ClockCheck: Sendable {
     /// as if never compared: local writes wait for a comparison as at start (a node cut off
     /// from its members whose clock jumped ahead stamped its writes minutes ahead, and members
     /// refused them until their own clocks got there).
-    mutating func clockStepped(now: ContinuousClock.Instant) {
+    mutating func clockStepped(now: MonotonicInstant) {
         hasAgreed = false
         if verdict == .unverified { unverifiedSince = now }
     }
 
     /// Local writes wait (the clock is not compared yet, and the grace has not run out).
-    func holdsWrites(now: ContinuousClock.Instant) -> Bool {
+    func holdsWrites(now: MonotonicInstant) -> Bool {
         guard verdict == .unverified, let since = unverifiedSince else { return false }
         return now - since < grace
     }
@@ -108,7 +108,7 @@ struct ClockCheck: Sendable {
     /// Whether local writes go ahead with a clock never compared: there is something to compare
     /// with (members or seeds), it has never agreed since start, and the grace is over. Refused
     /// under `requireClockCheck`, accepted (and listed) otherwise.
-    func isUnchecked(now: ContinuousClock.Instant) -> Bool {
+    func isUnchecked(now: MonotonicInstant) -> Bool {
         !hasAgreed && verdict == .unverified && !holdsWrites(now: now)
     }
 
@@ -125,7 +125,7 @@ struct ClockCheck: Sendable {
 
     /// The one decision about local writes, at one instant: refused while skewed, held during
     /// the grace, refused after it when never compared and `requiringCheck`, accepted otherwise.
-    func localWrites(now: ContinuousClock.Instant, requiringCheck: Bool) -> LocalWrites {
+    func localWrites(now: MonotonicInstant, requiringCheck: Bool) -> LocalWrites {
         if let median = refusal { return .refuseSkewed(medianMillis: median) }
         if holdsWrites(now: now) { return .hold }
         if requiringCheck && isUnchecked(now: now) { return .refuseUnchecked }

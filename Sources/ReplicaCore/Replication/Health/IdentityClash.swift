@@ -24,14 +24,14 @@ struct IdentityClash: Equatable, Sendable {
         /// The member that reported, and the life it hears.
         var member: NodeID
         var epoch: UInt64
-        var first: ContinuousClock.Instant
-        var last: ContinuousClock.Instant
+        var first: MonotonicInstant
+        var last: MonotonicInstant
     }
     /// The latest stretch (what `rival` shows), and each member's.
     private(set) var evidence: Evidence?
     private var stretches: [NodeID: Evidence] = [:]
     /// Since when another process is known to use our id.
-    private(set) var since: ContinuousClock.Instant?
+    private(set) var since: MonotonicInstant?
 
     init(window: Duration, confirmAfter: Duration) {
         self.window = window
@@ -43,7 +43,7 @@ struct IdentityClash: Equatable, Sendable {
 
     /// `member`'s heartbeat reports this id: heard directly or not, in life `epoch`. Returns
     /// true when this starts a clash.
-    mutating func reported(epoch: UInt64, hearsDirectly: Bool, by member: NodeID, ourEpoch: UInt64, now: ContinuousClock.Instant) -> Bool {
+    mutating func reported(epoch: UInt64, hearsDirectly: Bool, by member: NodeID, ourEpoch: UInt64, now: MonotonicInstant) -> Bool {
         guard hearsDirectly, epoch != 0, epoch != ourEpoch else { return false }
         var stretch = stretches[member].flatMap { now - $0.last < window ? $0 : nil }
             ?? Evidence(member: member, epoch: epoch, first: now, last: now)
@@ -57,7 +57,7 @@ struct IdentityClash: Equatable, Sendable {
     }
 
     /// One tick: true when a clash ends (no report of another life for `window`).
-    mutating func tick(now: ContinuousClock.Instant) -> Bool {
+    mutating func tick(now: MonotonicInstant) -> Bool {
         guard let last = evidence?.last, now - last >= window else { return false }
         evidence = nil
         stretches.removeAll()

@@ -20,12 +20,12 @@ struct MemberIdentityClash: Sendable {
     static let movesToList = 4
 
     private struct Move: Sendable {
-        var at: ContinuousClock.Instant
+        var at: MonotonicInstant
         var address: Endpoint
     }
 
     private var moves: [NodeID: [Move]] = [:]
-    private var contests: [NodeID: [ContinuousClock.Instant]] = [:]
+    private var contests: [NodeID: [MonotonicInstant]] = [:]
     static let contestsToList = 2
     /// Most events kept per member within the window: enough to judge, bounded whatever a
     /// flood of records does.
@@ -54,7 +54,7 @@ struct MemberIdentityClash: Sendable {
 
     /// Member `node`'s record moved to `address`. Returns the addresses it moved between when
     /// this move makes it a clash, once (nil while it is listed already, or is no clash).
-    mutating func moved(_ node: NodeID, to address: Endpoint, now: ContinuousClock.Instant) -> [Endpoint]? {
+    mutating func moved(_ node: NodeID, to address: Endpoint, now: MonotonicInstant) -> [Endpoint]? {
         var recent = (moves[node] ?? []).filter { now - $0.at < window }
         recent.append(Move(at: now, address: address))
         if recent.count > Self.eventsKept { recent.removeFirst(recent.count - Self.eventsKept) }
@@ -80,7 +80,7 @@ struct MemberIdentityClash: Sendable {
     /// A record that would move member `node` (heard directly, at `heardAt`) to `placedAt` was
     /// held back. Returns true while the member is listed (this contest listed it, or it was
     /// already).
-    mutating func contested(_ node: NodeID, heardAt: Endpoint? = nil, placedAt: Endpoint? = nil, now: ContinuousClock.Instant) -> Bool {
+    mutating func contested(_ node: NodeID, heardAt: Endpoint? = nil, placedAt: Endpoint? = nil, now: MonotonicInstant) -> Bool {
         var recent = (contests[node] ?? []).filter { now - $0 < window }
         recent.append(now)
         if recent.count > Self.eventsKept { recent.removeFirst(recent.count - Self.eventsKept) }
@@ -116,7 +116,7 @@ struct MemberIdentityClash: Sendable {
 
     /// The listed members that have neither moved nor been contested for the window: no
     /// longer a clash.
-    mutating func tick(now: ContinuousClock.Instant) -> [NodeID] {
+    mutating func tick(now: MonotonicInstant) -> [NodeID] {
         moves = moves.filter { _, moves in moves.last.map { now - $0.at < window } ?? false }
         contests = contests.filter { _, times in times.last.map { now - $0 < window } ?? false }
         let over = listings.keys.filter { moves[$0] == nil && contests[$0] == nil }

@@ -6,7 +6,7 @@
 struct TrustFaults: Sendable {
     private(set) var sources: [String: String] = [:]
     private struct Impersonation: Sendable {
-        var last: ContinuousClock.Instant
+        var last: MonotonicInstant
         var message: String
     }
     private var impersonations: [String: Impersonation] = [:]
@@ -20,12 +20,12 @@ struct TrustFaults: Sendable {
 
     /// A member passed on a record refused as an impersonation (`subject`: the node and address
     /// it announces).
-    mutating func impersonated(_ subject: String, _ message: String, now: ContinuousClock.Instant) {
+    mutating func impersonated(_ subject: String, _ message: String, now: MonotonicInstant) {
         impersonations[subject] = Impersonation(last: now, message: message)
     }
 
     /// Forgets the impersonations no member has passed on for `window`; returns their subjects.
-    mutating func expire(now: ContinuousClock.Instant, window: Duration) -> [String] {
+    mutating func expire(now: MonotonicInstant, window: Duration) -> [String] {
         let over = impersonations.filter { now - $0.value.last >= window }.keys.sorted()
         for subject in over { impersonations[subject] = nil }
         return over

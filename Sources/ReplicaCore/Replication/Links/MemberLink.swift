@@ -58,14 +58,14 @@ final class SeedContact: @unchecked Sendable {
     let dealer: any MessageSocket
     let events: any MessageSocket
     var dialer: LinkDialer
-    var lastJoinSent: ContinuousClock.Instant?
+    var lastJoinSent: MonotonicInstant?
     /// Why the seed refused our last handshake, until one succeeds (a `handshake` problem).
     var handshakeRefusal: String?
     /// When a discovery beacon named it (nil: a configured seed); see `SeedRetirement`.
-    let discoveredAt: ContinuousClock.Instant?
+    let discoveredAt: MonotonicInstant?
 
     init(id: Int, address: Endpoint, from listen: Endpoint, context: any SocketFactory, limits: WireLimits, security: LinkSecurity,
-         discovered: Bool, now: ContinuousClock.Instant) throws {
+         discovered: Bool, now: MonotonicInstant) throws {
         self.id = id
         self.address = address
         discoveredAt = discovered ? now : nil

@@ -8,5 +8,5 @@ struct Seeding {
     /// When a node that hears no member asks its seeds again.
     var recontact = SeedRecontact()
     /// When a discovery beacon of a node we may join was last heard (see `hasMembersOrSeeds`).
-    var lastBeaconHeard: ContinuousClock.Instant?
+    var lastBeaconHeard: MonotonicInstant?
 }

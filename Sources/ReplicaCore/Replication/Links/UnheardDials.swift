@@ -14,7 +14,7 @@ struct UnheardDials: Sendable {
     let maxBackOff: Duration
 
     /// Members dialled and not heard yet, since when.
-    private(set) var dialling: [NodeID: ContinuousClock.Instant] = [:]
+    private(set) var dialling: [NodeID: MonotonicInstant] = [:]
     /// Members waiting for a place: when they may be dialled, and their next back-off.
     private(set) var waiting: [NodeID: Wait] = [:]
     /// Members heard directly (on their own connections) since this process started: real
@@ -26,7 +26,7 @@ struct UnheardDials: Sendable {
     /// dropped when its departure expires.
     private(set) var heardOnce: Set<NodeID> = []
     struct Wait: Equatable, Sendable {
-        var until: ContinuousClock.Instant
+        var until: MonotonicInstant
         var backOff: Duration
     }
     /// Times a member had to wait for a place (for status).
@@ -45,7 +45,7 @@ struct UnheardDials: Sendable {
     }
 
     /// A member never heard is to be dialled: true if it may be now (a place is free).
-    mutating func admit(_ node: NodeID, now: ContinuousClock.Instant) -> Bool {
+    mutating func admit(_ node: NodeID, now: MonotonicInstant) -> Bool {
         if dialling[node] != nil { return true }
         if heardOnce.contains(node) {
             waiting[node] = nil
@@ -85,7 +85,7 @@ struct UnheardDials: Sendable {
 
     /// Links unheard for `attempt` are closed (their members wait a back-off); free places go to
     /// the members waiting longest whose back-off is over.
-    mutating func tick(now: ContinuousClock.Instant) -> [Action] {
+    mutating func tick(now: MonotonicInstant) -> [Action] {
         var actions: [Action] = []
         for node in dialling.filter({ now - $0.value >= attempt }).keys.sorted() {
             dialling[node] = nil

@@ -30,8 +30,8 @@
 /// So the members that have not acknowledged are asked again every `reaskInterval`.
 struct LeaveProgress: Equatable, Sendable {
     enum Phase: Equatable, Sendable {
-        case handingOff(until: ContinuousClock.Instant)
-        case departing(until: ContinuousClock.Instant)
+        case handingOff(until: MonotonicInstant)
+        case departing(until: MonotonicInstant)
     }
 
     /// What the owner does next.
@@ -59,11 +59,11 @@ struct LeaveProgress: Equatable, Sendable {
     private(set) var holding: Set<NodeID> = []
     private(set) var acknowledged: Set<NodeID> = []
     /// When the departure was last sent to the members that have not acknowledged it.
-    private var lastAsked: ContinuousClock.Instant?
+    private var lastAsked: MonotonicInstant?
     static let reaskInterval: Duration = .milliseconds(250)
 
     init(asking members: Set<NodeID>, epoch: UInt64, published: UInt64, earlierWrites: Bool = false, force: Bool,
-         now: ContinuousClock.Instant, handOffTime: Duration, acknowledgementTime: Duration) {
+         now: MonotonicInstant, handOffTime: Duration, acknowledgementTime: Duration) {
         asked = members
         self.epoch = epoch
         self.published = published
@@ -75,7 +75,7 @@ struct LeaveProgress: Equatable, Sendable {
 
     /// The first step, once the latest report of each member asked has been given to `heard`:
     /// with nothing to hand over, or nobody to hand it to, the departure goes ahead or ends now.
-    mutating func start(now: ContinuousClock.Instant) -> Action? {
+    mutating func start(now: MonotonicInstant) -> Action? {
         guard case .handingOff = phase else { return nil }
         if asked.isEmpty { return nothingToHandOver || force ? depart(now: now) : .finish(left: false) }
         return holding == asked ? depart(now: now) : nil
@@ -83,7 +83,7 @@ struct LeaveProgress: Equatable, Sendable {
 
     /// `node`'s report of our stream (from its latest heartbeat; nil: it reports none), and
     /// whether its digest in that heartbeat equals ours.
-    mutating func heard(_ report: PeerReport?, sameState: Bool = false, from node: NodeID, now: ContinuousClock.Instant) -> Action? {
+    mutating func heard(_ report: PeerReport?, sameState: Bool = false, from node: NodeID, now: MonotonicInstant) -> Action? {
         guard asked.contains(node), holds(report, sameState: sameState) else { return nil }
         holding.insert(node)
         guard case .handingOff = phase, holding == asked else { return nil }
@@ -122,7 +122,7 @@ struct LeaveProgress: Equatable, Sendable {
     /// wait for.
     private var settledByDeparture = false
 
-    mutating func tick(now: ContinuousClock.Instant) -> Action? {
+    mutating func tick(now: MonotonicInstant) -> Action? {
         defer { settledByDeparture = false }
         switch phase {
         case .handingOff where settledByDeparture && asked.isEmpty:
@@ -147,7 +147,7 @@ struct LeaveProgress: Equatable, Sendable {
         }
     }
 
-    private mutating func depart(now: ContinuousClock.Instant) -> Action {
+    private mutating func depart(now: MonotonicInstant) -> Action {
         phase = .departing(until: now + acknowledgementTime)
         lastAsked = now
         return .announce

@@ -6,10 +6,10 @@
 /// hold this back: the seeds that did answer once are asked again, and the pending one keeps
 /// being re-dialled on its own.
 struct SeedRecontact: Equatable, Sendable {
-    private(set) var isolatedSince: ContinuousClock.Instant?
+    private(set) var isolatedSince: MonotonicInstant?
 
     /// One tick of the reactor: true when the seeds are to be contacted now.
-    mutating func tick(anyMemberAlive: Bool, hasSeeds: Bool, now: ContinuousClock.Instant, after: Duration) -> Bool {
+    mutating func tick(anyMemberAlive: Bool, hasSeeds: Bool, now: MonotonicInstant, after: Duration) -> Bool {
         guard !anyMemberAlive, hasSeeds else {
             isolatedSince = nil
             return false

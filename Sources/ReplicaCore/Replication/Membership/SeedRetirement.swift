@@ -21,7 +21,7 @@ enum SeedRetirement {
     /// Whether another discovered seed may be opened now: one a second at most (a flood of
     /// beacons would open and close a socket pair for each; joining through one seed brings
     /// the whole member table anyway).
-    static func mayDiscover(seeds: [ContinuousClock.Instant?], now: ContinuousClock.Instant) -> Bool {
+    static func mayDiscover(seeds: [MonotonicInstant?], now: MonotonicInstant) -> Bool {
         guard let newest = seeds.compactMap({ $0 }).max() else { return true }
         return now - newest >= .seconds(1)
     }
@@ -29,8 +29,8 @@ enum SeedRetirement {
     /// The ids of discovered seeds to close (`discoveredAt` nil: a configured seed, kept): those
     /// past their life, then the oldest beyond `maxDiscovered - making` (`making`: 1 when
     /// about to open another).
-    static func discoveredToClose(seeds: [(id: Int, discoveredAt: ContinuousClock.Instant?)], making: Int = 0,
-                                  now: ContinuousClock.Instant) -> [Int] {
+    static func discoveredToClose(seeds: [(id: Int, discoveredAt: MonotonicInstant?)], making: Int = 0,
+                                  now: MonotonicInstant) -> [Int] {
         let discovered = seeds.compactMap { seed in seed.discoveredAt.map { (id: seed.id, at: $0) } }.sorted { $0.at < $1.at }
         let expired = discovered.filter { now - $0.at >= discoveredLife }
         let kept = discovered.filter { now - $0.at < discoveredLife }

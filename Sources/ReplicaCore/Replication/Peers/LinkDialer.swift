@@ -13,10 +13,10 @@
 /// A lost connection waits a back-off that doubles with each consecutive failure.
 struct LinkDialer: Equatable, Sendable {
     enum Phase: Equatable, Sendable {
-        case connecting(since: ContinuousClock.Instant)
-        case handshaking(since: ContinuousClock.Instant)
-        case connected(since: ContinuousClock.Instant)
-        case waiting(until: ContinuousClock.Instant)
+        case connecting(since: MonotonicInstant)
+        case handshaking(since: MonotonicInstant)
+        case connected(since: MonotonicInstant)
+        case waiting(until: MonotonicInstant)
     }
 
     struct Timing: Equatable, Sendable {
@@ -49,7 +49,7 @@ struct LinkDialer: Equatable, Sendable {
     static let unmeasuredRoundTrip: Duration = .milliseconds(250)
 
     private(set) var phase: Phase
-    private(set) var lastDial: ContinuousClock.Instant
+    private(set) var lastDial: MonotonicInstant
     /// Consecutive dials that did not reach `connected`.
     private(set) var failures = 0
     /// Completed handshakes over the socket's life.
@@ -66,7 +66,7 @@ struct LinkDialer: Equatable, Sendable {
     /// echo has measured one (a partition right after start-up leaves only this).
     private(set) var connectRoundTrip: Duration?
 
-    init(dialedAt now: ContinuousClock.Instant) {
+    init(dialedAt now: MonotonicInstant) {
         phase = .connecting(since: now)
         lastDial = now
     }
@@ -78,13 +78,13 @@ struct LinkDialer: Equatable, Sendable {
 
     /// Connected, and the handshake completed less than `window` ago: the connection is fresh
     /// proof of a path to the member even before its next heartbeat arrives.
-    func connectedRecently(now: ContinuousClock.Instant, window: Duration) -> Bool {
+    func connectedRecently(now: MonotonicInstant, window: Duration) -> Bool {
         if case .connected(let since) = phase { return now - since < window }
         return false
     }
 
     /// The owner dialled (again): a fresh TCP connection is on its way.
-    mutating func dialed(now: ContinuousClock.Instant) {
+    mutating func dialed(now: MonotonicInstant) {
         if isConnected || handshakes > 0 { interrupted = true }
         phase = .connecting(since: now)
         lastDial = now
@@ -99,7 +99,7 @@ struct LinkDialer: Equatable, Sendable {
         case reconnected
     }
 
-    mutating func tcpConnected(now: ContinuousClock.Instant) {
+    mutating func tcpConnected(now: MonotonicInstant) {
         if case .connecting(let since) = phase {
             phase = .handshaking(since: now)
             // A connect slower than the default guess says more about a lost SYN (the kernel
@@ -109,7 +109,7 @@ struct LinkDialer: Equatable, Sendable {
         }
     }
 
-    mutating func handshakeSucceeded(now: ContinuousClock.Instant) -> Outcome {
+    mutating func handshakeSucceeded(now: MonotonicInstant) -> Outcome {
         phase = .connected(since: now)
         failures = 0
         slowHandshakes = 0
@@ -118,14 +118,14 @@ struct LinkDialer: Equatable, Sendable {
         return handshakes == 1 ? .connected : (interrupted ? .reconnected : .none)
     }
 
-    mutating func disconnected(now: ContinuousClock.Instant, timing: Timing) {
+    mutating func disconnected(now: MonotonicInstant, timing: Timing) {
         interrupted = true
         failures += 1
         phase = .waiting(until: now + backoff(timing))
     }
 
     /// Whether to re-dial now. `peerSilent`: the member has not been heard for its suspect time.
-    mutating func shouldRedial(now: ContinuousClock.Instant, peerSilent: Bool, timing: Timing) -> Bool {
+    mutating func shouldRedial(now: MonotonicInstant, peerSilent: Bool, timing: Timing) -> Bool {
         switch phase {
         case .connecting(let since):
             if now - since >= timing.connectAttempt { failures += 1; return true }

@@ -20,19 +20,19 @@ public enum PeerState: String, Sendable, Codable, CaseIterable {
 struct Liveness: Equatable, Sendable {
     private(set) var state: PeerState = .suspect
     /// When `state` last changed (monotonic) and the same moment on the wall clock, for status.
-    private(set) var since: ContinuousClock.Instant
+    private(set) var since: MonotonicInstant
     private(set) var sinceDate: Date
     /// When we last heard the member itself, and when a member we hear last vouched for it.
-    private(set) var lastDirect: ContinuousClock.Instant?
-    private(set) var lastIndirect: ContinuousClock.Instant?
+    private(set) var lastDirect: MonotonicInstant?
+    private(set) var lastIndirect: MonotonicInstant?
     /// When we last heard the member itself, as it happened: `lastDirect` is evidence, moved
     /// forward by a stall of this node (`stalled`), and `status` showing it said a member frozen
     /// 18 s was last heard 8.5 s ago. This is what `LAST SEEN` shows.
-    private(set) var lastHeard: ContinuousClock.Instant?
+    private(set) var lastHeard: MonotonicInstant?
     /// When this node learned of the member: silence is counted from here until first heard.
-    private var known: ContinuousClock.Instant
+    private var known: MonotonicInstant
 
-    init(now: ContinuousClock.Instant, date: Date = Date()) {
+    init(now: MonotonicInstant, date: Date = Date()) {
         since = now
         sinceDate = date
         known = now
@@ -45,29 +45,29 @@ struct Liveness: Equatable, Sendable {
     }
 
     /// Heard within `window` on its own connections.
-    func hearsDirectly(now: ContinuousClock.Instant, window: Duration) -> Bool {
+    func hearsDirectly(now: MonotonicInstant, window: Duration) -> Bool {
         lastDirect.map { now - $0 < window } ?? false
     }
 
     /// Not heard on its own connections for `window`, counting from when it became known: a
     /// member just learnt of is given the same time to be heard as one that was heard.
-    func silentDirectly(now: ContinuousClock.Instant, window: Duration) -> Bool {
+    func silentDirectly(now: MonotonicInstant, window: Duration) -> Bool {
         now - (lastDirect ?? known) >= window
     }
 
-    mutating func heardDirectly(now: ContinuousClock.Instant) -> Transition? {
+    mutating func heardDirectly(now: MonotonicInstant) -> Transition? {
         lastDirect = now
         lastHeard = now
         return move(to: .alive, now: now)
     }
 
-    mutating func heardIndirectly(now: ContinuousClock.Instant) -> Transition? {
+    mutating func heardIndirectly(now: MonotonicInstant) -> Transition? {
         lastIndirect = now
         return move(to: .alive, now: now)
     }
 
     /// Ages the evidence: `suspect` after `suspectAfter` of silence, `down` after `downAfter`.
-    mutating func tick(now: ContinuousClock.Instant, suspectAfter: Duration, downAfter: Duration) -> Transition? {
+    mutating func tick(now: MonotonicInstant, suspectAfter: Duration, downAfter: Duration) -> Transition? {
         guard state != .left else { return nil }
         let last = [lastDirect, lastIndirect, known].compactMap { $0 }.max() ?? known
         let silence = now - last
@@ -77,9 +77,9 @@ struct Liveness: Equatable, Sendable {
     }
 
     /// The member announced its departure (or a new life of it replaced a departed one).
-    mutating func left(now: ContinuousClock.Instant) -> Transition? { move(to: .left, now: now) }
+    mutating func left(now: MonotonicInstant) -> Transition? { move(to: .left, now: now) }
 
-    mutating func rejoined(now: ContinuousClock.Instant) -> Transition? {
+    mutating func rejoined(now: MonotonicInstant) -> Transition? {
         guard state == .left else { return nil }
         known = now
         lastDirect = nil
@@ -91,13 +91,13 @@ struct Liveness: Equatable, Sendable {
     /// This node itself was stalled (stopped, starved) for `gap`: what it did not hear then is
     /// not the members' silence, so the evidence is moved forward by the stall (`lastHeard`,
     /// what happened, is not).
-    mutating func stalled(for gap: Duration, now: ContinuousClock.Instant) {
+    mutating func stalled(for gap: Duration, now: MonotonicInstant) {
         lastDirect = lastDirect.map { min($0 + gap, now) }
         lastIndirect = lastIndirect.map { min($0 + gap, now) }
         known = min(known + gap, now)
     }
 
-    private mutating func move(to new: PeerState, now: ContinuousClock.Instant) -> Transition? {
+    private mutating func move(to new: PeerState, now: MonotonicInstant) -> Transition? {
         guard state != new, state != .left || new == .suspect else { return nil }
         let transition = Transition(from: state, to: new)
         state = new

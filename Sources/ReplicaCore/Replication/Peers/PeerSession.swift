@@ -48,10 +48,10 @@ struct PeerSession: Sendable {
     /// The member's wall clock in its last heartbeat and when that arrived: echoed in ours, so
     /// that it can measure its round trip and clock (kept even from a heartbeat that is
     /// otherwise ignored for a skewed clock: that is how the member learns it is skewed).
-    private(set) var echo: (wallMillis: UInt64, receivedAt: ContinuousClock.Instant)?
+    private(set) var echo: (wallMillis: UInt64, receivedAt: MonotonicInstant)?
     /// When a heartbeat of it was last taken, naming the life the stream follows (one ignored
     /// for a skewed clock names nothing: its epoch is not read).
-    private(set) var heartbeatTakenAt: ContinuousClock.Instant?
+    private(set) var heartbeatTakenAt: MonotonicInstant?
     private(set) var repair: RepairInFlight?
     /// Where the last completed sync with this member left off: the next one asks only for
     /// what it stored since. Forgotten once when a difference outlives a completed sync with
@@ -60,7 +60,7 @@ struct PeerSession: Sendable {
     private(set) var stats = Stats()
     private var membersMismatches = 0
     /// When an entry it wrote was last refused for a timestamp too far ahead, and by how much.
-    private var lastFutureRejection: (at: ContinuousClock.Instant, aheadMillis: Int64, stampWallMillis: UInt64)?
+    private var lastFutureRejection: (at: MonotonicInstant, aheadMillis: Int64, stampWallMillis: UInt64)?
     /// Refusals counted since `takeNewFutureRejections` last looked.
     private var futureRejectionsUnreported = 0
     /// Heartbeats in a row with another member table before the next exchange: 2, doubled (up
@@ -86,9 +86,9 @@ struct PeerSession: Sendable {
         var theirs: UInt64
         var ours: UInt64
         /// When this pair was first seen.
-        var since: ContinuousClock.Instant
+        var since: MonotonicInstant
         /// Since when the next sync for it waits: the first sight, then each sync wanted for it.
-        var waitFrom: ContinuousClock.Instant
+        var waitFrom: MonotonicInstant
         /// Syncs with the member completed while the pair held, and how many of them had asked
         /// in full (no mark).
         var syncsCompleted = 0
@@ -103,7 +103,7 @@ struct PeerSession: Sendable {
         var epoch: UInt64
         var sequence: UInt64
         var wallMillis: UInt64
-        var receivedAt: ContinuousClock.Instant
+        var receivedAt: MonotonicInstant
         var digestRoot: UInt64
         /// Our digest root when it arrived (the quiet-digest rule compares two heartbeats).
         var ourRoot: UInt64
@@ -116,7 +116,7 @@ struct PeerSession: Sendable {
     struct RepairInFlight: Equatable, Sendable {
         var requestID: UInt64
         var range: ClosedRange<UInt64>
-        var lastProgress: ContinuousClock.Instant
+        var lastProgress: MonotonicInstant
     }
     /// Repairs in a row that timed out: a member that answers none is asked no more, and a
     /// sync brings the losses instead.
@@ -126,8 +126,8 @@ struct PeerSession: Sendable {
     /// heartbeats claim updates it never serves (a bug, or a hostile member) is chased once per
     /// wait, not once per claim, and is listed (`claimsUnserved`).
     private(set) var unservedRepairs = 0
-    private(set) var unservedSince: ContinuousClock.Instant?
-    private var owedCatchUp: ContinuousClock.Instant?
+    private(set) var unservedSince: MonotonicInstant?
+    private var owedCatchUp: MonotonicInstant?
     /// Unserved repairs in a row that list the member as a problem.
     static let unservedRepairsToList = 3
     /// Losses handed to a sync (their repair was unavailable or kept timing out), and the
@@ -174,7 +174,7 @@ struct PeerSession: Sendable {
         case syncConnectionLost
     }
 
-    init(record: MemberRecord, now: ContinuousClock.Instant) {
+    init(record: MemberRecord, now: MonotonicInstant) {
         node = record.node
         self.record = record
         liveness = Liveness(now: now)
@@ -199,7 +199,7 @@ struct PeerSession: Sendable {
         clock.worstRoundTrip ?? [subscriber.connectRoundTrip, dealer.connectRoundTrip].compactMap { $0 }.min()
     }
 
-    func hearsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
+    func hearsDirectly(now: MonotonicInstant, base: PeerTiming) -> Bool {
         liveness.hearsDirectly(now: now, window: timing(base).suspectAfter)
     }
 
@@ -207,13 +207,13 @@ struct PeerSession: Sendable {
     /// the life our report's epoch is of. (Requests on ROUTER, or heartbeats ignored for a clock
     /// beyond the limit, keep a member heard while its epoch goes unread; paired with the epoch of
     /// a life it left, that reads as a second process with its id.)
-    func hearsHeartbeatsDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
+    func hearsHeartbeatsDirectly(now: MonotonicInstant, base: PeerTiming) -> Bool {
         guard hearsDirectly(now: now, base: base), let heartbeatTakenAt else { return false }
         return now - heartbeatTakenAt < timing(base).suspectAfter
     }
 
     /// Not heard on its own connections for its suspect time (see `Liveness.silentDirectly`).
-    func silentDirectly(now: ContinuousClock.Instant, base: PeerTiming) -> Bool {
+    func silentDirectly(now: MonotonicInstant, base: PeerTiming) -> Bool {
         liveness.silentDirectly(now: now, window: timing(base).suspectAfter)
     }
 
@@ -225,16 +225,16 @@ struct PeerSession: Sendable {
     // MARK: Messages
 
     /// Any message on this member's own connections.
-    mutating func heardDirectly(now: ContinuousClock.Instant) -> [Action] {
+    mutating func heardDirectly(now: MonotonicInstant) -> [Action] {
         liveness.heardDirectly(now: now).map { [.stateChanged($0)] } ?? []
     }
 
     /// A member we hear vouched for this one (or passed on one of its updates).
-    mutating func heardIndirectly(now: ContinuousClock.Instant) -> [Action] {
+    mutating func heardIndirectly(now: MonotonicInstant) -> [Action] {
         liveness.heardIndirectly(now: now).map { [.stateChanged($0)] } ?? []
     }
 
-    mutating func heartbeatReceived(_ message: Heartbeat, local: LocalView, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
+    mutating func heartbeatReceived(_ message: Heartbeat, local: LocalView, now: MonotonicInstant, wallMillis: UInt64) -> [Action] {
         var actions = heardDirectly(now: now)
         echo = (message.wallMillis, now)
         heartbeatTakenAt = now
@@ -340,7 +340,7 @@ struct PeerSession: Sendable {
 
     /// A batch of this member's updates arrived on its own connection (`bytes` long): it is
     /// heard, and its stream advances, in one step for the whole batch.
-    mutating func updatesReceived(_ sequences: ClosedRange<UInt64>, epoch: UInt64? = nil, bytes: Int = 0, now: ContinuousClock.Instant? = nil) -> [Action] {
+    mutating func updatesReceived(_ sequences: ClosedRange<UInt64>, epoch: UInt64? = nil, bytes: Int = 0, now: MonotonicInstant? = nil) -> [Action] {
         var actions = now.map { heardDirectly(now: $0) } ?? []
         stats.updateBytes += bytes
         let unknown = stream.epoch == 0
@@ -362,7 +362,7 @@ struct PeerSession: Sendable {
     /// naming the life it belongs to). The member's own heartbeats say which life it is in
     /// while we hear it directly: a relay naming another life then moves nothing (a relay
     /// could otherwise lock the stream onto an epoch the member never had).
-    mutating func relayReceived(sequence: UInt64, epoch: UInt64, now: ContinuousClock.Instant, base: PeerTiming) -> [Action] {
+    mutating func relayReceived(sequence: UInt64, epoch: UInt64, now: MonotonicInstant, base: PeerTiming) -> [Action] {
         var actions = heardIndirectly(now: now)
         guard epoch == stream.epoch || !hearsDirectly(now: now, base: base) else { return actions }
         actions += updateReceived(sequence: sequence, epoch: epoch)
@@ -377,7 +377,7 @@ struct PeerSession: Sendable {
 
     /// A heartbeat from this member whose clock is too far ahead of ours: it proves the member
     /// alive and measures its clock, and nothing else is taken from it.
-    mutating func skewedHeartbeatReceived(_ message: Heartbeat, local node: NodeID, now: ContinuousClock.Instant, wallMillis: UInt64) -> [Action] {
+    mutating func skewedHeartbeatReceived(_ message: Heartbeat, local node: NodeID, now: MonotonicInstant, wallMillis: UInt64) -> [Action] {
         let actions = heardDirectly(now: now)
         echo = (message.wallMillis, now)
         if let echo = message.reports.first(where: { $0.node == node }) {
@@ -389,7 +389,7 @@ struct PeerSession: Sendable {
     }
 
     /// An entry it wrote, stamped at `stampWallMillis`, was refused as too far ahead.
-    mutating func countFutureRejection(aheadMillis: Int64, stampWallMillis: UInt64, now: ContinuousClock.Instant) {
+    mutating func countFutureRejection(aheadMillis: Int64, stampWallMillis: UInt64, now: MonotonicInstant) {
         stats.futureTimestampsRejected += 1
         futureRejectionsUnreported += 1
         lastFutureRejection = (now, aheadMillis, max(stampWallMillis, lastFutureRejection?.stampWallMillis ?? 0))
@@ -401,7 +401,7 @@ struct PeerSession: Sendable {
     /// wrote meanwhile (and its logical clock) are still ahead, which its clock offset no longer
     /// shows. Once our clock takes them, they are taken at the next sync: it was listed for a
     /// minute more (the window), long after.
-    func refusedEntriesAhead(now: ContinuousClock.Instant, window: Duration, acceptedThroughWallMillis: UInt64) -> Int64? {
+    func refusedEntriesAhead(now: MonotonicInstant, window: Duration, acceptedThroughWallMillis: UInt64) -> Int64? {
         guard let last = lastFutureRejection, now - last.at < window, last.stampWallMillis > acceptedThroughWallMillis else { return nil }
         return last.aheadMillis
     }
@@ -427,10 +427,10 @@ struct PeerSession: Sendable {
 
     // MARK: Connections
 
-    mutating func subscriberTCPConnected(now: ContinuousClock.Instant) { subscriber.tcpConnected(now: now) }
-    mutating func dealerTCPConnected(now: ContinuousClock.Instant) { dealer.tcpConnected(now: now) }
+    mutating func subscriberTCPConnected(now: MonotonicInstant) { subscriber.tcpConnected(now: now) }
+    mutating func dealerTCPConnected(now: MonotonicInstant) { dealer.tcpConnected(now: now) }
 
-    mutating func subscriberHandshakeSucceeded(now: ContinuousClock.Instant) {
+    mutating func subscriberHandshakeSucceeded(now: MonotonicInstant) {
         _ = subscriber.handshakeSucceeded(now: now)
     }
 
@@ -438,28 +438,28 @@ struct PeerSession: Sendable {
     /// the member published while the link was down shows as a sequence gap at its next
     /// heartbeat and is repaired, exactly, from its retransmit buffer (a sync would fetch
     /// everything it stored since the last one, most of which arrived meanwhile by other paths).
-    mutating func dealerHandshakeSucceeded(now: ContinuousClock.Instant) {
+    mutating func dealerHandshakeSucceeded(now: MonotonicInstant) {
         _ = dealer.handshakeSucceeded(now: now)
     }
 
     /// Lost, or re-dialled: the member may come back as a new life on it (`connectionLost`).
-    mutating func subscriberDisconnected(now: ContinuousClock.Instant, base: PeerTiming) {
+    mutating func subscriberDisconnected(now: MonotonicInstant, base: PeerTiming) {
         subscriber.disconnected(now: now, timing: dialTiming(base))
         stream.connectionLost()
     }
 
-    mutating func dealerDisconnected(now: ContinuousClock.Instant, base: PeerTiming) -> [Action] {
+    mutating func dealerDisconnected(now: MonotonicInstant, base: PeerTiming) -> [Action] {
         dealer.disconnected(now: now, timing: dialTiming(base))
         abandonRepair()
         return [.syncConnectionLost]
     }
 
-    mutating func subscriberRedialed(now: ContinuousClock.Instant) {
+    mutating func subscriberRedialed(now: MonotonicInstant) {
         subscriber.dialed(now: now)
         stream.connectionLost()
     }
 
-    mutating func dealerRedialed(now: ContinuousClock.Instant) -> [Action] {
+    mutating func dealerRedialed(now: MonotonicInstant) -> [Action] {
         dealer.dialed(now: now)
         // A request in flight went with the old pipe.
         abandonRepair()
@@ -474,7 +474,7 @@ struct PeerSession: Sendable {
         repair = nil
     }
 
-    mutating func repairStarted(requestID: UInt64, range: ClosedRange<UInt64>, now: ContinuousClock.Instant) {
+    mutating func repairStarted(requestID: UInt64, range: ClosedRange<UInt64>, now: MonotonicInstant) {
         repair = RepairInFlight(requestID: requestID, range: range, lastProgress: now)
     }
 
@@ -542,11 +542,11 @@ struct PeerSession: Sendable {
     }
 
     /// Whether its claims went unserved often enough in a row to list it, and since when.
-    var claimsUnserved: ContinuousClock.Instant? {
+    var claimsUnserved: MonotonicInstant? {
         unservedRepairs >= Self.unservedRepairsToList ? unservedSince : nil
     }
 
-    mutating func repairChunk(requestID: UInt64, entries: Int, isLast: Bool, isUnavailable: Bool, now: ContinuousClock.Instant) -> RepairVerdict {
+    mutating func repairChunk(requestID: UInt64, entries: Int, isLast: Bool, isUnavailable: Bool, now: MonotonicInstant) -> RepairVerdict {
         guard let current = repair, current.requestID == requestID else { return .unrelated }
         if isUnavailable {
             // Everything else missing of its stream goes to the same catch-up: asking for it
@@ -591,7 +591,7 @@ struct PeerSession: Sendable {
     /// least `syncsBeforeDivergence` completed syncs with it, one asked in full: a difference
     /// syncing does not settle, once it has lasted `after` (nil before, or if there is none).
     /// A root that moves (a write, a sync that brought something) starts the count again.
-    func unsettledDifference(now: ContinuousClock.Instant, after: Duration) -> Duration? {
+    func unsettledDifference(now: MonotonicInstant, after: Duration) -> Duration? {
         guard let quiet, quiet.theirs != quiet.ours, quiet.syncsCompleted >= Self.syncsBeforeDivergence,
               quiet.fullSyncsCompleted >= 1, now - quiet.since >= after
         else { return nil }
@@ -638,7 +638,7 @@ struct PeerSession: Sendable {
     // MARK: Membership
 
     /// A new record for this member (a restart, another address, a departure, a return).
-    mutating func recordChanged(_ new: MemberRecord, now: ContinuousClock.Instant) -> [Action] {
+    mutating func recordChanged(_ new: MemberRecord, now: MonotonicInstant) -> [Action] {
         let old = record
         record = new
         if new.status == .left { return liveness.left(now: now).map { [.stateChanged($0)] } ?? [] }
@@ -654,7 +654,7 @@ struct PeerSession: Sendable {
     /// place); a fresh session took it for the first sight of the member, wanted no sync, and
     /// what the member published late in its last life or early in this one, before we
     /// subscribed, waited for the next digest sync.
-    mutating func moved(to new: MemberRecord, now: ContinuousClock.Instant) {
+    mutating func moved(to new: MemberRecord, now: MonotonicInstant) {
         var moved = PeerSession(record: new, now: now)
         moved.stream = stream
         moved.incarnation = incarnation
@@ -671,7 +671,7 @@ struct PeerSession: Sendable {
 
     /// This node was stalled for `gap` (stopped, starved): nothing heard meanwhile is not the
     /// member's fault.
-    mutating func stalled(for gap: Duration, now: ContinuousClock.Instant, wallMillis: UInt64) {
+    mutating func stalled(for gap: Duration, now: MonotonicInstant, wallMillis: UInt64) {
         liveness.stalled(for: gap, now: now)
         clock.ignoreEchoes(sentBefore: wallMillis)
     }
@@ -680,7 +680,7 @@ struct PeerSession: Sendable {
 
     /// Ages liveness, re-dials what needs it, times out a repair, and starts the next repair.
     /// `holdRepairs`: a sync that brings everything is pending; lost updates wait for it.
-    mutating func tick(now: ContinuousClock.Instant, base: PeerTiming, holdRepairs: Bool) -> [Action] {
+    mutating func tick(now: MonotonicInstant, base: PeerTiming, holdRepairs: Bool) -> [Action] {
         guard record.status == .active else { return [] }
         var actions: [Action] = []
         let timing = timing(base)

@@ -11,8 +11,8 @@ struct SyncPlanner: Sendable {
         var peer: NodeID
         var requestID: UInt64
         var reason: SyncReason
-        var started: ContinuousClock.Instant
-        var lastProgress: ContinuousClock.Instant
+        var started: MonotonicInstant
+        var lastProgress: MonotonicInstant
         var chunks = 0
         var entries = 0
         var bytes = 0
@@ -82,7 +82,7 @@ struct SyncPlanner: Sendable {
     private(set) var timeoutHistory: [NodeID: TimeoutHistory] = [:]
 
     struct TimeoutHistory: Equatable, Sendable {
-        var lastAbandoned: ContinuousClock.Instant
+        var lastAbandoned: MonotonicInstant
         /// Syncs abandoned in a row since the history began (`slowTimeouts` outlives it when
         /// the digests came to agree: the patience stays, the stall is over).
         var timeouts = 0
@@ -108,7 +108,7 @@ struct SyncPlanner: Sendable {
     /// the stall lasts) or a sync with them still running (it may crawl on late chunks). The
     /// history of another member whose last timeout is older is forgotten: no sync with it
     /// was wanted since.
-    mutating func stalls(now: ContinuousClock.Instant, window: Duration) -> [Stall] {
+    mutating func stalls(now: MonotonicInstant, window: Duration) -> [Stall] {
         timeoutHistory = timeoutHistory.filter { inFlight?.peer == $0.key || now - $0.value.lastAbandoned < window }
         // Nor is an abandoned request repeated so long after (it would cover other members'
         // streams by reports that old).
@@ -198,7 +198,7 @@ struct SyncPlanner: Sendable {
     /// The reactor sent the request chosen by `next`.
     mutating func started(
         with peer: NodeID, requestID: UInt64, reason: SyncReason, reports: [NodeID: PeerReport] = [:], reportsEpoch: UInt64 = 0,
-        since: StoreMark = .none, now: ContinuousClock.Instant
+        since: StoreMark = .none, now: MonotonicInstant
     ) {
         let isRetry = retry?.peer == peer && retry?.requestID == requestID
         retry = nil
@@ -224,7 +224,7 @@ struct SyncPlanner: Sendable {
     }
 
     /// A chunk answering a sync request arrived from `peer`.
-    mutating func received(requestID: UInt64, from peer: NodeID, entries: Int, bytes: Int, isLast: Bool, now: ContinuousClock.Instant) -> ChunkVerdict {
+    mutating func received(requestID: UInt64, from peer: NodeID, entries: Int, bytes: Int, isLast: Bool, now: MonotonicInstant) -> ChunkVerdict {
         // Late: a chunk of an abandoned request, or of one asked again (see `Retry`).
         let isInFlight = inFlight?.peer == peer && inFlight?.requestID == requestID
         if !isInFlight || inFlight?.isRetry == true {
@@ -253,7 +253,7 @@ struct SyncPlanner: Sendable {
     }
 
     /// Abandons the sync in flight if nothing arrived for `timeout`; it is wanted again.
-    mutating func expire(now: ContinuousClock.Instant, timeout: Duration) -> InFlight? {
+    mutating func expire(now: MonotonicInstant, timeout: Duration) -> InFlight? {
         guard let sync = inFlight, now - sync.lastProgress >= self.timeout(for: sync.peer, base: timeout) else { return nil }
         slowTimeouts[sync.peer, default: 0] += 1
         timeoutHistory[sync.peer, default: TimeoutHistory(lastAbandoned: now)].lastAbandoned = now

@@ -63,22 +63,22 @@ struct SyncResponder: Sendable {
         var unsent: [Int: Int] = [:]
         var nextChunk: UInt32 = 0
         var entriesSent = 0
-        var lastProgress: ContinuousClock.Instant
+        var lastProgress: MonotonicInstant
         /// Encoded chunks its requester's queue could not take yet, in order.
         var held: [HeldChunk] = []
         /// While its queue is full: when to offer the held chunks again.
-        var retryAt: ContinuousClock.Instant?
+        var retryAt: MonotonicInstant?
 
         /// How long after `now` its held chunks are offered again: soon while its connection
         /// drains, rarely once it has not for `drainingWindow` (a slow link, or a requester
         /// stopped): a reply may wait for minutes, and the loop need not wake for it hundreds
         /// of times a second.
-        func offerDelay(now: ContinuousClock.Instant) -> Duration {
+        func offerDelay(now: MonotonicInstant) -> Duration {
             isStalled(now: now, after: SyncResponder.drainingWindow) ? SyncResponder.stalledRetryDelay : SyncResponder.retryDelay
         }
 
         /// Nothing of it could be queued for `after`.
-        func isStalled(now: ContinuousClock.Instant, after: Duration) -> Bool { now - lastProgress >= after }
+        func isStalled(now: MonotonicInstant, after: Duration) -> Bool { now - lastProgress >= after }
     }
 
     /// One encoded chunk of a reply, how many entries it carries, and the listed keys, per
@@ -146,7 +146,7 @@ struct SyncResponder: Sendable {
     /// Takes a request's reply, if there is room: one reply per connection (and one repair),
     /// at most `maxReplies` in all, a stalled one (nothing queued for `stalledAfter`) giving
     /// its place to a new one.
-    mutating func accept(_ reply: Reply, now: ContinuousClock.Instant, stalledAfter: Duration) -> Admission {
+    mutating func accept(_ reply: Reply, now: MonotonicInstant, stalledAfter: Duration) -> Admission {
         var reply = reply
         // One reply per connection: a new request means the requester gave up the earlier one
         // (a retry of it continues it instead: `continues`). A repair does not replace a sync
@@ -205,7 +205,7 @@ struct SyncResponder: Sendable {
 
     /// Chunks that could not be queued (the requester is not reading fast enough) wait, as
     /// encoded, until `now + retryDelay` (longer once the reply is stalled).
-    mutating func hold(_ chunks: [HeldChunk], at index: Int, now: ContinuousClock.Instant) {
+    mutating func hold(_ chunks: [HeldChunk], at index: Int, now: MonotonicInstant) {
         replies[index].held = chunks
         replies[index].retryAt = now + replies[index].offerDelay(now: now)
     }
@@ -227,7 +227,7 @@ struct SyncResponder: Sendable {
 
     /// Chunks with `entries` entries, carrying the listed `keys` (per bucket), of reply `index`
     /// were queued (or keys read made no chunk: they were gone from the store).
-    mutating func sent(entries: Int, keys: [Int: Int] = [:], at index: Int, now: ContinuousClock.Instant) {
+    mutating func sent(entries: Int, keys: [Int: Int] = [:], at index: Int, now: MonotonicInstant) {
         replies[index].entriesSent += entries
         for (bucket, count) in keys { replies[index].unsent[bucket, default: 0] -= count }
         replies[index].lastProgress = now
@@ -240,13 +240,13 @@ struct SyncResponder: Sendable {
     func isDone(_ index: Int) -> Bool { isListed(index) && replies[index].held.isEmpty }
 
     /// Reply `index` waits for its requester's queue (its held chunks are offered at `retryAt`).
-    func isWaiting(_ index: Int, now: ContinuousClock.Instant) -> Bool { replies[index].retryAt.map { now < $0 } ?? false }
+    func isWaiting(_ index: Int, now: MonotonicInstant) -> Bool { replies[index].retryAt.map { now < $0 } ?? false }
 
     /// Whether a reply can go on now (so the loop should not sleep).
-    func hasReplyReady(now: ContinuousClock.Instant) -> Bool { replies.contains { $0.retryAt.map { now >= $0 } ?? true } }
+    func hasReplyReady(now: MonotonicInstant) -> Bool { replies.contains { $0.retryAt.map { now >= $0 } ?? true } }
 
     /// The earliest moment a waiting reply is offered again.
-    var nextRetry: ContinuousClock.Instant? { replies.compactMap(\.retryAt).min() }
+    var nextRetry: MonotonicInstant? { replies.compactMap(\.retryAt).min() }
 
     /// The next bucket whose keys reply `index` must list, taken out (nil: none left), and the
     /// serial its keys must be stored after.
@@ -282,7 +282,7 @@ extension SyncResponder.Reply {
     /// link fills it): held and offered again like any reply's chunk. It was dropped, and the
     /// requester learnt nothing until its repair timed out, twice, 20 s or more.
     static func unavailableRepair(client: [UInt8], requester: NodeID, requestID: UInt64, frame: [UInt8],
-                                  now: ContinuousClock.Instant) -> Self {
+                                  now: MonotonicInstant) -> Self {
         var reply = Self(client: client, requester: requester, requestID: requestID, mark: .none, isRepair: true, pending: [], lastProgress: now)
         reply.held = [SyncResponder.HeldChunk(frame: frame, entries: 0)]
         return reply
