@@ -3,30 +3,30 @@ import Foundation
 /// Relays for partial partitions: when this node cannot hear a member that another member
 /// hears, that other member passes the unheard one's updates on (see `RelayPlanner`).
 extension Replica {
-    /// Subscribes to (and drops) relays as the plan changes.
+    /// Subscribes to (and drops) relays as the core's plan changes.
     func planRelays(now: MonotonicInstant) {
-        let views = activeSessions.filter { sockets.links[$0.node] != nil }.map { session in
-            RelayPlanner.View(node: session.node, directlySilent: session.silentDirectly(now: now, base: timing), hears: session.hears)
-        }
-        let plan = RelayPlanner.plan(views, current: core.relays.taken)
-        guard plan != core.relays.taken else { return }
-        for (source, relay) in core.relays.taken where plan[source] != relay {
-            if let link = sockets.links[relay], link.relayedSources.remove(source) != nil {
-                try? link.subscriber.unsubscribe(WireCodec.relayTopic(for: source))
-                logger.info("\(source) is heard again (or \(relay) no longer hears it): relay through \(relay) dropped")
+        guard let changes = core.relayChanges(now: now, base: timing, linked: Set(sockets.links.keys)) else { return }
+        for change in changes.drop {
+            if let link = sockets.links[change.relay], link.relayedSources.remove(change.source) != nil {
+                try? link.subscriber.unsubscribe(WireCodec.relayTopic(for: change.source))
+                logger.info("\(change.source) is heard again (or \(change.relay) no longer hears it): relay through \(change.relay) dropped")
             }
         }
-        for (source, relay) in plan where core.relays.taken[source] != relay {
-            guard let link = sockets.links[relay] else { continue }
+        for change in changes.take {
+            guard let link = sockets.links[change.relay] else { continue }
             do {
-                try link.subscriber.subscribe(WireCodec.relayTopic(for: source))
-                link.relayedSources.insert(source)
-                logger.info("cannot hear \(source) directly; taking its updates through \(relay)")
+                try link.subscriber.subscribe(WireCodec.relayTopic(for: change.source))
+                link.relayedSources.insert(change.source)
+                logger.info("cannot hear \(change.source) directly; taking its updates through \(change.relay)")
             } catch {
-                logger.warning("relay subscription for \(source) at \(relay) failed: \(error)")
+                logger.warning("relay subscription for \(change.source) at \(change.relay) failed: \(error)")
             }
         }
-        core.relays.taken = plan.filter { sockets.links[$0.value]?.relayedSources.contains($0.key) == true }
+        var subscribed = Set<NodeCore.Relay>()
+        for (relay, link) in sockets.links {
+            for source in link.relayedSources { subscribed.insert(NodeCore.Relay(source: source, relay: relay)) }
+        }
+        core.relaysTaken(changes.plan, subscribed: subscribed)
     }
 
     /// Subscription changes reported by our XPUB: which sources some member wants relayed.
