@@ -20,30 +20,23 @@ extension Replica {
     /// Opens the links to a member, unless it has never been heard here and the places for
     /// such members are taken (`UnheardDials`): then it waits its turn.
     func dial(_ record: MemberRecord, now: MonotonicInstant) {
-        let heard = core.sessions[record.node]?.liveness.lastHeard != nil
-        guard heard || record.status != .active || !isAdmitted(record) || core.unheardDials.admit(record.node, now: now) else {
-            closeLink(to: record.node)
-            return
-        }
-        openLink(to: record, now: now)
+        let admitted = isAdmitted(record)
+        perform(core.dial(record, admitted: admitted, now: now), now: now)
     }
 
-    /// Members heard since they were dialled leave the count of unheard ones; links unheard
-    /// for too long give their places to members waiting (`UnheardDials`).
+    /// Links unheard for too long give their places to members waiting (`UnheardDials`).
     func maintainUnheardDials(now: MonotonicInstant) {
-        for node in core.unheardDials.dialling.keys where core.sessions[node]?.liveness.lastHeard != nil { core.unheardDials.heard(node) }
-        for action in core.unheardDials.tick(now: now) {
-            switch action {
-            case .close(let node):
-                logger.info("member \(node) was not heard in \(core.unheardDials.attempt) since it was dialled; hanging up until it may be dialled again")
-                closeLink(to: node)
-            case .open(let node):
-                guard let record = core.membership[node], record.status == .active, isAdmitted(record) else {
-                    core.unheardDials.remove(node)
-                    continue
-                }
-                openLink(to: record, now: now)
-            }
+        let trust = admission.trust
+        for action in core.maintainUnheardDials(now: now, admits: { trust.admits($0) }) { perform(action, now: now) }
+    }
+
+    private func perform(_ action: NodeCore.DialAction, now: MonotonicInstant) {
+        switch action {
+        case .open(let record):
+            openLink(to: record, now: now)
+        case .hangUp(let node, let unheardFor):
+            if let unheardFor { logger.info("member \(node) was not heard in \(unheardFor) since it was dialled; hanging up until it may be dialled again") }
+            closeLink(to: node)
         }
     }
 
