@@ -82,4 +82,42 @@ extension NodeCore {
         }
         return true
     }
+
+    /// A sync brought everything its member held when it took the request: the losses it covers
+    /// (by its reports from before the request) are no longer gaps, though what we dropped
+    /// ourselves stays lost until its own member's word. After a catch-up, losses of members we
+    /// cannot reach that it did not cover are given up: nobody reachable holds them (they come
+    /// back with those members). Entries dropped meanwhile: the sync counts, but no mark or
+    /// stream is covered by it (the next sync asks for everything in the differing buckets).
+    mutating func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: MonotonicInstant, base: PeerTiming) {
+        let node = sync.peer
+        sessions[node]?.syncCompleted(
+            mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence, askedInFull: sync.since == .none)
+        let reports = SyncPlanner.coveringReports(of: sync, markEpoch: mark.epoch)
+        for origin in sessions.keys where origin != node {
+            if let report = reports[origin] { sessions[origin]?.coveredByReport(through: report.through, epoch: report.epoch) }
+        }
+        if sync.reason.isCatchUp { catchUpSettled(now: now, base: base, except: node) }
+    }
+
+    /// A heartbeat of `node` showed our own digest: equal state, so what it holds of each stream,
+    /// we hold too (its own by its word; the others' as far as a report covers).
+    mutating func digestsEqual(_ heartbeat: Heartbeat, from node: NodeID, local: NodeID, now: MonotonicInstant, base: PeerTiming) {
+        sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
+        if planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, base: base, except: node) }
+        for report in heartbeat.reports where report.node != local && report.node != node {
+            sessions[report.node]?.coveredByReport(through: report.through, epoch: report.epoch)
+        }
+    }
+
+    /// A catch-up is over (completed, or its member showed our own digest): losses of members
+    /// we cannot reach that it did not cover are given up, since nobody reachable holds them
+    /// (they come back with those members).
+    mutating func catchUpSettled(now: MonotonicInstant, base: PeerTiming, except node: NodeID? = nil) {
+        for origin in sessions.keys where origin != node {
+            if let session = sessions[origin], !session.hearsDirectly(now: now, base: base) {
+                sessions[origin]?.giveUpLosses()
+            }
+        }
+    }
 }

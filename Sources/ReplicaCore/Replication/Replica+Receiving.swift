@@ -151,12 +151,8 @@ extension Replica {
         }
         perform(actions, for: node, now: now)
         if heartbeat.digestRoot == local.digestRoot {
-            // Equal digests, equal state: what the member holds of each stream, we hold too.
-            core.sessions[node]?.covered(through: heartbeat.sequence, epoch: heartbeat.epoch)
-            if core.planner.digestsAgree(with: node) != nil { catchUpSettled(now: now, except: node) }
-            for report in heartbeat.reports where report.node != identity.node && report.node != node {
-                core.sessions[report.node]?.coveredByReport(through: report.through, epoch: report.epoch)
-            }
+            let us = identity.node
+            core.digestsEqual(heartbeat, from: node, local: us, now: now, base: timing)
         }
         leaveHeard(from: node, now: now)
         if let ofUs = heartbeat.reports.first(where: { $0.node == identity.node }) { judgeReport(ofUs: ofUs, by: node, now: now) }

@@ -130,7 +130,7 @@ extension Replica {
             core.housekeeping.runSoon()  // the next sync starts at the next turn
             let level: Logger.Level = sync.entries > 0 || sync.reason != .periodic ? .info : .debug
             logger.log(level: level, "sync from \(node) done (\(sync.reason.rawValue)): \(sync.entries) entries, \(sync.bytes) bytes in \(now - sync.started)")
-            syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now)
+            core.syncCompleted(sync, mark: chunk.mark, sequence: chunk.sequence, now: now, base: timing)
             if sync.reason == .commitFailed && core.commits.needsTestCommit(afterCatchUpOf: sync.entries) {
                 // Nothing received is missing, so no commit of its own will tell whether the store
                 // writes again: a test commit does. If it fails, the next fetch (and test) comes
@@ -146,33 +146,5 @@ extension Replica {
         accept(chunk.entries, from: node)
         core.counters.syncEntriesReceived += chunk.entries.count
         core.counters.syncBytesReceived += bytes
-    }
-
-    /// A sync brought everything `node` held when it took the request: the losses it covers (by
-    /// its reports from before the request) are no longer losses. After a catch-up, losses of
-    /// members we cannot reach that it did not cover are given up: nobody reachable holds them
-    /// (they come back with those members).
-    private func syncCompleted(_ sync: SyncPlanner.InFlight, mark: StoreMark, sequence: UInt64, now: MonotonicInstant) {
-        let node = sync.peer
-        // Entries dropped meanwhile: the sync counts, but no mark or stream is covered by it (the
-        // next sync asks for everything in the differing buckets).
-        core.sessions[node]?.syncCompleted(
-            mark: sync.droppedEntries ? .none : mark, sequence: sync.droppedEntries ? 0 : sequence, askedInFull: sync.since == .none)
-        let reports = SyncPlanner.coveringReports(of: sync, markEpoch: mark.epoch)
-        for origin in core.sessions.keys where origin != node {
-            if let report = reports[origin] { core.sessions[origin]?.coveredByReport(through: report.through, epoch: report.epoch) }
-        }
-        if sync.reason.isCatchUp { catchUpSettled(now: now, except: node) }
-    }
-
-    /// A catch-up is over (completed, or its member showed our own digest): losses of members
-    /// we cannot reach that it did not cover are given up, since nobody reachable holds them
-    /// (they come back with those members).
-    func catchUpSettled(now: MonotonicInstant, except node: NodeID? = nil) {
-        for origin in core.sessions.keys where origin != node {
-            if let session = core.sessions[origin], !session.hearsDirectly(now: now, base: timing) {
-                core.sessions[origin]?.giveUpLosses()
-            }
-        }
     }
 }

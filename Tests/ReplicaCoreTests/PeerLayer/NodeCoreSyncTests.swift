@@ -86,4 +86,24 @@ import Testing
             }
         }
     }
+
+    /// A completed catch-up covers the other members' streams by its member's reports, but not
+    /// what this node dropped itself (a full disk): only that member's own sync clears it. A
+    /// report within what the member showed cannot be told from a lie (seeds 4873 and 6300).
+    @Test func aCompletedCatchUpCoversByReportAllButWhatWeDropped() {
+        var core = Self.core()
+        let (epochB, epochC) = (core.sessions["b"]!.stream.epoch, core.sessions["c"]!.stream.epoch)
+        _ = core.sessions["c"]?.updatesReceived(1...9, now: Clock.start + .milliseconds(10))
+        core.sessions["c"]?.receivedEntriesDropped()
+        #expect(core.sessions["c"]?.heldThrough == 0)
+        let report = PeerReport(node: "c", epoch: epochC, through: 9, echoWallMillis: 0, heldMillis: 0, hearsDirectly: true)
+        let fromB = SyncPlanner.InFlight(peer: "b", requestID: 1, reason: .commitFailed, started: Clock.start, lastProgress: Clock.start,
+                                         reports: ["c": report], reportsEpoch: epochB)
+        core.syncCompleted(fromB, mark: StoreMark(epoch: epochB, serial: 1), sequence: 3, now: Clock.start + .milliseconds(100), base: Self.timing)
+        #expect(core.sessions["c"]?.heldThrough == 0, "b's word does not clear what we dropped of c")
+        #expect(core.sessions["b"]?.heldThrough == 3)
+        let fromC = SyncPlanner.InFlight(peer: "c", requestID: 2, reason: .commitFailed, started: Clock.start, lastProgress: Clock.start)
+        core.syncCompleted(fromC, mark: StoreMark(epoch: epochC, serial: 1), sequence: 9, now: Clock.start + .milliseconds(200), base: Self.timing)
+        #expect(core.sessions["c"]?.heldThrough == 9, "c's own sync does")
+    }
 }
