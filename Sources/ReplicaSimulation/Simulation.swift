@@ -118,8 +118,12 @@ public final class Simulation: @unchecked Sendable {
         time.advance(to: max(next ?? now + .milliseconds(100), now + .microseconds(1)))
     }
 
+    /// n1 and n2, unless both have left: then, as an operator would, two members that have not
+    /// (a node given only departed seeds can never join, and rightly says it is isolated).
     func seeds(for node: SimulatedNode) -> [Endpoint] {
-        nodes.filter { $0.index != node.index && $0.index < 2 }.map(\.address)
+        let usual = nodes.filter { $0.index != node.index && $0.index < 2 }
+        if usual.contains(where: { !$0.hasLeft }) { return usual.map(\.address) }
+        return nodes.filter { $0.index != node.index && !$0.hasLeft }.prefix(2).map(\.address)
     }
 
     // MARK: Agenda
