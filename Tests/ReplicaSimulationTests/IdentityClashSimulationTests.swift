@@ -5,16 +5,6 @@ import Testing
 /// Decisions about a node's identity, on a simulated cluster (simulated time: the windows of
 /// seconds these rules wait out cost nothing here).
 @Suite struct IdentityClashSimulationTests {
-    /// Runs `cluster` in steps of 100 ms until `condition` holds, for at most `limit`.
-    static func run(_ cluster: SimulatedCluster, within limit: Duration = .seconds(30), until condition: () async -> Bool) async -> Bool {
-        let deadline = cluster.elapsed + limit
-        while cluster.elapsed < deadline {
-            if await condition() { return true }
-            await cluster.run(for: .milliseconds(100))
-        }
-        return await condition()
-    }
-
     /// Two processes with one id (a copied data directory, or `--id` given twice): each keeps
     /// replacing the other's member record, and together they overwrite their counter slots.
     /// At least one of them lists an `identity` problem that fails health and refuses local
@@ -27,7 +17,7 @@ import Testing
         defer { cluster.shutdown() }
         // The second process starts once the first is a member.
         cluster.crash(2)
-        let hubHearsTwin = await Self.run(cluster) {
+        let hubHearsTwin = await cluster.run {
             await cluster.replica(0).status().peers.contains { $0.id == "n2" && $0.state == .alive }
         }
         #expect(hubHearsTwin)
@@ -35,7 +25,7 @@ import Testing
         func clashing(_ index: Int) async -> Problem? {
             await cluster.replica(index).status().problems.first { $0.kind == .identity }
         }
-        let listedSomewhere = await Self.run(cluster) {
+        let listedSomewhere = await cluster.run {
             if await clashing(1) != nil { return true }
             return await clashing(2) != nil
         }
@@ -48,14 +38,14 @@ import Testing
             try await cluster.replica(listed).write("k", payload: Array("1".utf8))
         }
         let hub = cluster.replica(0)
-        let counted = await Self.run(cluster) {
+        let counted = await cluster.run {
             await hub.status().problems.contains { $0.kind == .memberIdentity && $0.subject == "n2" && $0.count > 1 }
         }
         #expect(counted, "listed by another member, counted as it goes on moving")
         #expect(await hub.health().healthy, "the hub's own health stays green")
         cluster.crash(rival)
-        #expect(await Self.run(cluster, within: .seconds(60)) { await clashing(listed) == nil }, "cleared once the rival is gone")
-        let written = await Self.run(cluster) { (try? await cluster.replica(listed).write("k", payload: Array("2".utf8))) != nil }
+        #expect(await cluster.run(within: .seconds(60)) { await clashing(listed) == nil }, "cleared once the rival is gone")
+        let written = await cluster.run { (try? await cluster.replica(listed).write("k", payload: Array("2".utf8))) != nil }
         #expect(written, "and writes flow again")
     }
 }
