@@ -288,7 +288,10 @@ public final class Simulation: @unchecked Sendable {
         case .links(let condition):
             network.standard = condition
         case .join(let index):
-            nodes[index].start(seeds: seeds(for: nodes[index]))
+            // Every member that has not left is a seed of a late joiner: given two, it could
+            // never join once both left before a partition let it reach them (it rightly lists
+            // itself isolated).
+            nodes[index].start(seeds: nodes.filter { $0.index != index && !$0.hasLeft }.map(\.address))
         case .leave(let index):
             nodes[index].leave()
         case .forget(let index, let by):
