@@ -63,11 +63,8 @@ public final class Simulation: @unchecked Sendable {
             sample += .milliseconds(500)
         }
         let deadline = time.origin + options.faultPhase + options.convergenceBound
-        var healed = false
         while time.now < deadline {
             step()
-            if case .heal? = lastEvent { healed = true }
-            lastEvent = nil
             if healed, convergedAfter == nil, time.now >= nextConvergenceCheck {
                 nextConvergenceCheck = time.now + .milliseconds(200)
                 if converged() {
@@ -86,7 +83,9 @@ public final class Simulation: @unchecked Sendable {
             convergedAfterSeconds: convergedAfter.map { Double($0 / .milliseconds(1)) / 1000 })
     }
 
-    private var lastEvent: AgendaEvent?
+    /// The heal was performed: convergence is checked from then on. (Not the last event of a
+    /// step: another one due at the same instant, a hostile member's acts, would hide it.)
+    private var healed = false
     private var nextConvergenceCheck = MonotonicInstant.now
 
     /// Every turn's virtual cost: time moves even while a node is busy.
@@ -97,7 +96,6 @@ public final class Simulation: @unchecked Sendable {
         network.deliverDue()
         while let (event, at) = agenda.first, at <= now {
             agenda.removeFirst()
-            lastEvent = event
             perform(event)
         }
         for node in nodes where node.isRunning {
@@ -381,6 +379,7 @@ public final class Simulation: @unchecked Sendable {
     /// The end of the fault phase: every fault still under way ends, and every node that is
     /// down comes back on its data (a node left down for good takes what only it held with it).
     private func heal() {
+        healed = true
         for (number, fault) in activeFaults.sorted(by: { $0.key < $1.key }) { end(fault, number: number) }
         network.healAll()
         network.standard = LinkCondition()
