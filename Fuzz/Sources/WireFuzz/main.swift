@@ -24,7 +24,7 @@ func fuzzWireDecoders(_ data: UnsafePointer<UInt8>?, _ size: Int) -> Int32 {
     return 0
 }
 
-let start = ContinuousClock.now
+let start = MonotonicInstant.now
 let timing = PeerTiming(heartbeatInterval: .seconds(1), suspectAfter: .milliseconds(1500), downAfter: .seconds(5), requestTimeout: .seconds(10))
 
 /// The decisions a member's message feeds, from a session that has heard the member once (so
